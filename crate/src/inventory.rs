@@ -1,0 +1,1 @@
+//! inventory (stub; being written).

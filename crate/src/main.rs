@@ -1,0 +1,4 @@
+//! `neuronscope` CLI (stub).
+fn main() {
+    println!("neuronscope");
+}

@@ -1,0 +1,1 @@
+//! pairing (stub; being written).

@@ -1,0 +1,1 @@
+//! profile (stub; being written).

@@ -1,0 +1,1 @@
+//! Sinks: Arrow IPC and Parquet (stub).

@@ -1,0 +1,18 @@
+//! Small helpers shared by decoders and table builders.
+
+/// Lowercase hex of `b`.
+pub fn hex(b: &[u8]) -> String {
+    let mut s = String::with_capacity(b.len() * 2);
+    for x in b {
+        s.push_str(&format!("{x:02x}"));
+    }
+    s
+}
+
+/// serde helper: serialise a byte array as lowercase hex.
+pub fn ser_hex<S: serde::Serializer, const N: usize>(
+    b: &[u8; N],
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(&hex(b))
+}
