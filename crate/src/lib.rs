@@ -5,6 +5,7 @@
 //! Flow (docs/ARCHITECTURE.md): [`inventory`] classifies picked files → [`pairing`] binds each NTFF
 //! to its NEFF → [`profile`] decodes a profile into [`tables`] → [`sink`] writes Arrow IPC/Parquet.
 
+pub mod engine;
 pub mod error;
 pub mod inventory;
 pub mod neff;
@@ -21,6 +22,7 @@ pub mod util;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
 
+pub use engine::Engine;
 pub use error::{Error, Problem, Result, Severity};
 pub use source::{ByteSource, SliceSource};
 
