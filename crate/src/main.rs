@@ -1,4 +1,311 @@
-//! `neuronscope` CLI (stub).
-fn main() {
-    println!("neuronscope");
+//! `neuronscope` command-line interface: the same core as the web page, natively.
+//!
+//! ```text
+//! neuronscope scan DIR [--json]          inventory, profiles, pairing, problems
+//! neuronscope convert DIR -o OUT         Parquet per table per device profile
+//! neuronscope synth OUT [--ntff-mb N]    write a synthetic capture (the app's demo; N MB NTFF)
+//! neuronscope bench [DIR] [--synth-mb N] decode throughput and peak memory
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use neuronscope::inventory::{self, Inventory};
+use neuronscope::source::FileSource;
+use neuronscope::tables::{TableDef, TableSink};
+use neuronscope::{profile, sink, ByteSource, Error, Result};
+
+const USAGE: &str = "usage:
+  neuronscope scan DIR [--json]           list files, profiles, NEFF/NTFF pairing and problems
+  neuronscope convert DIR -o OUT          write <OUT>/<profile>/<device>/<Table>.parquet
+  neuronscope synth OUT [--ntff-mb N]     write a synthetic capture (N: NTFF size in MB, default demo size)
+  neuronscope bench [DIR] [--synth-mb N]  decode throughput (MB/s, records/s) and peak memory";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let r = match args.first().map(String::as_str) {
+        Some("scan") => cmd_scan(&args[1..]),
+        Some("convert") => cmd_convert(&args[1..]),
+        Some("synth") => cmd_synth(&args[1..]),
+        Some("bench") => cmd_bench(&args[1..]),
+        Some("-h") | Some("--help") | Some("help") => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        _ => Err(Error::Other(USAGE.to_string())),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("neuronscope: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Value following `flag` in `args`, if present.
+fn opt<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
+    args.iter()
+        .position(|a| a == flag)
+        .and_then(|i| args.get(i + 1))
+        .map(String::as_str)
+}
+
+/// First argument that is neither a flag nor a flag's value.
+fn positional(args: &[String], flags_with_values: &[&str]) -> Option<PathBuf> {
+    let mut skip = false;
+    for a in args {
+        if skip {
+            skip = false;
+            continue;
+        }
+        if flags_with_values.contains(&a.as_str()) {
+            skip = true;
+            continue;
+        }
+        if !a.starts_with("--") {
+            return Some(PathBuf::from(a));
+        }
+    }
+    None
+}
+
+/// Every regular file under `root` as (relative '/' path, size), sorted.
+fn walk(root: &Path) -> Result<Vec<(String, u64)>> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).map_err(|e| Error::Io(format!("{}: {e}", dir.display())))? {
+            let entry = entry?;
+            let path = entry.path();
+            let meta = entry.metadata()?;
+            if meta.is_dir() {
+                stack.push(path);
+            } else if meta.is_file() {
+                let rel = path.strip_prefix(root).unwrap_or(&path);
+                let rel: Vec<String> = rel
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect();
+                out.push((rel.join("/"), meta.len()));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Builds the inventory of a directory (or of a single file's parent, showing that file only).
+fn scan_dir(root: &Path) -> Result<Inventory> {
+    if !root.exists() {
+        return Err(Error::Io(format!("{}: no such file or directory", root.display())));
+    }
+    let files = walk(root)?;
+    let root = root.to_path_buf();
+    let open = move |p: &str| -> Result<Box<dyn ByteSource>> {
+        Ok(Box::new(FileSource::open(&root.join(p))?))
+    };
+    Ok(inventory::build(&files, &open))
+}
+
+fn opener(root: &Path) -> impl Fn(&str) -> Result<Box<dyn ByteSource>> + '_ {
+    move |p: &str| -> Result<Box<dyn ByteSource>> { Ok(Box::new(FileSource::open(&root.join(p))?)) }
+}
+
+fn cmd_scan(args: &[String]) -> Result<()> {
+    let dir = positional(args, &[]).ok_or_else(|| Error::Other(USAGE.into()))?;
+    let inv = scan_dir(&dir)?;
+    if args.iter().any(|a| a == "--json") {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&inv).map_err(|e| Error::Other(e.to_string()))?
+        );
+        return Ok(());
+    }
+    println!("{} files, {} profiles", inv.files.len(), inv.profiles.len());
+    for p in &inv.profiles {
+        let ty = serde_json::to_value(p.profile_type)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        println!("\n[{ty}] {}", p.id);
+        if let (Some(i), Some(pid)) = (&p.instance_id, p.pid) {
+            println!("  instance {i}, pid {pid}");
+        }
+        for (i, d) in p.devices.iter().enumerate() {
+            let status = serde_json::to_value(&d.pairing)
+                .map(|v| v.to_string())
+                .unwrap_or_default();
+            println!(
+                "  #{i} {}: ntff={} neff={} {}",
+                d.name,
+                d.ntff.as_deref().unwrap_or("-"),
+                d.neff.as_deref().unwrap_or("-"),
+                status
+            );
+        }
+        for f in &p.system_files {
+            println!("  system: {f}");
+        }
+        for pr in &p.problems {
+            println!("  {:?}: {}", pr.severity, pr.message);
+        }
+    }
+    for pr in &inv.problems {
+        println!("{:?}: {}", pr.severity, pr.message);
+    }
+    Ok(())
+}
+
+fn cmd_convert(args: &[String]) -> Result<()> {
+    let dir = positional(args, &["-o"]).ok_or_else(|| Error::Other(USAGE.into()))?;
+    let out = PathBuf::from(opt(args, "-o").ok_or_else(|| Error::Other(USAGE.into()))?);
+    let inv = scan_dir(&dir)?;
+    let open = opener(&dir);
+    let mut failures = 0;
+    for p in &inv.profiles {
+        for (i, d) in p.devices.iter().enumerate() {
+            let target = out
+                .join(neuronscope::util::safe_name(&p.id))
+                .join(neuronscope::util::safe_name(&d.name));
+            std::fs::create_dir_all(&target)?;
+            let mut psink = sink::ParquetSink::new(|table: &str| {
+                std::fs::File::create(target.join(format!("{table}.parquet"))).map_err(Error::from)
+            });
+            let t0 = Instant::now();
+            let res = profile::process_device(&inv, &p.id, i, &open, &mut psink, &mut |_, _, _| {})?;
+            let rows = psink.finish()?;
+            println!(
+                "{} / {} -> {} ({:.2} s)",
+                p.id,
+                d.name,
+                target.display(),
+                t0.elapsed().as_secs_f64()
+            );
+            for (t, n) in rows {
+                println!("  {t}.parquet: {n} rows");
+            }
+            for pr in &res.problems {
+                println!("  {:?}: {}", pr.severity, pr.message);
+                if pr.severity == neuronscope::Severity::Error {
+                    failures += 1;
+                }
+            }
+        }
+    }
+    if failures > 0 {
+        eprintln!("{failures} error(s); tables decoded before each fault were written");
+    }
+    Ok(())
+}
+
+fn cmd_synth(args: &[String]) -> Result<()> {
+    let out = positional(args, &["--ntff-mb"]).ok_or_else(|| Error::Other(USAGE.into()))?;
+    let mb: Option<u64> = match opt(args, "--ntff-mb") {
+        Some(v) => Some(v.parse().map_err(|_| Error::Other(format!("--ntff-mb {v}: not a number")))?),
+        None => None,
+    };
+    std::fs::create_dir_all(&out)?;
+    let files = match mb {
+        None => neuronscope::synth::demo_capture()?,
+        Some(mb) => neuronscope::synth::large_capture(mb * 1_000_000)?,
+    };
+    for (path, bytes) in files {
+        let p = out.join(&path);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&p, &bytes)?;
+        println!("{} ({} bytes)", p.display(), bytes.len());
+    }
+    Ok(())
+}
+
+/// Counts rows without keeping them (decode-only throughput).
+#[derive(Default)]
+struct NullSink {
+    rows: u64,
+}
+
+impl TableSink for NullSink {
+    fn batch(&mut self, _def: &'static TableDef, batch: arrow_array::RecordBatch) -> Result<()> {
+        self.rows += batch.num_rows() as u64;
+        Ok(())
+    }
+}
+
+/// Peak resident memory of this process in bytes (Linux `VmHWM`), if known.
+fn peak_rss() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+fn cmd_bench(args: &[String]) -> Result<()> {
+    let tmp;
+    let dir = match (positional(args, &["--synth-mb"]), opt(args, "--synth-mb")) {
+        (Some(d), _) => d,
+        (None, Some(mb)) => {
+            let mb: u64 = mb
+                .parse()
+                .map_err(|_| Error::Other(format!("--synth-mb {mb}: not a number")))?;
+            tmp = std::env::temp_dir().join(format!("neuronscope-bench-{mb}mb"));
+            if !tmp.join(".complete").exists() {
+                std::fs::create_dir_all(&tmp)?;
+                for (path, bytes) in neuronscope::synth::large_capture(mb * 1_000_000)? {
+                    std::fs::write(tmp.join(path), bytes)?;
+                }
+                std::fs::write(tmp.join(".complete"), b"")?;
+            }
+            tmp.clone()
+        }
+        (None, None) => return Err(Error::Other(USAGE.into())),
+    };
+    let inv = scan_dir(&dir)?;
+    let open = opener(&dir);
+    println!("input\tbytes\tseconds\tMB/s\trows\trows/s\tparquet_bytes");
+    for p in &inv.profiles {
+        for (i, d) in p.devices.iter().enumerate() {
+            let Some(ntff) = &d.ntff else { continue };
+            let bytes = std::fs::metadata(dir.join(ntff)).map(|m| m.len()).unwrap_or(0);
+            // decode only
+            let mut null = NullSink::default();
+            let t0 = Instant::now();
+            profile::process_device(&inv, &p.id, i, &open, &mut null, &mut |_, _, _| {})?;
+            let secs = t0.elapsed().as_secs_f64().max(1e-9);
+            // decode + Parquet (to memory, discarded)
+            let pq = Arc::new(AtomicU64::new(0));
+            let mut psink = sink::ParquetSink::new(|_t: &str| Ok(CountingWriter(pq.clone())));
+            profile::process_device(&inv, &p.id, i, &open, &mut psink, &mut |_, _, _| {})?;
+            psink.finish()?;
+            let pq_bytes = pq.load(Ordering::Relaxed);
+            println!(
+                "{ntff}\t{bytes}\t{secs:.3}\t{:.1}\t{}\t{:.0}\t{pq_bytes}",
+                bytes as f64 / 1e6 / secs,
+                null.rows,
+                null.rows as f64 / secs
+            );
+        }
+    }
+    if let Some(peak) = peak_rss() {
+        println!("peak_rss_bytes\t{peak}");
+    }
+    Ok(())
+}
+
+/// A writer that only counts bytes (Parquet size without keeping the file).
+struct CountingWriter(Arc<AtomicU64>);
+
+impl std::io::Write for CountingWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.fetch_add(buf.len() as u64, Ordering::Relaxed);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }

@@ -1,1 +1,314 @@
-//! profile (stub; being written).
+//! Processing one device profile: NEFF tables, NTFF event tables, `Summary`, `Warning` and
+//! `SchemaFields`, streamed into a [`TableSink`]. Shared by the CLI and the wasm shell.
+//!
+//! Errors are data: a NEFF or NTFF that fails to decode becomes a [`Problem`] (file, offset,
+//! expectation) and everything decoded before the fault stays in the sink.
+
+use std::collections::BTreeMap;
+
+use arrow_array::RecordBatch;
+use serde::Serialize;
+
+use crate::engine::Engine;
+use crate::error::{Error, Problem, Result, Severity};
+use crate::inventory::{DeviceProfile, Inventory, Profile};
+use crate::pairing::PairStatus;
+use crate::source::ByteSource;
+use crate::tables::{self, explorer, Emitter, TableDef, TableSink};
+
+/// Opens a picked file by its relative path (native file, browser Blob, or bytes).
+pub type Opener<'a> = &'a dyn Fn(&str) -> Result<Box<dyn ByteSource>>;
+
+/// Instructions of one engine on one physical core.
+#[derive(Debug, Clone, Serialize)]
+pub struct EngineCount {
+    /// Physical core within the logical core (0 or 1 under LNC=2).
+    pub pcore_idx: u32,
+    /// Explorer engine name (tensor, scalar, gpsimd, vector, sync).
+    pub engine: &'static str,
+    /// Instruction rows written.
+    pub count: u64,
+}
+
+/// The NEFF a device profile ran, as shown on the Summary page.
+#[derive(Debug, Clone, Serialize)]
+pub struct NeffBrief {
+    /// Path of the NEFF file (relative to the picked folder).
+    pub file: String,
+    /// Header network name.
+    pub name: String,
+    /// Header uuid, 32 hex digits.
+    pub uuid: String,
+    /// `info.json` `tool_version`.
+    pub compiler_version: Option<String>,
+}
+
+/// Headline numbers of a processed device profile (the page's Summary view).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DeviceSummary {
+    /// NTFF path, if the profile has one.
+    pub ntff_file: Option<String>,
+    /// NTFF format version.
+    pub ntff_version: Option<u8>,
+    /// Measured execution time in ns (NTFF `sg00` field 14, ps / 1000).
+    pub total_time_ns: Option<f64>,
+    /// `Instruction` rows.
+    pub instruction_count: u64,
+    /// `SemaphoreUpdate` rows.
+    pub semaphore_count: u64,
+    /// Instruction rows per (physical core, engine), engines in NTFF order.
+    pub per_engine: Vec<EngineCount>,
+    /// The paired NEFF.
+    pub neff: Option<NeffBrief>,
+}
+
+/// Rows written per table.
+#[derive(Debug, Clone, Serialize)]
+pub struct TableCount {
+    /// Explorer table name.
+    pub name: &'static str,
+    /// Rows.
+    pub rows: u64,
+}
+
+/// What [`process_device`] returns (serialised to the page).
+#[derive(Debug, Clone, Serialize)]
+pub struct DeviceResult {
+    /// Key under which the caller stored the tables (set by [`DeviceResult::with_key`]).
+    pub key: String,
+    /// Profile id.
+    pub profile_id: String,
+    /// Device profile name (NTFF stem).
+    pub device: String,
+    /// Tables written, with row counts.
+    pub tables: Vec<TableCount>,
+    /// Headline numbers.
+    pub summary: DeviceSummary,
+    /// Problems of this device profile (pairing, decoding).
+    pub problems: Vec<Problem>,
+}
+
+impl DeviceResult {
+    /// The same result labelled with the caller's storage key.
+    pub fn with_key(&self, key: &str) -> DeviceResult {
+        let mut r = self.clone();
+        r.key = key.to_string();
+        r
+    }
+}
+
+/// Counts rows per table on the way to the real sink.
+struct Counting<'a> {
+    inner: &'a mut dyn TableSink,
+    rows: BTreeMap<&'static str, (&'static TableDef, u64)>,
+}
+
+impl TableSink for Counting<'_> {
+    fn batch(&mut self, def: &'static TableDef, batch: RecordBatch) -> Result<()> {
+        self.rows.entry(def.name).or_insert((def, 0)).1 += batch.num_rows() as u64;
+        self.inner.batch(def, batch)
+    }
+}
+
+/// Finds a profile by id and one of its device profiles by index.
+pub fn find_device<'i>(
+    inv: &'i Inventory,
+    profile_id: &str,
+    device_index: usize,
+) -> Result<(&'i Profile, &'i DeviceProfile)> {
+    let p = inv
+        .profiles
+        .iter()
+        .find(|p| p.id == profile_id)
+        .ok_or_else(|| Error::Other(format!("no profile {profile_id}")))?;
+    let d = p.devices.get(device_index).ok_or_else(|| {
+        Error::Other(format!(
+            "profile {profile_id} has no device profile #{device_index}"
+        ))
+    })?;
+    Ok((p, d))
+}
+
+/// Decodes device profile `device_index` of profile `profile_id` into `sink`: `NeffHeader`,
+/// `TensorInfo`, `DmaQueuesInfo` (NEFF), `Instruction`, `SemaphoreUpdate`, `Metadata`,
+/// `ExecutionInfo` (NTFF), then `Summary`, `Warning` and `SchemaFields`.
+/// `progress(stage, bytes_done, bytes_total)` reports decoding progress.
+///
+/// Errors: only when the profile or device does not exist or the sink fails; decode failures are
+/// [`Problem`]s in the result.
+pub fn process_device(
+    inv: &Inventory,
+    profile_id: &str,
+    device_index: usize,
+    open: Opener<'_>,
+    sink: &mut dyn TableSink,
+    progress: &mut dyn FnMut(&str, u64, u64),
+) -> Result<DeviceResult> {
+    let (profile, dev) = find_device(inv, profile_id, device_index)?;
+    let mut sink = Counting {
+        inner: sink,
+        rows: BTreeMap::new(),
+    };
+    let mut problems: Vec<Problem> = profile
+        .problems
+        .iter()
+        .filter(|p| {
+            p.file.is_some() && (p.file.as_deref() == dev.ntff.as_deref() || p.file == dev.neff)
+        })
+        .cloned()
+        .collect();
+    let mut summary = DeviceSummary {
+        ntff_file: dev.ntff.clone(),
+        ntff_version: dev.ntff_version,
+        ..Default::default()
+    };
+
+    // The NEFF is trusted for names only when the uuid check bound it to the NTFF (or there is
+    // no NTFF at all).
+    let neff_usable = matches!(dev.pairing, PairStatus::Paired { .. } | PairStatus::NeffOnly);
+    let mut ctx = crate::ntff::DecodeContext {
+        file_name: dev.ntff.clone().unwrap_or_default(),
+        ..Default::default()
+    };
+    if let (Some(path), true) = (&dev.neff, neff_usable) {
+        progress("NEFF", 0, 1);
+        match open(path).and_then(|src| crate::neff::open(&*src)) {
+            Ok(neff) => {
+                summary.neff = Some(NeffBrief {
+                    file: path.clone(),
+                    name: neff.header.name.clone(),
+                    uuid: neff.header.uuid_hex(),
+                    compiler_version: neff.compiler_version.clone(),
+                });
+                ctx.compiler_version = neff.compiler_version.clone();
+                ctx.semaphore_names = neff
+                    .subgraphs
+                    .iter()
+                    .map(|sg| sg.semaphore_names())
+                    .collect();
+                for w in &neff.warnings {
+                    problems.push(Problem::new(
+                        Severity::Warning,
+                        "NEFF",
+                        Some(path),
+                        format!("{path}: {w}"),
+                    ));
+                }
+                if let Err(e) = crate::neff::write_tables(&neff, &mut sink) {
+                    problems.push(Problem::from_error(Severity::Error, "NEFF", path, &e));
+                }
+            }
+            Err(e) => problems.push(Problem::from_error(
+                Severity::Error,
+                "ERROR_PROCESS_INCOMPLETE",
+                path,
+                &e,
+            )),
+        }
+        progress("NEFF", 1, 1);
+    }
+
+    let decodable = !matches!(
+        dev.pairing,
+        PairStatus::EmptyNtff | PairStatus::NeffOnly | PairStatus::Unreadable { .. }
+    );
+    if let (Some(path), true) = (&dev.ntff, decodable) {
+        let mut cb = |done: u64, total: u64| progress("NTFF", done, total);
+        match open(path).and_then(|src| crate::ntff::decode(&*src, &ctx, &mut sink, &mut cb)) {
+            Ok(rep) => {
+                summary.ntff_version = Some(rep.info.version);
+                summary.total_time_ns = rep.total_time_ps.map(|ps| ps as f64 / 1000.0);
+                summary.instruction_count = rep.instructions;
+                summary.semaphore_count = rep.semaphore_updates;
+                for (pcore, counts) in rep.instructions_per_engine.iter().enumerate() {
+                    for e in Engine::ALL {
+                        let count = counts[e.ntff_index()];
+                        if count > 0 {
+                            summary.per_engine.push(EngineCount {
+                                pcore_idx: pcore as u32,
+                                engine: e.explorer_name(),
+                                count,
+                            });
+                        }
+                    }
+                }
+                problems.extend(rep.problems);
+            }
+            Err(e) => problems.push(Problem::from_error(
+                Severity::Error,
+                "ERROR_PROCESS_INCOMPLETE",
+                path,
+                &e,
+            )),
+        }
+    }
+
+    if dev.ntff.is_some() && decodable {
+        write_summary(&summary, &mut sink)?;
+    }
+    write_warnings(&problems, &mut sink)?;
+    let mut defs: Vec<&'static TableDef> = sink.rows.values().map(|(d, _)| *d).collect();
+    defs.push(&explorer::SCHEMA_FIELDS);
+    tables::schema_fields(&defs, &mut sink)?;
+
+    Ok(DeviceResult {
+        key: String::new(),
+        profile_id: profile.id.clone(),
+        device: dev.name.clone(),
+        tables: sink
+            .rows
+            .iter()
+            .map(|(n, (_, r))| TableCount { name: n, rows: *r })
+            .collect(),
+        summary,
+        problems,
+    })
+}
+
+/// One `Summary` row with what issue-2 processing knows: total time and per-engine counts.
+/// The DMA, FLOPs and active-time fields stay null until their inputs are decoded.
+fn write_summary(s: &DeviceSummary, sink: &mut dyn TableSink) -> Result<()> {
+    let def = &explorer::SUMMARY;
+    let mut e = Emitter::new(def, sink);
+    e.b.f64(def.col("total_time"), s.total_time_ns.map(|ns| ns / 1e9));
+    for eng in Engine::ALL {
+        let field = match eng {
+            Engine::Pe => "tensor_engine_instruction_count",
+            Engine::Act => "scalar_engine_instruction_count",
+            Engine::Pool => "gpsimd_engine_instruction_count",
+            Engine::Dve => "vector_engine_instruction_count",
+            Engine::Sp => "sync_engine_instruction_count",
+        };
+        let n: u64 = s
+            .per_engine
+            .iter()
+            .filter(|c| c.engine == eng.explorer_name())
+            .map(|c| c.count)
+            .sum();
+        e.b.i64(def.col(field), i64::try_from(n).ok());
+    }
+    e.end_row()?;
+    e.finish()?;
+    Ok(())
+}
+
+/// `Warning` rows (explorer-schema.md §5.9) from the problems; categories follow Explorer's
+/// wording where one exists.
+fn write_warnings(problems: &[Problem], sink: &mut dyn TableSink) -> Result<()> {
+    let def = &explorer::WARNING;
+    let mut e = Emitter::new(def, sink);
+    let (m, c) = (def.col("message"), def.col("category"));
+    for p in problems {
+        let cat = match (p.severity, p.code.as_str()) {
+            (_, "MISSING_NEFF") | (_, "Missing Data") => "Missing Data",
+            (Severity::Error, _) => "Error",
+            (Severity::Warning, _) => "Warning",
+            (Severity::Info, _) => "Info",
+        };
+        e.b.str(m, Some(&p.message));
+        e.b.str(c, Some(cat));
+        e.end_row()?;
+    }
+    e.finish()?;
+    Ok(())
+}

@@ -16,3 +16,23 @@ pub fn ser_hex<S: serde::Serializer, const N: usize>(
 ) -> std::result::Result<S::Ok, S::Error> {
     s.serialize_str(&hex(b))
 }
+
+/// A file-system-safe version of `s` (for download and output names): path separators and
+/// unusual characters become `_`.
+pub fn safe_name(s: &str) -> String {
+    let t: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if t.is_empty() {
+        "_".into()
+    } else {
+        t
+    }
+}

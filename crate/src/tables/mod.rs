@@ -449,10 +449,11 @@ impl<'s> Emitter<'s> {
         }
         Ok(())
     }
-    /// Forwards the last partial batch (also an empty one when no row was written, so the table
-    /// exists with its schema). Returns the number of rows written.
+    /// Forwards the last partial batch. A table without rows is not written at all (Explorer:
+    /// "a table exists only if the profile contains that kind of activity"). Returns the number
+    /// of rows written.
     pub fn finish(mut self) -> Result<u64> {
-        if self.b.pending_rows() > 0 || self.rows == 0 {
+        if self.b.pending_rows() > 0 {
             let batch = self.b.take_batch()?;
             self.sink.batch(self.b.def(), batch)?;
         }

@@ -1,0 +1,265 @@
+//! The JS-facing API, compiled only for wasm32 and used from a Web Worker (www/src/worker.ts).
+//! Bulk data crosses as `Uint8Array`s (Arrow IPC, Parquet, zip); small metadata as plain JS
+//! objects through serde-wasm-bindgen. Nothing here decodes: it wires browser `Blob`s to the core.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use serde::Serialize;
+use wasm_bindgen::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::inventory::{self, Inventory};
+use crate::source::{check_range, ByteSource};
+use crate::tables::Tables;
+
+/// Size of the window a [`BlobSource`] reads at once: small decoder reads (headers, 16-byte
+/// records) are served from it instead of one `FileReaderSync` call each.
+const WINDOW: u64 = 4 << 20;
+
+/// A browser `Blob`/`File` read by slices with `FileReaderSync` (worker only). Offsets cross as
+/// f64 (`Blob.slice`'s i32 overload overflows past 2 GiB; spec/README.md).
+pub struct BlobSource {
+    blob: web_sys::Blob,
+    len: u64,
+    reader: web_sys::FileReaderSync,
+    cache: RefCell<(u64, Vec<u8>)>,
+}
+
+impl BlobSource {
+    /// Wraps `blob`. Errors when `FileReaderSync` is unavailable (not in a worker).
+    pub fn new(blob: web_sys::Blob) -> Result<Self> {
+        let reader = web_sys::FileReaderSync::new()
+            .map_err(|e| Error::Io(format!("FileReaderSync unavailable: {e:?}")))?;
+        let len = blob.size() as u64;
+        Ok(BlobSource {
+            blob,
+            len,
+            reader,
+            cache: RefCell::new((0, Vec::new())),
+        })
+    }
+
+    fn read_raw(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let end = offset + buf.len() as u64;
+        let slice = self
+            .blob
+            .slice_with_f64_and_f64(offset as f64, end as f64)
+            .map_err(|e| Error::Io(format!("Blob.slice failed: {e:?}")))?;
+        let ab = self
+            .reader
+            .read_as_array_buffer(&slice)
+            .map_err(|e| Error::Io(format!("FileReaderSync failed at offset {offset}: {e:?}")))?;
+        let arr = js_sys::Uint8Array::new(&ab);
+        if arr.length() as usize != buf.len() {
+            return Err(Error::Truncated {
+                offset,
+                wanted: buf.len() as u64,
+                available: arr.length() as u64,
+            });
+        }
+        arr.copy_to(buf);
+        Ok(())
+    }
+}
+
+impl ByteSource for BlobSource {
+    fn len(&self) -> u64 {
+        self.len
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        check_range(self.len, offset, buf.len())?;
+        if buf.len() as u64 >= WINDOW / 2 {
+            return self.read_raw(offset, buf);
+        }
+        let mut cache = self.cache.borrow_mut();
+        let (start, data) = &mut *cache;
+        let hit = offset >= *start && offset + buf.len() as u64 <= *start + data.len() as u64;
+        if !hit {
+            let s = offset - offset % (WINDOW / 2);
+            let e = (s + WINDOW).min(self.len);
+            data.resize((e - s) as usize, 0);
+            self.read_raw(s, data)?;
+            *start = s;
+        }
+        let o = (offset - *start) as usize;
+        buf.copy_from_slice(&data[o..o + buf.len()]);
+        Ok(())
+    }
+}
+
+#[derive(Clone)]
+enum Input {
+    Blob(web_sys::Blob),
+    Bytes(Rc<Vec<u8>>),
+}
+
+/// One picked folder: its files, the inventory and the processed results.
+#[wasm_bindgen]
+pub struct Session {
+    files: BTreeMap<String, Input>,
+    inventory: Option<Inventory>,
+    results: BTreeMap<String, Tables>,
+}
+
+fn to_js<T: Serialize>(v: &T) -> std::result::Result<JsValue, JsError> {
+    v.serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .map_err(|e| JsError::new(&e.to_string()))
+}
+
+fn js_err(e: Error) -> JsError {
+    JsError::new(&e.to_string())
+}
+
+impl Session {
+    fn open(&self, path: &str) -> Result<Box<dyn ByteSource>> {
+        match self.files.get(path) {
+            Some(Input::Blob(b)) => Ok(Box::new(BlobSource::new(b.clone())?)),
+            Some(Input::Bytes(b)) => Ok(Box::new(b.clone())),
+            None => Err(Error::Other(format!("{path}: not among the picked files"))),
+        }
+    }
+    fn tables(&self, key: &str) -> std::result::Result<&Tables, JsError> {
+        self.results
+            .get(key)
+            .ok_or_else(|| JsError::new(&format!("no processed profile {key}")))
+    }
+}
+
+#[wasm_bindgen]
+impl Session {
+    /// An empty session.
+    #[wasm_bindgen(constructor)]
+    pub fn new() -> Session {
+        Session {
+            files: BTreeMap::new(),
+            inventory: None,
+            results: BTreeMap::new(),
+        }
+    }
+    /// Adds a picked file (`path` relative to the picked folder, '/'-separated). Not read yet.
+    pub fn add_file(&mut self, path: String, blob: web_sys::Blob) {
+        self.files.insert(path, Input::Blob(blob));
+    }
+    /// Adds a file from bytes (demo capture, tests).
+    pub fn add_bytes(&mut self, path: String, bytes: Vec<u8>) {
+        self.files.insert(path, Input::Bytes(Rc::new(bytes)));
+    }
+    /// Classifies the files, groups them into profiles and pairs NTFFs with NEFFs; returns the
+    /// inventory (serde of [`inventory::Inventory`]).
+    pub fn scan(&mut self) -> std::result::Result<JsValue, JsError> {
+        let list: Vec<(String, u64)> = self
+            .files
+            .iter()
+            .map(|(p, f)| {
+                let size = match f {
+                    Input::Blob(b) => b.size() as u64,
+                    Input::Bytes(b) => b.len() as u64,
+                };
+                (p.clone(), size)
+            })
+            .collect();
+        let inv = inventory::build(&list, &|p: &str| self.open(p));
+        let js = to_js(&inv)?;
+        self.inventory = Some(inv);
+        Ok(js)
+    }
+    /// Decodes device profile `device_index` of profile `profile_id` into tables kept in the
+    /// session. `progress(stage, done, total)` is called as bytes are decoded. Returns
+    /// `{key, tables: [{name, rows}], summary, problems}`.
+    pub fn process(
+        &mut self,
+        profile_id: String,
+        device_index: usize,
+        progress: &js_sys::Function,
+    ) -> std::result::Result<JsValue, JsError> {
+        let inv = self
+            .inventory
+            .as_ref()
+            .ok_or_else(|| JsError::new("scan() first"))?;
+        let mut tables = Tables::default();
+        let mut cb = |stage: &str, done: u64, total: u64| {
+            let _ = progress.call3(
+                &JsValue::NULL,
+                &JsValue::from_str(stage),
+                &JsValue::from_f64(done as f64),
+                &JsValue::from_f64(total as f64),
+            );
+        };
+        let out = crate::profile::process_device(
+            inv,
+            &profile_id,
+            device_index,
+            &|p: &str| self.open(p),
+            &mut tables,
+            &mut cb,
+        )
+        .map_err(js_err)?;
+        let key = format!("{profile_id}#{device_index}");
+        let js = to_js(&out.with_key(&key))?;
+        self.results.insert(key, tables);
+        Ok(js)
+    }
+    /// Table `table` of processed profile `key` as an uncompressed Arrow IPC stream.
+    pub fn table_ipc(&self, key: &str, table: &str) -> std::result::Result<Vec<u8>, JsError> {
+        let t = self.tables(key)?;
+        let (def, batches) = t
+            .tables
+            .get(table)
+            .ok_or_else(|| JsError::new(&format!("no table {table}")))?;
+        crate::sink::ipc_stream(def, batches).map_err(js_err)
+    }
+    /// Table `table` of processed profile `key` as Parquet bytes (`<Table>.parquet`).
+    pub fn table_parquet(&self, key: &str, table: &str) -> std::result::Result<Vec<u8>, JsError> {
+        let t = self.tables(key)?;
+        let (def, batches) = t
+            .tables
+            .get(table)
+            .ok_or_else(|| JsError::new(&format!("no table {table}")))?;
+        crate::sink::parquet_bytes(def, batches).map_err(js_err)
+    }
+    /// Every table of processed profile `key` as Parquet files in one zip.
+    pub fn bundle_zip(&self, key: &str) -> std::result::Result<Vec<u8>, JsError> {
+        let t = self.tables(key)?;
+        let prefix = format!("{}/", crate::util::safe_name(key));
+        let cur = crate::sink::zip_bundle(t, &prefix, std::io::Cursor::new(Vec::new()))
+            .map_err(js_err)?;
+        Ok(cur.into_inner())
+    }
+    /// Drops a processed profile's tables (frees memory).
+    pub fn release(&mut self, key: &str) {
+        self.results.remove(key);
+    }
+}
+
+impl Default for Session {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The built-in demo capture (written by our own synthetic writers): `[{path, bytes}]`.
+#[wasm_bindgen]
+pub fn demo_files() -> std::result::Result<js_sys::Array, JsError> {
+    let arr = js_sys::Array::new();
+    for (path, bytes) in crate::synth::demo_capture().map_err(js_err)? {
+        let o = js_sys::Object::new();
+        js_sys::Reflect::set(&o, &"path".into(), &JsValue::from_str(&path))
+            .map_err(|_| JsError::new("Reflect.set"))?;
+        let u8 = js_sys::Uint8Array::from(bytes.as_slice());
+        js_sys::Reflect::set(&o, &"bytes".into(), &u8).map_err(|_| JsError::new("Reflect.set"))?;
+        arr.push(&o);
+    }
+    Ok(arr)
+}
+
+/// neuronscope version and table schema version.
+#[wasm_bindgen]
+pub fn version() -> String {
+    format!(
+        "neuronscope {} (schema {})",
+        env!("CARGO_PKG_VERSION"),
+        crate::tables::PROFILE_SCHEMA_VERSION
+    )
+}
