@@ -65,22 +65,63 @@ impl NeffHeader {
     pub fn uuid_hex(&self) -> String {
         crate::util::hex(&self.uuid)
     }
-    /// Known names of set feature bits, unknown bits as `bit<N>` (neff.md §2.3).
+    /// Known names of set feature bits, unknown bits as `bit<N>`, comma-separated in bit order
+    /// (neff.md §2.3; Explorer's `NeffHeader.enabled_features`). Bits 10 and 11 always occur
+    /// together in the samples and the JSON exports show 0xC00 as
+    /// `virtual-core, v3-2x-4x-dve-perf-mode`; assigning the names in that order to bits 10 and
+    /// 11 reproduces all 7 allenkchau exports, but which bit is which is not proven [INF].
     pub fn enabled_features(&self) -> String {
         let mut out = Vec::new();
         for bit in 0..64 {
             if self.feature_bits & (1u64 << bit) != 0 {
-                out.push(format!("bit{bit}"));
+                out.push(match feature_name(bit) {
+                    Some(n) => n.to_string(),
+                    None => format!("bit{bit}"),
+                });
             }
         }
         out.join(", ")
     }
 }
 
+/// Name of a `feature_bits` bit as Explorer prints it, when known (see
+/// [`NeffHeader::enabled_features`]).
+pub fn feature_name(bit: u32) -> Option<&'static str> {
+    match bit {
+        10 => Some("virtual-core"),
+        11 => Some("v3-2x-4x-dve-perf-mode"),
+        _ => None,
+    }
+}
+
 /// Parses the header from the first 1024 bytes of `src` and applies the recognition checks of
-/// neff.md §2.4 (1–5). Errors: [`Error::Truncated`] for a file shorter than 1024 bytes,
-/// [`Error::Format`] (with the field's offset) when a check fails.
+/// neff.md §2.4 (1–5), including `header_size + data_size <= file length`. Use this to recognise
+/// a NEFF; [`crate::neff::open`] uses the lenient [`parse_header`] and clamps instead.
+///
+/// Errors: [`Error::Truncated`] for a file shorter than 1024 bytes, [`Error::Format`] (with the
+/// field's offset) when a check fails.
 pub fn read_header<S: ByteSource + ?Sized>(src: &S) -> Result<NeffHeader> {
+    let h = parse_header(src)?;
+    if h.header_size.saturating_add(h.data_size) > src.len() {
+        return Err(Error::format(
+            16,
+            format!(
+                "header_size + data_size <= file length {} (payload truncated?)",
+                src.len()
+            ),
+            format!("{} + {}", h.header_size, h.data_size),
+        ));
+    }
+    Ok(h)
+}
+
+/// Parses the header with checks 1–3 of neff.md §2.4 only (length ≥ 1024, `pkg_version` 1 or 2,
+/// `header_size` between 24 and the file length); a `data_size` past the end of the file is
+/// left to the caller (neff.md §12 rule 1: clamp and warn).
+///
+/// Errors: [`Error::Truncated`] for a file shorter than 1024 bytes, [`Error::Format`] at offset
+/// 0 (`pkg_version`) or 8 (`header_size`).
+pub fn parse_header<S: ByteSource + ?Sized>(src: &S) -> Result<NeffHeader> {
     let mut b = [0u8; HEADER_LEN];
     src.read_at(0, &mut b)?;
     let h = NeffHeader {
@@ -110,16 +151,6 @@ pub fn read_header<S: ByteSource + ?Sized>(src: &S) -> Result<NeffHeader> {
             8,
             format!("header_size between 24 and the file length {}", src.len()),
             h.header_size.to_string(),
-        ));
-    }
-    if h.header_size.saturating_add(h.data_size) > src.len() {
-        return Err(Error::format(
-            16,
-            format!(
-                "header_size + data_size <= file length {} (payload truncated?)",
-                src.len()
-            ),
-            format!("{} + {}", h.header_size, h.data_size),
         ));
     }
     Ok(h)

@@ -202,6 +202,40 @@ pub fn extras(table: &str) -> &'static [FieldDef] {
                 enum_name: "",
             },
         ],
+        "DmaQueuesInfo" => &[
+            FieldDef {
+                name: "nscope_neff_queue_name",
+                ty: Ty::Str,
+                unit: "",
+                required: false,
+                description: "Queue-set name as spelled in the NEFF def.json (qSPDynamicHW), before Explorer's renaming.",
+                enum_name: "",
+            },
+            FieldDef {
+                name: "nscope_owner",
+                ty: Ty::Str,
+                unit: "",
+                required: false,
+                description: "NEFF def.json dma_queue owner: triggering engine key (sp, pool, act, dve).",
+                enum_name: "",
+            },
+            FieldDef {
+                name: "nscope_num_queues",
+                ty: Ty::I64,
+                unit: "",
+                required: false,
+                description: "NEFF def.json dma_queue num_queues: hardware queues reserved.",
+                enum_name: "",
+            },
+            FieldDef {
+                name: "nscope_semaphore_set",
+                ty: Ty::ListI64,
+                unit: "",
+                required: false,
+                description: "NEFF def.json dma_queue semaphore_set: completion semaphore ids, one per queue.",
+                enum_name: "",
+            },
+        ],
         _ => &[],
     }
 }

@@ -1,0 +1,297 @@
+//! Writer for synthetic NEFFs (built-in demo, benchmarks, round-trip tests): a 1024-byte header
+//! with correct `data_size` and MD5 (word-swapped as compilers 2.18 – 2.23 store it, or
+//! canonical), then one gzip member of a ustar archive built with the `tar` crate, then zero
+//! padding to a multiple of 10240 bytes (spec/neff.md §2, §3). Members: `info.json`,
+//! `kelf-0.json`, `neff.json`, per subgraph `sgNN/def.json`, `sgNN/tensor_map.json` and the five
+//! engine streams (`PE.bin`, `Activation.bin`, `Pool.bin`, `DVE.bin`, `SP.bin`), plus any extra
+//! members the caller supplies.
+
+use std::io::Write;
+
+use md5::{Digest, Md5};
+use serde_json::{json, Map, Value};
+
+use crate::engine::Engine;
+
+use super::{DmaQueue, TensorMapEntry, Var, HEADER_LEN};
+
+/// One subgraph of a synthetic NEFF.
+#[derive(Debug, Clone, Default)]
+pub struct SubgraphSpec {
+    /// Opcode byte (byte 0) of each 64-byte slot, per engine; the slot count is the length.
+    /// Engines not listed get an empty stream. Byte 1 of every slot is 0x10 (as in real streams).
+    pub engines: Vec<(Engine, Vec<u8>)>,
+    /// `def.json` `var` entries.
+    pub vars: Vec<Var>,
+    /// `def.json` `dma_queue` entries.
+    pub dma_queues: Vec<DmaQueue>,
+    /// `tensor_map.json` entries.
+    pub tensors: Vec<TensorMapEntry>,
+}
+
+/// What to put in a synthetic NEFF.
+#[derive(Debug, Clone)]
+pub struct NeffSpec {
+    /// Network name (header `name`, `info.json` `name`), e.g. `demo.neff`.
+    pub name: String,
+    /// Header uuid (16 raw bytes); pairs NTFFs (pairing.md §4).
+    pub uuid: [u8; 16],
+    /// `info.json` `tool_version`, e.g. `2.23.6484.0+3b612583`.
+    pub compiler_version: String,
+    /// `kelf-0.json` `target`, e.g. `cayman`.
+    pub target: String,
+    /// Header `feature_bits` (0xC00 on trn2 samples).
+    pub feature_bits: u64,
+    /// Header NEFF format major version (2 for 2.21+, 1 before).
+    pub major_version: u64,
+    /// Store the MD5 word-swapped (compilers 2.18 – 2.23) instead of canonical.
+    pub word_swapped_hash: bool,
+    /// gzip MTIME (seconds since 1970).
+    pub mtime: u32,
+    /// Subgraphs `sg00`, `sg01`, … (their count is the header `lnc_size`).
+    pub subgraphs: Vec<SubgraphSpec>,
+    /// Extra members `(path, bytes)` written after the generated ones (e.g. `.dbg` files).
+    pub extra_members: Vec<(String, Vec<u8>)>,
+}
+
+impl Default for NeffSpec {
+    fn default() -> Self {
+        NeffSpec {
+            name: "synthetic.neff".into(),
+            uuid: *b"neuronscope-demo",
+            compiler_version: "2.23.6484.0+3b612583".into(),
+            target: "cayman".into(),
+            feature_bits: 0xC00,
+            major_version: 2,
+            word_swapped_hash: true,
+            mtime: 0,
+            subgraphs: vec![SubgraphSpec::default()],
+            extra_members: Vec::new(),
+        }
+    }
+}
+
+/// The engine stream file base for `engine` (neff.md §7.1).
+fn file_base(engine: Engine) -> &'static str {
+    match engine {
+        Engine::Pe => "PE",
+        Engine::Act => "Activation",
+        Engine::Pool => "Pool",
+        Engine::Dve => "DVE",
+        Engine::Sp => "SP",
+    }
+}
+
+fn pretty(v: &Value) -> Vec<u8> {
+    serde_json::to_vec_pretty(v).unwrap_or_default()
+}
+
+fn def_json(sg: &SubgraphSpec) -> Value {
+    let mut d = Map::new();
+    d.insert("version".into(), json!("0.6"));
+    d.insert("name".into(), json!("definition"));
+    d.insert("#rank_world_size".into(), json!(0));
+    for e in Engine::ALL {
+        let (k, b) = (e.def_key(), file_base(e));
+        d.insert(k.into(), json!(format!("{b}.json")));
+        d.insert(format!("{k}_instr"), json!(format!("{b}.bin")));
+        d.insert(format!("{k}_dbg"), json!([format!("debug_info_backend_{b}.dbg")]));
+        d.insert(format!("{k}_asm_dbg"), json!([format!("debug_info_asm_{b}.dbg")]));
+    }
+    d.insert("dma_dbg".into(), json!(["debug_info_backend_DMA.dbg"]));
+    let mut vars = Map::new();
+    for v in &sg.vars {
+        let mut o = Map::new();
+        o.insert("type".into(), json!(v.kind));
+        o.insert("ops".into(), json!([]));
+        if let Some(x) = v.var_id {
+            o.insert("var_id".into(), json!(x));
+        }
+        if let Some(x) = v.size {
+            o.insert("size".into(), json!(x));
+        }
+        if let Some(x) = &v.file_name {
+            o.insert("file_name".into(), json!(x));
+        }
+        if let Some(x) = v.backing_variable_off {
+            o.insert("backing_variable_off".into(), json!(x));
+        }
+        vars.insert(v.name.clone(), Value::Object(o));
+    }
+    d.insert("var".into(), Value::Object(vars));
+    let mut qs = Map::new();
+    for q in &sg.dma_queues {
+        let mut o = Map::new();
+        o.insert("type".into(), json!(q.kind));
+        o.insert("fabric_path".into(), json!("main"));
+        if let Some(x) = &q.owner {
+            o.insert("owner".into(), json!(x));
+        }
+        if let Some(x) = q.num_queues {
+            o.insert("num_queues".into(), json!(x));
+        }
+        o.insert("semaphore_set".into(), json!(q.semaphore_set));
+        qs.insert(q.name.clone(), Value::Object(o));
+    }
+    d.insert("dma_queue".into(), Value::Object(qs));
+    d.insert("debug_info".into(), json!({}));
+    d.insert("neff_features".into(), json!(["neff_feature_vnc"]));
+    d.insert("runtime_event_count".into(), json!(12));
+    d.insert("runtime_semaphore_count".into(), json!(3));
+    Value::Object(d)
+}
+
+fn tensor_map_json(sg: &SubgraphSpec) -> Value {
+    let mut m = Map::new();
+    for t in &sg.tensors {
+        let mut o = Map::new();
+        if let Some(x) = &t.kind {
+            o.insert("kind".into(), json!(x));
+        }
+        o.insert("is_const".into(), json!(t.is_const.unwrap_or(false)));
+        if let Some(x) = &t.dtype {
+            o.insert("dtype".into(), json!(x));
+        }
+        o.insert(
+            "layer_name".into(),
+            json!(t.layer_name.clone().unwrap_or_else(|| t.name.clone())),
+        );
+        if let Some(x) = &t.tf_format {
+            o.insert("tf_format".into(), json!(x));
+        }
+        if let Some(x) = &t.sim_format {
+            o.insert("sim_format".into(), json!(x));
+        }
+        o.insert("tf_shape".into(), json!(t.tf_shape));
+        o.insert("sim_shape".into(), json!(t.sim_shape));
+        if let Some(x) = &t.tf_file {
+            o.insert("tf_file".into(), json!(x));
+        }
+        m.insert(t.name.clone(), Value::Object(o));
+    }
+    Value::Object(m)
+}
+
+fn neff_json(spec: &NeffSpec) -> Value {
+    let inputs: Vec<&Var> = spec
+        .subgraphs
+        .first()
+        .map(|s| s.vars.iter().filter(|v| v.kind == "input").collect())
+        .unwrap_or_default();
+    let mut nodes: Vec<Value> = inputs
+        .iter()
+        .map(|v| {
+            json!({"op": "null", "name": v.name, "inputs": [], "output_names": [v.name],
+                   "is_param": "0"})
+        })
+        .collect();
+    let ins: Vec<Value> = (0..inputs.len()).map(|i| json!([i, 0, 0])).collect();
+    nodes.push(json!({
+        "op": "tvm_op", "name": "sg_core",
+        "attrs": {"func_name": "__kelf", "flatten_data": "0",
+                  "num_inputs": inputs.len().to_string(), "kelf": "kelf-0.json",
+                  "num_outputs": "0"},
+        "inputs": ins, "output_names": []
+    }));
+    json!({"nodes": nodes, "arg_nodes": (0..inputs.len()).collect::<Vec<_>>(), "heads": []})
+}
+
+/// Builds the bytes of a NEFF described by `spec` (header + gzip(ustar) + zero padding).
+/// `crate::neff::open` reads it back with the same subgraphs, streams, vars and queues.
+pub fn write_neff(spec: &NeffSpec) -> Vec<u8> {
+    let mut members: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut info = Map::new();
+    info.insert("tool_version".into(), json!(spec.compiler_version));
+    info.insert("kelp_version".into(), json!("Dynamic"));
+    info.insert("name".into(), json!(spec.name));
+    info.insert("num_tpb".into(), json!(1));
+    info.insert("num_tpb_requested".into(), json!(1));
+    let mut per_node = vec![0u8; 64];
+    per_node[0] = 1;
+    info.insert("num_tpb_per_node".into(), json!(per_node));
+    members.push(("info.json".into(), pretty(&Value::Object(info))));
+    let graphs: Vec<Value> = (0..spec.subgraphs.len())
+        .map(|i| json!({"definition": format!("sg{i:02}/def.json"), "name": format!("sg{i:02}")}))
+        .collect();
+    members.push((
+        "kelf-0.json".into(),
+        pretty(&json!({"graphs": graphs, "version": "0.5", "target": spec.target})),
+    ));
+    for (i, sg) in spec.subgraphs.iter().enumerate() {
+        let dir = format!("sg{i:02}");
+        for e in Engine::ALL {
+            let ops: &[u8] = sg
+                .engines
+                .iter()
+                .find(|(x, _)| *x == e)
+                .map(|(_, o)| o.as_slice())
+                .unwrap_or(&[]);
+            let mut bin = vec![0u8; ops.len() * 64];
+            for (slot, &op) in bin.chunks_mut(64).zip(ops) {
+                slot[0] = op;
+                slot[1] = 0x10;
+            }
+            members.push((format!("{dir}/{}.bin", file_base(e)), bin));
+            members.push((
+                format!("{dir}/{}.json", file_base(e)),
+                pretty(&json!({"name": file_base(e), "instr": format!("{}.bin", file_base(e)), "dma": []})),
+            ));
+        }
+        members.push((format!("{dir}/def.json"), pretty(&def_json(sg))));
+        members.push((format!("{dir}/tensor_map.json"), pretty(&tensor_map_json(sg))));
+    }
+    members.extend(spec.extra_members.iter().cloned());
+    members.push(("neff.json".into(), pretty(&neff_json(spec))));
+
+    // ustar archive as compilers 2.16 – 2.23 write it (neff.md §3.2).
+    let mut tar = tar::Builder::new(Vec::new());
+    for (name, data) in &members {
+        let mut h = tar::Header::new_ustar();
+        h.set_mode(0o664);
+        h.set_uid(1000);
+        h.set_gid(1000);
+        let _ = h.set_username("nobody");
+        let _ = h.set_groupname("nobody");
+        h.set_mtime(0);
+        h.set_size(data.len() as u64);
+        h.set_entry_type(tar::EntryType::Regular);
+        // Writing into a Vec cannot fail; a too-long name is skipped.
+        let _ = tar.append_data(&mut h, name, data.as_slice());
+    }
+    let raw = tar.into_inner().unwrap_or_default();
+
+    let mut gz = flate2::GzBuilder::new()
+        .mtime(spec.mtime)
+        .operating_system(3)
+        .write(Vec::new(), flate2::Compression::default());
+    let _ = gz.write_all(&raw);
+    let mut payload = gz.finish().unwrap_or_default();
+    let padded = payload.len().div_ceil(10240).max(1) * 10240;
+    payload.resize(padded, 0);
+
+    let digest: [u8; 16] = Md5::digest(&payload).into();
+    let mut hash = digest;
+    if spec.word_swapped_hash {
+        for w in hash.chunks_mut(4) {
+            w.reverse();
+        }
+    }
+    let mut h = vec![0u8; HEADER_LEN];
+    let put = |h: &mut [u8], o: usize, v: &[u8]| h[o..o + v.len()].copy_from_slice(v);
+    put(&mut h, 0x000, &2u64.to_le_bytes());
+    put(&mut h, 0x008, &(HEADER_LEN as u64).to_le_bytes());
+    put(&mut h, 0x010, &(payload.len() as u64).to_le_bytes());
+    put(&mut h, 0x018, &spec.major_version.to_le_bytes());
+    put(&mut h, 0x020, &0u64.to_le_bytes());
+    put(&mut h, 0x0A8, &1u32.to_le_bytes());
+    put(&mut h, 0x0AC, &hash);
+    put(&mut h, 0x0CC, &spec.uuid);
+    let name = spec.name.as_bytes();
+    put(&mut h, 0x0DC, &name[..name.len().min(255)]);
+    put(&mut h, 0x1DC, &1u32.to_le_bytes());
+    h[0x1E0] = 1;
+    put(&mut h, 0x220, &spec.feature_bits.to_le_bytes());
+    put(&mut h, 0x228, &(spec.subgraphs.len() as u32).to_le_bytes());
+    h.extend_from_slice(&payload);
+    h
+}
