@@ -1,0 +1,1006 @@
+//! Streaming NTFF decode into Explorer tables (ntff.md §4, §5, §10).
+//!
+//! Tables written: `Instruction`, `SemaphoreUpdate`, `Metadata` (one row), `ExecutionInfo`.
+//! Each trace buffer is read by (offset, size) in [`CHUNK`]-byte pieces; instruction pairing keeps
+//! at most [`MAX_OPEN_PER_PC`] open starts per (engine, pc). A bad buffer becomes a
+//! [`Problem`] naming file and offset; the other buffers are still decoded.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use super::{opcode, read_info, CodeBlock, NtffInfo, SubgraphInfo, TraceBuffer};
+use crate::engine::Engine;
+use crate::error::{Error, Problem, Result, Severity};
+use crate::source::ByteSource;
+use crate::tables::{explorer, TableBuilder, TableDef, TableSink, PROFILE_SCHEMA_VERSION};
+
+/// Bytes read per request when streaming a buffer (a multiple of 16 and of 64).
+pub const CHUNK: usize = 4 * 1024 * 1024;
+/// Open start records kept per (engine, pc) before the oldest is dropped (the samples never
+/// have more than one, ntff.md §4.1).
+pub const MAX_OPEN_PER_PC: usize = 16;
+/// Slots read per code block: pcs are 20 bits wide (ntff.md §4.2), so slots beyond 2²⁰ are
+/// unreachable.
+pub const MAX_SLOTS: u64 = 1 << 20;
+/// Runtime pc of the PE instruction whose end is the inf2 v4/v5 time origin (ntff.md §5.3).
+pub const V5_ORIGIN_PE_PC: u32 = 40;
+/// Fixed names of semaphores 3 – 6 in the exports (ntff.md §4.3, every v6 and v5 export).
+pub const FIXED_SEMAPHORE_NAMES: [(u32, &str); 4] =
+    [(3, "GpSimd"), (4, "Scalar"), (5, "Tensor"), (6, "Vector")];
+
+/// What the caller knows from outside the NTFF (the paired NEFF, the file name, id ranges).
+#[derive(Debug, Clone, Default)]
+pub struct DecodeContext {
+    /// File name used in problems (relative to the picked folder).
+    pub file_name: String,
+    /// NEFF `info.json` tool version, copied to `Metadata.compiler_version`.
+    pub compiler_version: Option<String>,
+    /// per pcore_idx: semaphore index → queue name already renamed Explorer-style
+    /// (e.g. 24 → "qSyncDynamicHW"); empty when no NEFF. Names 3 – 6 are added by the decoder
+    /// ([`FIXED_SEMAPHORE_NAMES`]) unless given here.
+    pub semaphore_names: Vec<BTreeMap<u32, String>>,
+    /// `Instruction.id` of the first row; rows are numbered sequentially from here.
+    pub first_instruction_id: i64,
+}
+
+/// Which zero point the timestamps use (ntff.md §5.3).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub enum TimeOrigin {
+    /// v6: info field 15.2 (t0); the window closes at 15.3 (t1).
+    ExecutionRecord,
+    /// v4/v5: end of the PE instruction at runtime pc 40; `candidates` such ends were found
+    /// (the last one in time is used).
+    PePc40 { candidates: u32 },
+    /// v4/v5 without a PE pc-40 instruction: the earliest instruction start record in any code
+    /// block (documented fallback, flagged by a Warning).
+    FirstInstruction,
+    /// No instruction record at all: raw ticks / 1000.
+    RawTicks,
+}
+
+/// Per physical core numbers (the JSON export's `model_info`, ntff.md §5.2).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct CoreSummary {
+    /// Subgraph name (sg00, sg01).
+    pub name: String,
+    /// Physical NeuronCore index (subgraph field 3).
+    pub core: u32,
+    /// Instruction rows per engine (PE, ACT, POOL, DVE, SP).
+    pub instructions_per_engine: [u64; 5],
+    /// Event records in the window, whatever w0[15:8] holds.
+    pub event_count: u64,
+    /// SemaphoreUpdate rows.
+    pub semaphore_updates: u64,
+    /// End of the core's last exported instruction, ns from the origin.
+    pub last_instruction_end_ns: Option<i64>,
+    /// ⌊(end of last instruction − t0) in ps × clock / 1000⌋ (ntff.md §5.2).
+    pub neuroncore_cycle_count: Option<u64>,
+    /// Instruction records outside every code block (foreign images, ntff.md §4.2).
+    pub foreign_records: u64,
+    /// Start records never matched by an end (e.g. blocked when capture stopped).
+    pub unpaired_starts: u64,
+    /// End records without an open start.
+    pub unpaired_ends: u64,
+}
+
+/// What [`decode`] found, for a Summary view.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct DecodeReport {
+    /// Header and info section.
+    pub info: NtffInfo,
+    /// `Instruction` rows written.
+    pub instructions: u64,
+    /// Instruction rows per pcore (0, 1) and engine (PE, ACT, POOL, DVE, SP).
+    pub instructions_per_engine: [[u64; 5]; 2],
+    /// `SemaphoreUpdate` rows written.
+    pub semaphore_updates: u64,
+    /// Execution time: subgraph field 14 of the first subgraph, ps (= JSON `summary.total_time`
+    /// × 10¹², ntff.md §5.2).
+    pub total_time_ps: Option<u64>,
+    /// Problems met while decoding (bad buffers, fallbacks). Tables hold everything else.
+    pub problems: Vec<Problem>,
+    /// The zero point used.
+    pub origin: Option<TimeOrigin>,
+    /// Raw ticks per ns (1000: ticks are picoseconds, checked against subgraph field 14 in v6).
+    pub ticks_per_nanosec: i64,
+    /// `Metadata.last_hw_timestamp`, ns.
+    pub last_hw_timestamp_ns: i64,
+    /// Events in the window over all cores (`summary.event_count`).
+    pub event_count: u64,
+    /// ⌊total_time in ns × NeuronCore clock⌋ (`summary.neuroncore_cycle_count`, ns × GHz).
+    pub neuroncore_cycle_count: Option<u64>,
+    /// NeuronCore clock used for evt_wait_time and cycle counts, GHz (1.2 trn2, 1.4 trn1/inf2).
+    pub neuroncore_clock_ghz: f32,
+    /// One entry per physical core.
+    pub cores: Vec<CoreSummary>,
+}
+
+/// Hardware constants by instance family. Values observed in the JSON exports' `metadata`
+/// (trn2: 7 allenkchau exports; inf2: 9 AnchovyPark exports); trn1 has no export, only the
+/// spec's 1.4 GHz (ntff.md §4.1).
+#[derive(Debug, Clone, Copy)]
+struct Hw {
+    clock_others: f32,
+    pe_clock: Option<f32>,
+    pe_rows_cols: Option<i64>,
+    dma_ddr_bw: Option<f64>,
+    hbm_bw: Option<f64>,
+}
+
+fn hardware(info: &NtffInfo) -> (Hw, Option<String>) {
+    let it = info.instance_type.as_str();
+    let trn2 = Hw {
+        clock_others: 1.2,
+        pe_clock: Some(2.4),
+        pe_rows_cols: Some(128),
+        dma_ddr_bw: Some(435e9),
+        hbm_bw: Some(716e9),
+    };
+    if it.starts_with("trn2") {
+        (trn2, None)
+    } else if it.starts_with("inf2") {
+        let inf2 = Hw {
+            clock_others: 1.4,
+            pe_clock: Some(2.8),
+            pe_rows_cols: Some(128),
+            dma_ddr_bw: Some(435e9),
+            hbm_bw: Some(410e9),
+        };
+        (inf2, None)
+    } else if it.starts_with("trn1") {
+        let trn1 = Hw {
+            clock_others: 1.4,
+            pe_clock: None,
+            pe_rows_cols: None,
+            dma_ddr_bw: None,
+            hbm_bw: None,
+        };
+        (trn1, None)
+    } else {
+        // Unknown instance type: trn2 has identity calibration (ntff.md §5.1), trn1/inf2 do not.
+        let ident = info.subgraphs.iter().all(|s| s.calibration.is_identity());
+        let clk = if ident { 1.2 } else { 1.4 };
+        let hw = Hw {
+            clock_others: clk,
+            pe_clock: None,
+            pe_rows_cols: None,
+            dma_ddr_bw: None,
+            hbm_bw: None,
+        };
+        (
+            hw,
+            Some(format!(
+                "unknown instance type {it:?}: assuming a {clk} GHz NeuronCore clock for evt_wait_time"
+            )),
+        )
+    }
+}
+
+/// A code block prepared for pc and opcode lookup.
+#[derive(Debug, Clone, Default)]
+struct EngineCode {
+    /// (address >> 6) mod 2²⁰.
+    base: u32,
+    /// Slot count (capped at [`MAX_SLOTS`]).
+    slots: u32,
+    /// Byte 0 of each slot (may be shorter than `slots` when the stream could not be read).
+    ops: Vec<u8>,
+}
+
+/// Time window in femtoseconds (calibrated ps × 1000).
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    t0: i128,
+    t1: Option<i128>,
+}
+
+impl Window {
+    fn ns(&self, fs: i128) -> i64 {
+        clamp_i64((fs - self.t0).div_euclid(1_000_000))
+    }
+    fn contains(&self, fs: i128) -> bool {
+        fs >= self.t0 && self.t1.is_none_or(|t1| fs <= t1)
+    }
+}
+
+fn clamp_i64(v: i128) -> i64 {
+    v.clamp(i64::MIN as i128, i64::MAX as i128) as i64
+}
+
+struct Out<'a> {
+    sink: &'a mut dyn TableSink,
+    ins: TableBuilder,
+    sem: TableBuilder,
+    ic: InsCols,
+    sc: SemCols,
+}
+
+struct InsCols {
+    start: usize,
+    end: usize,
+    dur: usize,
+    engine: usize,
+    track: usize,
+    pcore: usize,
+    opcode: usize,
+    id: usize,
+    pc: usize,
+    crc_in: usize,
+    crc_out: usize,
+    wait: usize,
+    op_byte: usize,
+    raw_s: usize,
+    raw_e: usize,
+    sg: usize,
+}
+
+struct SemCols {
+    ts: usize,
+    id: usize,
+    value: usize,
+    mode: usize,
+    pcore: usize,
+    index: usize,
+    w0: usize,
+    sg: usize,
+}
+
+impl<'a> Out<'a> {
+    fn new(sink: &'a mut dyn TableSink) -> Self {
+        let i = &explorer::INSTRUCTION;
+        let s = &explorer::SEMAPHORE_UPDATE;
+        Out {
+            sink,
+            ins: TableBuilder::new(i),
+            sem: TableBuilder::new(s),
+            ic: InsCols {
+                start: i.col("start_ts"),
+                end: i.col("end_ts"),
+                dur: i.col("duration_ns"),
+                engine: i.col("engine"),
+                track: i.col("timeline_track"),
+                pcore: i.col("pcore_idx"),
+                opcode: i.col("opcode"),
+                id: i.col("id"),
+                pc: i.col("pc"),
+                crc_in: i.col("crc_in"),
+                crc_out: i.col("crc_out"),
+                wait: i.col("evt_wait_time_ns"),
+                op_byte: i.col("nscope_opcode_byte"),
+                raw_s: i.col("nscope_raw_start_ticks"),
+                raw_e: i.col("nscope_raw_end_ticks"),
+                sg: i.col("nscope_subgraph"),
+            },
+            sc: SemCols {
+                ts: s.col("timestamp"),
+                id: s.col("id"),
+                value: s.col("value"),
+                mode: s.col("update_mode"),
+                pcore: s.col("pcore_idx"),
+                index: s.col("nscope_sem_index"),
+                w0: s.col("nscope_raw_w0"),
+                sg: s.col("nscope_subgraph"),
+            },
+        }
+    }
+    fn end_ins(&mut self) -> Result<()> {
+        if let Some(b) = self.ins.end_row()? {
+            self.sink.batch(self.ins.def(), b)?;
+        }
+        Ok(())
+    }
+    fn end_sem(&mut self) -> Result<()> {
+        if let Some(b) = self.sem.end_row()? {
+            self.sink.batch(self.sem.def(), b)?;
+        }
+        Ok(())
+    }
+    fn finish(mut self) -> Result<()> {
+        let b = self.ins.take_batch()?;
+        self.sink.batch(&explorer::INSTRUCTION, b)?;
+        let b = self.sem.take_batch()?;
+        self.sink.batch(&explorer::SEMAPHORE_UPDATE, b)
+    }
+}
+
+/// One 16-byte notification record (ntff.md §4).
+#[derive(Debug, Clone, Copy)]
+struct Rec {
+    w0: u32,
+    w1: u32,
+    ts: u64,
+}
+
+/// Instruction record kind: `Some((engine, is_end))` for the ten start/end kind bytes
+/// 0x84/0x85 … 0x94/0x95 (ntff.md §4.1); `None` for everything else (incl. 0x8E, 0x96).
+fn instruction_kind(w0: u32) -> Option<(usize, bool)> {
+    let k = (w0 >> 24) as u8;
+    let d = k.checked_sub(0x84)?;
+    if d >= 20 || d & 3 > 1 {
+        return None;
+    }
+    Some(((d / 4) as usize, d & 1 == 1))
+}
+
+/// Runtime pc of an instruction record (ntff.md §4.2), `None` outside the code block.
+fn record_pc(w0: u32, code: &EngineCode) -> Option<u32> {
+    let pc = (w0 & 0xF_FFFF).wrapping_sub(code.base) & 0xF_FFFF;
+    (pc < code.slots).then_some(pc)
+}
+
+/// Streams the records of `buf` (offsets relative to the blob at `blob`) through `f`.
+/// Returns the bytes consumed; read errors and a buffer running past the end of the file are
+/// reported in `problems` (records before the fault are kept).
+fn stream_buffer<S: ByteSource + ?Sized>(
+    src: &S,
+    blob: u64,
+    buf: &TraceBuffer,
+    file: &str,
+    problems: &mut Vec<Problem>,
+    progress: &mut dyn FnMut(u64),
+    mut f: impl FnMut(Rec) -> Result<()>,
+) -> Result<()> {
+    let Some(start) = blob.checked_add(buf.offset) else {
+        problems.push(Problem::new(
+            Severity::Warning,
+            "NTFF_BAD_BUFFER",
+            Some(file),
+            format!("{file}: trace buffer offset {} overflows", buf.offset),
+        ));
+        return Ok(());
+    };
+    let mut size = buf.size;
+    let avail = src.len().saturating_sub(start);
+    if size > avail {
+        let e = Error::Truncated {
+            offset: start,
+            wanted: size,
+            available: avail,
+        };
+        problems.push(Problem::from_error(
+            Severity::Warning,
+            "NTFF_BAD_BUFFER",
+            file,
+            &e,
+        ));
+        size = avail;
+    }
+    if size % 16 != 0 {
+        problems.push(Problem {
+            severity: Severity::Warning,
+            code: "NTFF_BAD_BUFFER".into(),
+            file: Some(file.into()),
+            offset: Some(start),
+            message: format!(
+                "{file}: trace buffer at offset {start} has {size} bytes, not a multiple of 16; the last {} bytes are ignored",
+                size % 16
+            ),
+        });
+        size -= size % 16;
+    }
+    let mut chunk = vec![0u8; (size.min(CHUNK as u64)) as usize];
+    let mut done = 0u64;
+    while done < size {
+        let n = ((size - done).min(CHUNK as u64)) as usize;
+        let Some(piece) = chunk.get_mut(..n) else {
+            break;
+        };
+        if let Err(e) = src.read_at(start + done, piece) {
+            problems.push(Problem::from_error(
+                Severity::Warning,
+                "NTFF_BAD_BUFFER",
+                file,
+                &e,
+            ));
+            return Ok(());
+        }
+        for r in piece.chunks_exact(16) {
+            let w = |i: usize| -> [u8; 4] {
+                let mut a = [0u8; 4];
+                a.copy_from_slice(r.get(i..i + 4).unwrap_or(&[0; 4]));
+                a
+            };
+            let mut t = [0u8; 8];
+            t.copy_from_slice(r.get(8..16).unwrap_or(&[0; 8]));
+            f(Rec {
+                w0: u32::from_le_bytes(w(0)),
+                w1: u32::from_le_bytes(w(4)),
+                ts: u64::from_le_bytes(t),
+            })?;
+        }
+        done += n as u64;
+        progress(n as u64);
+    }
+    Ok(())
+}
+
+/// Reads byte 0 of every slot of a code block (inline in v4/v5, in the blob in v6).
+fn load_code<S: ByteSource + ?Sized>(
+    src: &S,
+    blob: u64,
+    cb: &CodeBlock,
+    file: &str,
+    problems: &mut Vec<Problem>,
+) -> EngineCode {
+    let slots = cb.slots().min(MAX_SLOTS);
+    let mut code = EngineCode {
+        base: ((cb.address >> 6) & 0xF_FFFF) as u32,
+        slots: slots as u32,
+        ops: Vec::new(),
+    };
+    if !cb.inline.is_empty() {
+        code.ops = cb.inline.chunks(64).take(slots as usize).map(|s| s[0]).collect();
+        return code;
+    }
+    let Some(start) = blob.checked_add(cb.blob_offset) else {
+        return code;
+    };
+    let total = slots * 64;
+    let mut done = 0u64;
+    let mut chunk = vec![0u8; total.min(CHUNK as u64) as usize];
+    code.ops.reserve(slots as usize);
+    while done < total {
+        let n = (total - done).min(CHUNK as u64) as usize;
+        let Some(piece) = chunk.get_mut(..n) else {
+            break;
+        };
+        if let Err(e) = src.read_at(start + done, piece) {
+            problems.push(Problem::from_error(
+                Severity::Warning,
+                "NTFF_BAD_CODE_BLOCK",
+                file,
+                &e,
+            ));
+            break;
+        }
+        code.ops.extend(piece.chunks(64).map(|s| s[0]));
+        done += n as u64;
+    }
+    code
+}
+
+fn engine_codes<S: ByteSource + ?Sized>(
+    src: &S,
+    info: &NtffInfo,
+    sg: &SubgraphInfo,
+    file: &str,
+    problems: &mut Vec<Problem>,
+) -> [Option<EngineCode>; 5] {
+    let mut out: [Option<EngineCode>; 5] = Default::default();
+    for cb in &sg.code_blocks {
+        if let Some(slot) = out.get_mut(cb.engine as usize) {
+            *slot = Some(load_code(src, info.blob_offset, cb, file, problems));
+        }
+    }
+    out
+}
+
+fn instruction_buffers(sg: &SubgraphInfo) -> impl Iterator<Item = &TraceBuffer> {
+    sg.buffers
+        .iter()
+        .filter(|b| b.trace_type == 0 && b.block_type == 0 && b.size > 0)
+}
+
+fn event_buffers(sg: &SubgraphInfo) -> impl Iterator<Item = &TraceBuffer> {
+    sg.buffers
+        .iter()
+        .filter(|b| b.trace_type == 1 && b.block_type == 0 && b.size > 0)
+}
+
+/// v4/v5 origin (ntff.md §5.3): the end of the PE instruction at runtime pc 40, calibrated;
+/// the last one in time when there are several. Falls back to the earliest in-block start.
+fn find_v5_origin<S: ByteSource + ?Sized>(
+    src: &S,
+    info: &NtffInfo,
+    codes: &[[Option<EngineCode>; 5]],
+    file: &str,
+    problems: &mut Vec<Problem>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<(i128, TimeOrigin)> {
+    let mut pc40: Option<i128> = None;
+    let mut candidates = 0u32;
+    let mut earliest: Option<i128> = None;
+    for (sg, code) in info.subgraphs.iter().zip(codes) {
+        for buf in instruction_buffers(sg) {
+            stream_buffer(src, info.blob_offset, buf, file, problems, progress, |r| {
+                let Some((e, is_end)) = instruction_kind(r.w0) else {
+                    return Ok(());
+                };
+                let Some(c) = code.get(e).and_then(Option::as_ref) else {
+                    return Ok(());
+                };
+                let Some(pc) = record_pc(r.w0, c) else {
+                    return Ok(());
+                };
+                let t = sg.calibration.engines.get(e).copied().unwrap_or_default().fs(r.ts);
+                if !is_end {
+                    earliest = Some(earliest.map_or(t, |x| x.min(t)));
+                } else if e == 0 && pc == V5_ORIGIN_PE_PC {
+                    candidates += 1;
+                    pc40 = Some(pc40.map_or(t, |x| x.max(t)));
+                }
+                Ok(())
+            })?;
+        }
+    }
+    if let Some(t) = pc40 {
+        if candidates > 1 {
+            problems.push(Problem::new(
+                Severity::Warning,
+                "NTFF_TIME_ORIGIN",
+                Some(file),
+                format!("{file}: {candidates} executions of the PE instruction at runtime pc 40 (the v4/v5 start-of-execution marker); the time origin is the end of the last one"),
+            ));
+        }
+        return Ok((t, TimeOrigin::PePc40 { candidates }));
+    }
+    problems.push(Problem::new(
+        Severity::Warning,
+        "NTFF_TIME_ORIGIN",
+        Some(file),
+        match earliest {
+            Some(_) => format!("{file}: no PE instruction at runtime pc 40 (the v4/v5 start-of-execution marker); times are relative to the earliest instruction start instead"),
+            None => format!("{file}: no instruction records; times are raw ticks / 1000"),
+        },
+    ));
+    Ok(match earliest {
+        Some(t) => (t, TimeOrigin::FirstInstruction),
+        None => (0, TimeOrigin::RawTicks),
+    })
+}
+
+/// An open start record awaiting its end.
+#[derive(Debug, Clone, Copy)]
+struct Open {
+    ts: u64,
+    fs: i128,
+    w1: u32,
+}
+
+/// Decodes `src` (an NTFF) into `Instruction`, `SemaphoreUpdate`, `Metadata` and `ExecutionInfo`
+/// rows sent to `sink`. `progress(done, total)` is called after every chunk with trace-buffer
+/// bytes (counted once per pass; v4/v5 read the instruction buffers twice).
+///
+/// Times: ns relative to the origin of ntff.md §5.3 (v6: info field 15.2; v4/v5: end of the PE
+/// instruction at runtime pc 40, else a fallback with a Warning), floored; durations are
+/// ⌊(raw end − raw start) / 1000⌋ and `end_ts` = `start_ts` + `duration_ns`.
+///
+/// Errors: those of [`read_info`] (nothing is written then) and sink errors. Damaged trace
+/// buffers are [`Problem`]s in the report. An empty NTFF gives an empty report with an
+/// `EMPTY_NTFF` problem and writes no table.
+pub fn decode<S: ByteSource + ?Sized>(
+    src: &S,
+    ctx: &DecodeContext,
+    sink: &mut dyn TableSink,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<DecodeReport> {
+    let file = ctx.file_name.as_str();
+    let mut report = DecodeReport {
+        ticks_per_nanosec: 1000,
+        ..Default::default()
+    };
+    let Some(info) = read_info(src)? else {
+        report.problems.push(Problem::new(
+            Severity::Info,
+            "EMPTY_NTFF",
+            Some(file),
+            format!("{file}: empty NTFF (no trace data), skipped"),
+        ));
+        return Ok(report);
+    };
+    let mut problem_list = Vec::new();
+    let problems = &mut problem_list;
+    let (hw, hw_note) = hardware(&info);
+    if let Some(n) = hw_note {
+        problems.push(Problem::new(
+            Severity::Warning,
+            "NTFF_HARDWARE",
+            Some(file),
+            format!("{file}: {n}"),
+        ));
+    }
+    report.neuroncore_clock_ghz = hw.clock_others;
+    let clk_f32 = hw.clock_others;
+
+    let codes: Vec<[Option<EngineCode>; 5]> = info
+        .subgraphs
+        .iter()
+        .map(|sg| engine_codes(src, &info, sg, file, problems))
+        .collect();
+
+    let ins_bytes: u64 = info
+        .subgraphs
+        .iter()
+        .flat_map(instruction_buffers)
+        .map(|b| b.size)
+        .sum();
+    let ev_bytes: u64 = info
+        .subgraphs
+        .iter()
+        .flat_map(event_buffers)
+        .map(|b| b.size)
+        .sum();
+    let v6 = !info.executions.is_empty();
+    let total = ins_bytes + ev_bytes + if v6 { 0 } else { ins_bytes };
+    let mut done = 0u64;
+    let mut prog = |n: u64| {
+        done += n;
+        progress(done, total);
+    };
+
+    // Time origin and window (ntff.md §5.3).
+    let (window, origin) = match info.executions.first() {
+        Some(x) => (
+            Window {
+                t0: x.start as i128 * 1000,
+                t1: Some(x.end as i128 * 1000),
+            },
+            TimeOrigin::ExecutionRecord,
+        ),
+        None => {
+            let (t0, o) = find_v5_origin(src, &info, &codes, file, problems, &mut prog)?;
+            (Window { t0, t1: None }, o)
+        }
+    };
+    report.origin = Some(origin);
+    report.total_time_ps = info.subgraphs.first().map(|s| s.total_time_ps);
+
+    // Units: in v6 the window span in raw ticks equals subgraph field 14, which is ps (=
+    // summary.total_time × 10¹²): raw ticks are ps, hence 1000 ticks per ns (ntff.md §5.1).
+    if let (Some(x), Some(sg)) = (info.executions.first(), info.subgraphs.first()) {
+        let span = x.end.saturating_sub(x.start);
+        if span != sg.total_time_ps {
+            problems.push(Problem::new(
+                Severity::Warning,
+                "NTFF_CLOCK",
+                Some(file),
+                format!(
+                    "{file}: execution window is {span} ticks but {} records {} ps; assuming 1000 ticks per ns",
+                    sg.name, sg.total_time_ps
+                ),
+            ));
+        }
+    }
+
+    let mut out = Out::new(sink);
+    let mut next_id = ctx.first_instruction_id;
+    let mut max_end_ns: Option<i64> = None;
+    let mut cores = Vec::new();
+
+    for (pcore, (sg, code)) in info.subgraphs.iter().zip(&codes).enumerate() {
+        let mut cs = CoreSummary {
+            name: sg.name.clone(),
+            core: sg.core,
+            ..Default::default()
+        };
+        let mut last_end_fs: Option<i128> = None;
+        let mut open: HashMap<(usize, u32), VecDeque<Open>> = HashMap::new();
+        let cal = &sg.calibration;
+        for buf in instruction_buffers(sg) {
+            stream_buffer(src, info.blob_offset, buf, file, problems, &mut prog, |r| {
+                let Some((e, is_end)) = instruction_kind(r.w0) else {
+                    return Ok(());
+                };
+                let Some(c) = code.get(e).and_then(Option::as_ref) else {
+                    cs.foreign_records += 1;
+                    return Ok(());
+                };
+                let Some(pc) = record_pc(r.w0, c) else {
+                    cs.foreign_records += 1;
+                    return Ok(());
+                };
+                let fs = cal.engines.get(e).copied().unwrap_or_default().fs(r.ts);
+                if !is_end {
+                    let q = open.entry((e, pc)).or_default();
+                    if q.len() >= MAX_OPEN_PER_PC {
+                        q.pop_front();
+                        cs.unpaired_starts += 1;
+                    }
+                    q.push_back(Open {
+                        ts: r.ts,
+                        fs,
+                        w1: r.w1,
+                    });
+                    return Ok(());
+                }
+                let Some(s) = open.get_mut(&(e, pc)).and_then(VecDeque::pop_front) else {
+                    cs.unpaired_ends += 1;
+                    return Ok(());
+                };
+                // Window: start ≥ t0 and end ≤ t1 (ntff.md §5.3).
+                if s.fs < window.t0 || window.t1.is_some_and(|t1| fs > t1) {
+                    return Ok(());
+                }
+                let engine = Engine::from_ntff(e as u32).unwrap_or(Engine::Pe);
+                let start_ns = window.ns(s.fs);
+                let dur = clamp_i64((fs - s.fs).div_euclid(1_000_000));
+                let end_ns = start_ns.saturating_add(dur);
+                let op = c.ops.get(pc as usize).copied();
+                let ic = &out.ic;
+                let b = &mut out.ins;
+                b.i64(ic.start, Some(start_ns));
+                b.i64(ic.end, Some(end_ns));
+                b.i64(ic.dur, Some(dur));
+                b.str(ic.engine, Some(engine.explorer_name()));
+                let track = if op == Some(opcode::MATMUL) {
+                    "TensorMatrix"
+                } else {
+                    engine.track_name()
+                };
+                b.str(ic.track, Some(track));
+                b.i64(ic.pcore, Some(pcore as i64));
+                b.str(ic.opcode, op.map(opcode::name).as_deref());
+                b.i64(ic.id, Some(next_id));
+                b.i64(ic.pc, Some(pc as i64));
+                b.i64(ic.crc_in, Some((r.w1 & 0xFFFF) as i64));
+                b.i64(ic.crc_out, Some((r.w1 >> 16) as i64));
+                // Single precision, truncated (ntff.md §4.1).
+                let cycles = (s.w1 >> 16) as f32;
+                b.i64(ic.wait, Some((cycles / clk_f32) as i64));
+                b.i32(ic.op_byte, op.map(i32::from));
+                b.i64(ic.raw_s, i64::try_from(s.ts).ok());
+                b.i64(ic.raw_e, i64::try_from(r.ts).ok());
+                b.str(ic.sg, Some(&sg.name));
+                out.end_ins()?;
+                next_id = next_id.wrapping_add(1);
+                if let Some(x) = cs.instructions_per_engine.get_mut(e) {
+                    *x += 1;
+                }
+                last_end_fs = Some(last_end_fs.map_or(fs, |x| x.max(fs)));
+                let end_abs = window.ns(fs);
+                max_end_ns = Some(max_end_ns.map_or(end_abs, |x| x.max(end_abs)));
+                Ok(())
+            })?;
+        }
+        cs.unpaired_starts += open.values().map(|q| q.len() as u64).sum::<u64>();
+        drop(open);
+
+        let names = ctx.semaphore_names.get(pcore);
+        for buf in event_buffers(sg) {
+            stream_buffer(src, info.blob_offset, buf, file, problems, &mut prog, |r| {
+                let fs = cal.event.fs(r.ts);
+                // v4/v5: event_count is every event record of the buffer (inf2 exports, 9/9);
+                // v6: those in the window (ntff.md §5.2).
+                if window.t1.is_none() {
+                    cs.event_count += 1;
+                }
+                if !window.contains(fs) {
+                    return Ok(());
+                }
+                if window.t1.is_some() {
+                    cs.event_count += 1;
+                }
+                let t_ns = window.ns(fs);
+                max_end_ns = Some(max_end_ns.map_or(t_ns, |x| x.max(t_ns)));
+                if (r.w0 >> 8) & 0xFF != 1 {
+                    return Ok(());
+                }
+                let n = r.w0 & 0xFF;
+                let ts = window.ns(fs);
+                let name = names.and_then(|m| m.get(&n)).map(String::as_str).or_else(|| {
+                    FIXED_SEMAPHORE_NAMES
+                        .iter()
+                        .find(|(i, _)| *i == n)
+                        .map(|(_, s)| *s)
+                });
+                let id = match name {
+                    Some(nm) => format!("S[{n}] ({nm})"),
+                    None => n.to_string(),
+                };
+                let sc = &out.sc;
+                let b = &mut out.sem;
+                b.i64(sc.ts, Some(ts));
+                b.str(sc.id, Some(&id));
+                // 32-bit register value, reinterpreted as Explorer's int32.
+                b.i32(sc.value, Some(r.w1 as i32));
+                b.i32(sc.mode, Some(((r.w0 >> 16) & 0xFF) as i32));
+                b.i64(sc.pcore, Some(pcore as i64));
+                b.i32(sc.index, Some(n as i32));
+                b.i64(sc.w0, Some(r.w0 as i64));
+                b.str(sc.sg, Some(&sg.name));
+                out.end_sem()?;
+                cs.semaphore_updates += 1;
+                Ok(())
+            })?;
+        }
+        if let Some(le) = last_end_fs {
+            cs.last_instruction_end_ns = Some(window.ns(le));
+            // ⌊ps × clock / 1000⌋ with clock = 1.2 or 1.4 as an exact decimal (tenths).
+            let ps = (le - window.t0).div_euclid(1000);
+            let tenths = (hw.clock_others * 10.0).round() as i128;
+            cs.neuroncore_cycle_count = u64::try_from((ps * tenths).div_euclid(10_000)).ok();
+        }
+        if cs.unpaired_starts > 1 || cs.unpaired_ends > 0 {
+            problems.push(Problem::new(
+                Severity::Info,
+                "NTFF_UNPAIRED",
+                Some(file),
+                format!(
+                    "{file}: {}: {} start records without an end, {} end records without a start",
+                    sg.name, cs.unpaired_starts, cs.unpaired_ends
+                ),
+            ));
+        }
+        cores.push(cs);
+    }
+    out.finish()?;
+
+    // Totals.
+    for (i, c) in cores.iter().enumerate() {
+        report.instructions += c.instructions_per_engine.iter().sum::<u64>();
+        report.semaphore_updates += c.semaphore_updates;
+        report.event_count += c.event_count;
+        if let Some(slot) = report.instructions_per_engine.get_mut(i) {
+            *slot = c.instructions_per_engine;
+        }
+    }
+    report.last_hw_timestamp_ns = match window.t1 {
+        Some(t1) => window.ns(t1),
+        None => max_end_ns.unwrap_or(0),
+    };
+    let tenths = (hw.clock_others * 10.0).round() as u64;
+    report.neuroncore_cycle_count = report
+        .total_time_ps
+        .map(|ps| (ps as u128 * tenths as u128 / 10_000) as u64);
+    report.cores = cores;
+    report.problems.append(&mut problem_list);
+    write_metadata(&info, ctx, &report, hw, sink)?;
+    write_execution_info(&info, &report, window, sink)?;
+    report.info = info;
+    Ok(report)
+}
+
+fn write_one(def: &'static TableDef, b: &mut TableBuilder, sink: &mut dyn TableSink) -> Result<()> {
+    if let Some(batch) = b.end_row()? {
+        sink.batch(def, batch)?;
+    }
+    let batch = b.take_batch()?;
+    if batch.num_rows() > 0 {
+        sink.batch(def, batch)?;
+    }
+    Ok(())
+}
+
+fn write_metadata(
+    info: &NtffInfo,
+    ctx: &DecodeContext,
+    r: &DecodeReport,
+    hw: Hw,
+    sink: &mut dyn TableSink,
+) -> Result<()> {
+    let def = &explorer::METADATA;
+    let mut b = TableBuilder::new(def);
+    let c = |n| def.col(n);
+    let cores = if info.subgraphs.is_empty() {
+        info.physical_cores
+    } else {
+        info.subgraphs.len() as u32
+    };
+    b.str(c("profile_schema_version"), Some(PROFILE_SCHEMA_VERSION));
+    b.i32(c("ntff_version"), Some(info.version as i32));
+    b.i32(c("num_physical_cores"), Some(cores as i32));
+    b.bool(c("vnc_enabled"), Some(cores > 1));
+    b.i64(c("first_hw_timestamp"), Some(0));
+    b.i64(c("last_hw_timestamp"), Some(r.last_hw_timestamp_ns));
+    b.str(c("first_ts"), Some(&rfc3339_ns(0)));
+    b.str(c("last_ts"), Some(&rfc3339_ns(r.last_hw_timestamp_ns)));
+    b.f64(c("dma_ddr_bandwidth"), hw.dma_ddr_bw);
+    b.i32(c("num_dma_engines_per_neuroncore"), Some(16));
+    b.f64(c("hbm_ddr_bandwidth"), hw.hbm_bw);
+    b.i64(c("tensor_engine_num_rows"), hw.pe_rows_cols);
+    b.i64(c("tensor_engine_num_cols"), hw.pe_rows_cols);
+    b.f64(c("tensor_engine_clock_freq"), hw.pe_clock.map(f64::from));
+    let others = Some(f64::from(hw.clock_others));
+    b.f64(c("vector_engine_clock_freq"), others);
+    b.f64(c("scalar_engine_clock_freq"), others);
+    b.f64(c("gpsimd_engine_clock_freq"), others);
+    b.f64(c("neuroncore_clock_freq"), others);
+    b.i64(c("ticks_per_nanosec"), Some(r.ticks_per_nanosec));
+    b.str(
+        c("instance_type"),
+        (!info.instance_type.is_empty()).then_some(info.instance_type.as_str()),
+    );
+    b.str(c("runtime_version"), info.runtime_version.as_deref());
+    b.str(c("collectives_version"), info.collectives_version.as_deref());
+    b.str(c("driver_version"), info.driver_version.as_deref());
+    b.str(c("compiler_version"), ctx.compiler_version.as_deref());
+    b.bool(c("is_simulation"), Some(false));
+    write_one(def, &mut b, sink)
+}
+
+fn write_execution_info(
+    info: &NtffInfo,
+    r: &DecodeReport,
+    window: Window,
+    sink: &mut dyn TableSink,
+) -> Result<()> {
+    let def = &explorer::EXECUTION_INFO;
+    let mut b = TableBuilder::new(def);
+    let c = |n| def.col(n);
+    let rows = (r.instructions + r.semaphore_updates) as i64;
+    let nsg = info.subgraphs.len() as i32;
+    if info.executions.is_empty() {
+        b.i32(c("execution_index"), Some(0));
+        b.str(c("neff_name"), Some(&info.neff_name));
+        b.i32(c("num_subgraphs"), Some(nsg));
+        b.i64(c("row_count"), Some(rows));
+        return write_one(def, &mut b, sink);
+    }
+    let n = info.executions.len();
+    for (i, x) in info.executions.iter().enumerate() {
+        b.i32(c("execution_index"), Some(i as i32));
+        b.str(c("neff_name"), Some(&info.neff_name));
+        b.i64(c("execution_start_ts"), Some(window.ns(x.start as i128 * 1000)));
+        b.i64(c("execution_end_ts"), Some(window.ns(x.end as i128 * 1000)));
+        b.i32(c("num_subgraphs"), Some(nsg));
+        // Rows are only attributed when there is a single execution.
+        b.i64(c("row_count"), (n == 1).then_some(rows));
+        if i + 1 < n {
+            if let Some(batch) = b.end_row()? {
+                sink.batch(def, batch)?;
+            }
+        }
+    }
+    write_one(def, &mut b, sink)
+}
+
+/// RFC 3339 text of `ns` nanoseconds after the Unix epoch, fraction without trailing zeros, as
+/// the JSON export writes `first_ts`/`last_ts` ("1970-01-01T00:00:00.000038091Z").
+pub fn rfc3339_ns(ns: i64) -> String {
+    let secs = ns.div_euclid(1_000_000_000);
+    let frac = ns.rem_euclid(1_000_000_000);
+    let days = secs.div_euclid(86_400);
+    let sod = secs.rem_euclid(86_400);
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    let mut s = format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
+        sod / 3600,
+        sod / 60 % 60,
+        sod % 60
+    );
+    if frac != 0 {
+        let f = format!("{frac:09}");
+        s.push('.');
+        s.push_str(f.trim_end_matches('0'));
+    }
+    s.push('Z');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_and_time_text() {
+        assert_eq!(instruction_kind(0x8400_0000), Some((0, false)));
+        assert_eq!(instruction_kind(0x9500_0000), Some((4, true)));
+        assert_eq!(instruction_kind(0x8E10_0000), None);
+        assert_eq!(instruction_kind(0x9610_0000), None);
+        assert_eq!(instruction_kind(0x8300_0000), None);
+        assert_eq!(rfc3339_ns(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339_ns(38_091), "1970-01-01T00:00:00.000038091Z");
+        assert_eq!(rfc3339_ns(1_871_040), "1970-01-01T00:00:00.00187104Z");
+        assert_eq!(rfc3339_ns(951_782_400_000_000_000), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn pc_rule() {
+        let c = EngineCode {
+            base: 0x10600,
+            slots: 100,
+            ops: vec![],
+        };
+        assert_eq!(record_pc(0x8401_0600 + 5, &c), Some(5));
+        assert_eq!(record_pc(0x8401_0600 + 100, &c), None);
+        assert_eq!(record_pc(0x8401_05FF, &c), None, "wraps to 2²⁰ − 1");
+    }
+}

@@ -1,0 +1,1 @@
+//! Synthetic NTFF writer (placeholder).
