@@ -1,1 +1,684 @@
-//! inventory (stub; being written).
+//! Inventory of a picked folder tree (spec/pairing.md §1, §3, §5): classify every file by name,
+//! find system-profile capture directories, read the NEFF headers and NTFF ids, pair each NTFF
+//! with its NEFF ([`crate::pairing`]) and group everything into [`Profile`]s for the page.
+//!
+//! Grouping rules (docs/formats.md "Pairing"):
+//! - a **capture** is a directory holding `trace_info.pb` (or, with a Warning, `ntrace.pb`
+//!   without `trace_info.pb`); every file in its subtree belongs to it, unless a deeper capture
+//!   directory claims it. Its type is `System+Device` when the subtree holds an NTFF, else `System`;
+//! - every other directory holding NTFFs, or NEFFs no NTFF executed, is one `Device` profile
+//!   (one per directory, not per NTFF: a directory is what a capture run writes); other files
+//!   (sources, JSON exports) join the deepest profile directory above them;
+//! - NEFFs anywhere in the drop are pairing candidates; a NEFF used by an NTFF appears in the
+//!   NTFF's device entry, a NEFF no NTFF used appears as a `NeffOnly` entry of its own
+//!   directory's (or capture's) profile (static view).
+//!
+//! Works natively and in the browser: all reads go through the caller's `open`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::error::{Problem, Result, Severity};
+use crate::pairing::{
+    self, base_name, dir_name, NeffCandidate, NtffCandidate, NtffIds, PairOutcome,
+};
+use crate::source::ByteSource;
+
+pub use crate::pairing::PairStatus;
+
+/// What a file is, from its name (pairing.md §1, framework-inputs.md §1). NEFF/NTFF contents are
+/// checked later, in [`build`]. Serialised with a `kind` tag, e.g. `{"kind":"Neff"}`,
+/// `{"kind":"MemorySnapshot","rank":0}`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind")]
+pub enum FileKind {
+    /// `*.neff`: compiled program (neff.md).
+    Neff,
+    /// `*.ntff`: device trace (ntff.md).
+    Ntff,
+    /// `ntrace.pb`: runtime system trace events (system-profile.md).
+    Ntrace,
+    /// `trace_info.pb`: system-profile capture metadata; marks a capture directory.
+    TraceInfo,
+    /// `cpu_util.pb`: host CPU samples (0 bytes is normal).
+    CpuUtil,
+    /// `host_mem.pb`: host memory samples (0 bytes is normal).
+    HostMem,
+    /// Framework (Kineto / PyTorch / JAX) Chrome trace: `trace.json`,
+    /// `neuron_framework_trace_rank_<N>.json`, `*.pt.trace.json`, each optionally `.gz`.
+    KinetoTrace,
+    /// PyTorch allocator snapshot: `memory_snapshot_rank<N>.pickle` (rank `N`), or any other
+    /// `*.pickle` / `*.pkl` whose name contains `snapshot` (rank unknown).
+    MemorySnapshot {
+        /// Rank `N` from the name, when present.
+        rank: Option<u32>,
+    },
+    /// A `*.py` source file (Code Viewer).
+    SourcePy,
+    /// A `*.tar.gz` / `*.tgz` source archive (Explorer stores `source_folder.tar.gz`).
+    SourceArchive,
+    /// A profiler JSON export (`neuron-profile view --output-format json`): `*_profile_full.json`,
+    /// `*_profile.json`, or (decided in [`build`]) a `.json` with the stem of an NTFF in its
+    /// directory.
+    ProfilerJsonExport,
+    /// Anything else (listed, not used).
+    Other,
+}
+
+/// Classifies a file by its `/`-separated path (only the last component matters).
+pub fn classify(path: &str) -> FileKind {
+    let name = base_name(path);
+    let lower = name.to_ascii_lowercase();
+    let l = lower.as_str();
+    if l.ends_with(".neff") {
+        return FileKind::Neff;
+    }
+    if l.ends_with(".ntff") {
+        return FileKind::Ntff;
+    }
+    match l {
+        "ntrace.pb" => return FileKind::Ntrace,
+        "trace_info.pb" => return FileKind::TraceInfo,
+        "cpu_util.pb" => return FileKind::CpuUtil,
+        "host_mem.pb" => return FileKind::HostMem,
+        "trace.json" | "trace.json.gz" => return FileKind::KinetoTrace,
+        _ => {}
+    }
+    let json = l.strip_suffix(".gz").unwrap_or(l);
+    if let Some(stem) = json.strip_suffix(".json") {
+        if stem.ends_with(".pt.trace") {
+            return FileKind::KinetoTrace;
+        }
+        if let Some(n) = stem.strip_prefix("neuron_framework_trace_rank_") {
+            if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) {
+                return FileKind::KinetoTrace;
+            }
+        }
+        if json == l && (stem.ends_with("_profile_full") || stem.ends_with("_profile")) {
+            return FileKind::ProfilerJsonExport;
+        }
+    }
+    if let Some(stem) = l.strip_suffix(".pickle").or_else(|| l.strip_suffix(".pkl")) {
+        if let Some(n) = stem.strip_prefix("memory_snapshot_rank") {
+            let n = n.trim_start_matches('_');
+            if let Ok(rank) = n.parse::<u32>() {
+                return FileKind::MemorySnapshot { rank: Some(rank) };
+            }
+        }
+        if stem.contains("snapshot") {
+            return FileKind::MemorySnapshot { rank: None };
+        }
+    }
+    if l.ends_with(".py") {
+        return FileKind::SourcePy;
+    }
+    if l.ends_with(".tar.gz") || l.ends_with(".tgz") {
+        return FileKind::SourceArchive;
+    }
+    FileKind::Other
+}
+
+impl FileKind {
+    /// True for the system-profile inputs (`ntrace.pb`, `trace_info.pb`, `cpu_util.pb`,
+    /// `host_mem.pb`, framework trace, memory snapshot).
+    pub fn is_system(&self) -> bool {
+        matches!(
+            self,
+            FileKind::Ntrace
+                | FileKind::TraceInfo
+                | FileKind::CpuUtil
+                | FileKind::HostMem
+                | FileKind::KinetoTrace
+                | FileKind::MemorySnapshot { .. }
+        )
+    }
+}
+
+/// One picked file.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct InputFile {
+    /// Path relative to the picked folder, `/` separated.
+    pub path: String,
+    /// Size in bytes (as given by the caller).
+    pub size: u64,
+    /// What the file is (flattened: `"kind": "Neff"`, plus `rank` for snapshots).
+    #[serde(flatten)]
+    pub kind: FileKind,
+    /// Id of the [`Profile`] the file belongs to, if any.
+    pub profile: Option<String>,
+}
+
+/// Profile type as Neuron Explorer names it (pairing.md §1). Serialised as `"Device"`,
+/// `"System"`, `"System+Device"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum ProfileType {
+    /// NTFFs (and their NEFFs) without a capture directory, or NEFFs alone (static view).
+    Device,
+    /// A capture directory (`trace_info.pb`, `ntrace.pb`) without NTFFs.
+    System,
+    /// A capture directory that also holds NTFFs.
+    #[serde(rename = "System+Device")]
+    SystemDevice,
+}
+
+/// One NTFF with its NEFF, or a NEFF alone (pairing.md §4, §6 `DeviceProfileList`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct DeviceProfile {
+    /// NTFF file stem (name without `.ntff`), or the NEFF stem for a NEFF-only entry.
+    pub name: String,
+    /// Path of the NTFF, if any.
+    pub ntff: Option<String>,
+    /// Path of the paired NEFF (or, for `UuidMismatch`, the rejected one; for `NeffOnly` and an
+    /// unreadable NEFF, the NEFF itself).
+    pub neff: Option<String>,
+    /// The pairing result.
+    pub pairing: PairStatus,
+    /// NTFF version byte (4, 5, 6), when the header was readable.
+    pub ntff_version: Option<u8>,
+    /// Runtime model id from the NTFF or NEFF file name (pairing.md §2).
+    pub model_id: Option<u64>,
+    /// NeuronCore index from the file names (`_vnc_<n>`, `profile_nc_<n>`).
+    pub nc: Option<u32>,
+    /// Execution number from `_exec_<N>`.
+    pub exec: Option<u32>,
+    /// Collectives rank from `_rank_<R>`.
+    pub rank: Option<u32>,
+    /// Session id from `profile_nc_<n>_session_<k>.ntff`.
+    pub session: Option<u32>,
+}
+
+/// One profile the user can open: a capture directory or a directory of device traces.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Profile {
+    /// Stable id: the root directory path (`"."` for the top of the drop).
+    pub id: String,
+    /// Device, System or System+Device.
+    pub profile_type: ProfileType,
+    /// Root directory (`""` for the top of the drop).
+    pub root: String,
+    /// EC2 instance id from the capture directory name `<instance-id>_pid_<pid>` (or its parent's,
+    /// for a timestamped sub-directory).
+    pub instance_id: Option<String>,
+    /// Process id from that directory name.
+    pub pid: Option<u64>,
+    /// One entry per NTFF, then one per NEFF no NTFF used.
+    pub devices: Vec<DeviceProfile>,
+    /// System-profile files (`ntrace.pb`, `trace_info.pb`, `cpu_util.pb`, `host_mem.pb`,
+    /// framework traces, memory snapshots).
+    pub system_files: Vec<String>,
+    /// Other files of the profile (sources, JSON exports, anything else).
+    pub other_files: Vec<String>,
+    /// Problems about this profile's files.
+    pub problems: Vec<Problem>,
+}
+
+/// The result of [`build`]: every file, the profiles found, and problems not tied to a profile.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Inventory {
+    /// Every picked file, sorted by path.
+    pub files: Vec<InputFile>,
+    /// Profiles, sorted by root.
+    pub profiles: Vec<Profile>,
+    /// Problems about files outside every profile, or about the drop as a whole.
+    pub problems: Vec<Problem>,
+}
+
+/// Splits a capture directory's last component `i-<hex>_pid_<digits>` (pairing.md §3).
+pub fn parse_capture_dir(dir: &str) -> Option<(String, u64)> {
+    let name = base_name(dir);
+    let (iid, pid) = name.split_once("_pid_")?;
+    let hexpart = iid.strip_prefix("i-")?;
+    if hexpart.is_empty() || !hexpart.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((iid.to_string(), pid.parse().ok()?))
+}
+
+/// Normalises a picked path: `\` → `/`, no leading `./` or `/`, no empty components.
+fn normalise(path: &str) -> String {
+    path.replace('\\', "/")
+        .split('/')
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// True when `path` lies in directory `dir` or below (`""` = the top).
+fn under(path: &str, dir: &str) -> bool {
+    dir.is_empty()
+        || path
+            .strip_prefix(dir)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+fn profile_id(root: &str) -> String {
+    if root.is_empty() {
+        ".".into()
+    } else {
+        root.to_string()
+    }
+}
+
+fn stem_of(path: &str, ext: &str) -> String {
+    let name = base_name(path);
+    let n = name.len();
+    if n > ext.len() && name.is_char_boundary(n - ext.len()) {
+        let (head, tail) = name.split_at(n - ext.len());
+        if tail.eq_ignore_ascii_case(ext) {
+            return head.to_string();
+        }
+    }
+    name.to_string()
+}
+
+/// What reading one NEFF or NTFF gave.
+enum Read<T> {
+    Ok(T),
+    Empty,
+    Failed(String, Problem),
+}
+
+/// Builds the inventory of a picked folder tree.
+///
+/// `files`: `(path relative to the picked folder, '/' separated; size in bytes)`. `open` opens a
+/// path for random access (native: `FileSource`; browser: a `Blob` source). Reads only the NEFF
+/// headers (1 KiB each) and the NTFF headers + info sections (streamed, 64 KiB windows).
+///
+/// Never fails: unreadable files become [`PairStatus::Unreadable`] entries with an Error problem
+/// (`ERROR_PROCESS_INCOMPLETE`, Explorer's code for corrupted artifacts).
+pub fn build(
+    files: &[(String, u64)],
+    open: &dyn Fn(&str) -> Result<Box<dyn ByteSource>>,
+) -> Inventory {
+    let mut inputs: Vec<InputFile> = files
+        .iter()
+        .map(|(p, size)| {
+            let path = normalise(p);
+            InputFile {
+                kind: classify(&path),
+                path,
+                size: *size,
+                profile: None,
+            }
+        })
+        .collect();
+    inputs.sort_by(|a, b| a.path.cmp(&b.path));
+    inputs.dedup_by(|a, b| a.path == b.path);
+
+    // A `.json` named like an NTFF of its directory is that NTFF's export (AnchovyPark layout).
+    let ntff_stems: BTreeSet<(String, String)> = inputs
+        .iter()
+        .filter(|f| f.kind == FileKind::Ntff)
+        .map(|f| (dir_name(&f.path).to_string(), stem_of(&f.path, ".ntff")))
+        .collect();
+    for f in inputs.iter_mut() {
+        if f.kind == FileKind::Other && f.path.to_ascii_lowercase().ends_with(".json") {
+            let key = (dir_name(&f.path).to_string(), stem_of(&f.path, ".json"));
+            if ntff_stems.contains(&key) {
+                f.kind = FileKind::ProfilerJsonExport;
+            }
+        }
+    }
+
+    // Capture directories: trace_info.pb, else ntrace.pb alone (pairing.md §1, §3).
+    let dirs_with = |k: FileKind| -> BTreeSet<String> {
+        inputs
+            .iter()
+            .filter(|f| f.kind == k)
+            .map(|f| dir_name(&f.path).to_string())
+            .collect()
+    };
+    let info_dirs = dirs_with(FileKind::TraceInfo);
+    let ntrace_dirs = dirs_with(FileKind::Ntrace);
+    let captures: BTreeSet<String> = info_dirs.union(&ntrace_dirs).cloned().collect();
+    // Deepest capture containing each file.
+    let capture_of = |path: &str| -> Option<String> {
+        captures
+            .iter()
+            .filter(|c| under(path, c))
+            .max_by_key(|c| c.len())
+            .cloned()
+    };
+
+    // Read NEFF headers and NTFF ids.
+    let mut neff_reads: Vec<(String, Read<crate::neff::NeffHeader>)> = Vec::new();
+    let mut ntff_reads: Vec<(String, Read<NtffIds>)> = Vec::new();
+    for f in &inputs {
+        match f.kind {
+            FileKind::Neff => {
+                let r = match open(&f.path).and_then(|s| crate::neff::read_header(&s)) {
+                    Ok(h) => Read::Ok(h),
+                    Err(e) => {
+                        let mut p = Problem::from_error(
+                            Severity::Error,
+                            "ERROR_PROCESS_INCOMPLETE",
+                            &f.path,
+                            &e,
+                        );
+                        p.message = format!("{}: not a readable NEFF ({e})", f.path);
+                        Read::Failed(e.to_string(), p)
+                    }
+                };
+                neff_reads.push((f.path.clone(), r));
+            }
+            FileKind::Ntff => {
+                let r = match open(&f.path).and_then(|s| pairing::ntff_ids(&s)) {
+                    Ok(Some(ids)) => Read::Ok(ids),
+                    Ok(None) => Read::Empty,
+                    Err(e) => {
+                        let mut p = Problem::from_error(
+                            Severity::Error,
+                            "ERROR_PROCESS_INCOMPLETE",
+                            &f.path,
+                            &e,
+                        );
+                        p.message = format!("{}: not a readable NTFF ({e})", f.path);
+                        Read::Failed(e.to_string(), p)
+                    }
+                };
+                ntff_reads.push((f.path.clone(), r));
+            }
+            _ => {}
+        }
+    }
+
+    // Pair.
+    let mut neff_cands: Vec<NeffCandidate> = Vec::new();
+    for (path, r) in &neff_reads {
+        if let Read::Ok(h) = r {
+            neff_cands.push(NeffCandidate {
+                path: path.clone(),
+                uuid: h.uuid,
+                name: h.name.clone(),
+                hash: h.hash,
+            });
+        }
+    }
+    let ntff_cands: Vec<NtffCandidate> = ntff_reads
+        .iter()
+        .filter_map(|(path, r)| match r {
+            Read::Ok(ids) => Some(NtffCandidate {
+                path: path.clone(),
+                ids: ids.clone(),
+            }),
+            _ => None,
+        })
+        .collect();
+    let outcomes = pairing::pair_all(&ntff_cands, &neff_cands);
+    let mut outcome_of: BTreeMap<&str, &PairOutcome> = BTreeMap::new();
+    // Used NEFF → the first NTFF that ran it (the NEFF belongs to that NTFF's profile).
+    let mut used_neffs: BTreeMap<&str, &str> = BTreeMap::new();
+    for (t, o) in ntff_cands.iter().zip(outcomes.iter()) {
+        outcome_of.insert(t.path.as_str(), o);
+        if let (PairStatus::Paired { .. }, Some(i)) = (&o.status, o.neff) {
+            if let Some(n) = neff_cands.get(i) {
+                used_neffs.entry(n.path.as_str()).or_insert(t.path.as_str());
+            }
+        }
+    }
+
+    // Profiles: one per capture, one per other directory holding NTFFs or unused NEFFs.
+    let mut profiles: BTreeMap<String, Profile> = BTreeMap::new();
+    // Roots that make a profile: NTFFs and unused NEFFs.
+    let own_root = |path: &str| capture_of(path).unwrap_or_else(|| dir_name(path).to_string());
+    for f in &inputs {
+        let makes_profile = match f.kind {
+            FileKind::Ntff => true,
+            FileKind::Neff => !used_neffs.contains_key(f.path.as_str()),
+            _ => captures.iter().any(|c| under(&f.path, c)),
+        };
+        if makes_profile {
+            let root = own_root(&f.path);
+            profiles.entry(root.clone()).or_insert_with(|| {
+                let is_capture = captures.contains(&root);
+                let (instance_id, pid) = if is_capture {
+                    parse_capture_dir(&root)
+                        .or_else(|| parse_capture_dir(dir_name(&root)))
+                        .map_or((None, None), |(i, p)| (Some(i), Some(p)))
+                } else {
+                    (None, None)
+                };
+                Profile {
+                    id: profile_id(&root),
+                    profile_type: if is_capture {
+                        ProfileType::System
+                    } else {
+                        ProfileType::Device
+                    },
+                    root,
+                    instance_id,
+                    pid,
+                    devices: Vec::new(),
+                    system_files: Vec::new(),
+                    other_files: Vec::new(),
+                    problems: Vec::new(),
+                }
+            });
+        }
+    }
+    let mut global_problems: Vec<Problem> = Vec::new();
+    // Assign files (devices per NTFF first, then unused NEFFs, both in path order).
+    let ntff_ids_of: BTreeMap<&str, &Read<NtffIds>> =
+        ntff_reads.iter().map(|(p, r)| (p.as_str(), r)).collect();
+    let neff_read_of: BTreeMap<&str, &Read<crate::neff::NeffHeader>> =
+        neff_reads.iter().map(|(p, r)| (p.as_str(), r)).collect();
+    let mut neff_only: Vec<(String, DeviceProfile, Option<Problem>)> = Vec::new();
+    for f in inputs.iter_mut() {
+        let root = match (&f.kind, used_neffs.get(f.path.as_str())) {
+            (_, Some(user)) => own_root(user),
+            (FileKind::Ntff | FileKind::Neff, None) => own_root(&f.path),
+            // Other files join the capture, else the deepest profile directory above them.
+            _ => match capture_of(&f.path) {
+                Some(c) => c,
+                None => match profiles
+                    .keys()
+                    .filter(|r| under(&f.path, r))
+                    .max_by_key(|r| r.len())
+                {
+                    Some(r) => r.clone(),
+                    None => continue,
+                },
+            },
+        };
+        let Some(p) = profiles.get_mut(&root) else {
+            continue;
+        };
+        f.profile = Some(p.id.clone());
+        match f.kind {
+            FileKind::Ntff => {
+                let read = ntff_ids_of.get(f.path.as_str()).copied();
+                let (dev, problem) = ntff_device(&f.path, read, &outcome_of, &neff_cands);
+                p.devices.push(dev);
+                p.problems.extend(problem);
+            }
+            FileKind::Neff => {
+                if used_neffs.contains_key(f.path.as_str()) {
+                    continue; // shown in the device entry of the NTFF that ran it
+                }
+                let h = pairing::parse_neff_name(&f.path);
+                let (pairing, problem) = match neff_read_of.get(f.path.as_str()) {
+                    Some(Read::Failed(m, prob)) => (
+                        PairStatus::Unreadable { message: m.clone() },
+                        Some(prob.clone()),
+                    ),
+                    _ => (PairStatus::NeffOnly, None),
+                };
+                let dev = DeviceProfile {
+                    name: stem_of(&f.path, ".neff"),
+                    ntff: None,
+                    neff: Some(f.path.clone()),
+                    pairing,
+                    ntff_version: None,
+                    model_id: h.model_id,
+                    nc: h.nc,
+                    exec: None,
+                    rank: None,
+                    session: None,
+                };
+                neff_only.push((root.clone(), dev, problem));
+            }
+            ref k if k.is_system() => p.system_files.push(f.path.clone()),
+            _ => p.other_files.push(f.path.clone()),
+        }
+    }
+    for (root, dev, problem) in neff_only {
+        if let Some(p) = profiles.get_mut(&root) {
+            p.devices.push(dev);
+            p.problems.extend(problem);
+        }
+    }
+    for p in profiles.values_mut() {
+        if !captures.contains(&p.root) {
+            continue;
+        }
+        if p.devices.iter().any(|d| d.ntff.is_some()) {
+            p.profile_type = ProfileType::SystemDevice;
+        }
+        capture_checks(p, &info_dirs, &ntrace_dirs, &ntff_ids_of);
+    }
+    if profiles.is_empty() {
+        global_problems.push(Problem::new(
+            Severity::Info,
+            "NO_PROFILE",
+            None,
+            "no profile found: pick a folder holding .ntff/.neff files or a capture directory \
+             with trace_info.pb"
+                .to_string(),
+        ));
+    }
+    Inventory {
+        files: inputs,
+        profiles: profiles.into_values().collect(),
+        problems: global_problems,
+    }
+}
+
+/// The device entry (and problem) for one NTFF.
+fn ntff_device(
+    path: &str,
+    read: Option<&Read<NtffIds>>,
+    outcome_of: &BTreeMap<&str, &PairOutcome>,
+    neffs: &[NeffCandidate],
+) -> (DeviceProfile, Option<Problem>) {
+    let h = pairing::parse_ntff_name(path);
+    let mut dev = DeviceProfile {
+        name: stem_of(path, ".ntff"),
+        ntff: Some(path.to_string()),
+        neff: None,
+        pairing: PairStatus::MissingNeff,
+        ntff_version: None,
+        model_id: h.model_id,
+        nc: h.nc,
+        exec: h.exec,
+        rank: h.rank,
+        session: h.session,
+    };
+    let problem = match read {
+        Some(Read::Ok(ids)) => {
+            dev.ntff_version = Some(ids.version);
+            match outcome_of.get(path) {
+                Some(o) => {
+                    dev.pairing = o.status.clone();
+                    if let Some(n) = o.neff.and_then(|i| neffs.get(i)) {
+                        dev.neff = Some(n.path.clone());
+                        if dev.model_id.is_none() {
+                            dev.model_id = pairing::parse_neff_name(&n.path).model_id;
+                        }
+                    }
+                    o.problem.clone()
+                }
+                None => None,
+            }
+        }
+        Some(Read::Empty) => {
+            dev.pairing = PairStatus::EmptyNtff;
+            Some(Problem::new(
+                Severity::Info,
+                "EMPTY_NTFF",
+                Some(path),
+                format!(
+                    "{path}: empty device trace (no data), skipped; this happens when a process \
+                     initialises more NeuronCores than it uses or runs without warm-up"
+                ),
+            ))
+        }
+        Some(Read::Failed(m, p)) => {
+            dev.pairing = PairStatus::Unreadable { message: m.clone() };
+            Some(p.clone())
+        }
+        None => None,
+    };
+    (dev, problem)
+}
+
+/// Capture-directory checks (pairing.md §1, §6).
+fn capture_checks(
+    p: &mut Profile,
+    info_dirs: &BTreeSet<String>,
+    ntrace_dirs: &BTreeSet<String>,
+    ntff_ids_of: &BTreeMap<&str, &Read<NtffIds>>,
+) {
+    let dir = if p.root.is_empty() { "." } else { &p.root };
+    if !info_dirs.contains(&p.root) {
+        p.problems.push(Problem::new(
+            Severity::Warning,
+            "MISSING_TRACE_INFO",
+            Some(dir),
+            format!(
+                "{dir}: ntrace.pb without trace_info.pb; the system trace is decoded but event \
+                 names show as event_<id> (Explorer refuses it: No metadata found for system \
+                 profile)"
+            ),
+        ));
+    }
+    if !ntrace_dirs.contains(&p.root) {
+        p.problems.push(Problem::new(
+            Severity::Warning,
+            "MISSING_NTRACE",
+            Some(dir),
+            format!(
+                "{dir}: trace_info.pb without ntrace.pb; the system timeline will be empty \
+                 (Explorer needs both files)"
+            ),
+        ));
+    }
+    // An NTFF recorded by another process is the same NEFF from a different capture
+    // (pairing.md §6): it must not be placed on this capture's timeline.
+    let (Some(pid), Some(iid)) = (p.pid, p.instance_id.clone()) else {
+        return;
+    };
+    for d in &p.devices {
+        let Some(path) = d.ntff.as_deref() else {
+            continue;
+        };
+        let Some(Read::Ok(ids)) = ntff_ids_of.get(path).copied() else {
+            continue;
+        };
+        let other_pid = ids.process_id.filter(|&x| x != pid);
+        let other_host = ids.instance_id.as_deref().filter(|&x| x != iid);
+        if other_pid.is_none() && other_host.is_none() {
+            continue;
+        }
+        let by = match (other_host, other_pid) {
+            (Some(h), _) => format!("instance {h}"),
+            (None, Some(x)) => format!("process {x}"),
+            _ => String::new(),
+        };
+        let this = if other_host.is_some() {
+            format!("instance {iid}")
+        } else {
+            format!("process {pid}")
+        };
+        p.problems.push(Problem::new(
+            Severity::Info,
+            "DIFFERENT_CAPTURE",
+            Some(path),
+            format!(
+                "{path}: recorded by {by} (NTFF header), not by this capture's {this}: same NEFF, \
+                 different capture; shown as its own device profile, not on the system timeline"
+            ),
+        ));
+    }
+}
