@@ -46,3 +46,11 @@ export function cell(v: unknown): string {
     return String(v);
   }
 }
+
+/** Axis tick label for time `t` (ns) on an axis with spacing `step` (ns): enough digits to tell ticks apart. */
+export function tick(t: number, step: number): string {
+  const span = Math.max(Math.abs(t), step);
+  const [div, unit] = span >= 1e9 ? [1e9, 's'] : span >= 1e6 ? [1e6, 'ms'] : span >= 1e3 ? [1e3, 'µs'] : [1, 'ns'];
+  const digits = Math.min(9, Math.max(0, Math.ceil(-Math.log10(step / div) - 1e-9)));
+  return `${(t / div).toFixed(digits)} ${unit}`;
+}

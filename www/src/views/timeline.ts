@@ -8,7 +8,7 @@
 // selects and fills the details panel with every field of that Instruction row.
 
 import { h, nodes } from '../dom.ts';
-import { cell, ns } from '../format.ts';
+import { cell, int, ns, tick } from '../format.ts';
 import { lowerBound, type TimelineModel, type Track } from './timeline-model.ts';
 
 const AXIS_H = 28;
@@ -212,7 +212,7 @@ export class TimelineView {
       const x = Math.round(GUTTER + (t - t0) / this.nsPerPx) + 0.5;
       ctx.moveTo(x, AXIS_H - 6);
       ctx.lineTo(x, H);
-      ctx.fillText(ns(t), x + 3, AXIS_H / 2);
+      ctx.fillText(tick(t, step), x + 3, AXIS_H / 2);
     }
     ctx.stroke();
     ctx.beginPath();
@@ -244,6 +244,7 @@ export class TimelineView {
     ctx.restore();
 
     this.canvas.dataset['drawn'] = String(drawn);
+    this.canvas.dataset['nsPerPx'] = String(this.nsPerPx);
     this.status.textContent = ` ${ns(Math.max(t0, m.start))} – ${ns(Math.min(t1, m.end))} · ${ns(t1 - t0)} visible · ${m.tracks.length} rows`;
   }
 
@@ -350,7 +351,7 @@ export class TimelineView {
     this.tooltip.replaceChildren(...nodes(
       h('div', { class: 'tt-title' }, op),
       h('div', {}, `${tr.label} · pc ${cell(o['pc'])}`),
-      h('div', {}, `start ${ns(s)} · duration ${ns(e - s)}`),
+      h('div', {}, `start ${int(Math.round(s))} ns · duration ${ns(e - s)}`),
       o['evt_wait_time_ns'] !== null && o['evt_wait_time_ns'] !== undefined ? h('div', {}, `event wait ${ns(Number(o['evt_wait_time_ns']))}`) : null,
       o['bir_instruction_name'] ? h('div', { class: 'muted' }, cell(o['bir_instruction_name'])) : null,
     ));
