@@ -24,6 +24,7 @@ const ROW_ALT = '#181c22';
 const GRID = '#262b33';
 const TEXT = '#c9d1d9';
 const MUTED = '#7d8590';
+const DIMMED = '#2a2f37';
 
 function hashString(s: string): number {
   let x = 2166136261;
@@ -62,6 +63,10 @@ export class TimelineView {
   private frame = 0;
   private drag: { x: number; start: number; moved: boolean } | null = null;
   private readonly colorCache = new Map<number, string>();
+  /** Opcode filter: match[op] = 1 when opcode `op` matches, null when no filter is set. */
+  private match: Uint8Array | null = null;
+  private readonly filter: HTMLInputElement;
+  private readonly filterInfo: HTMLElement;
   private readonly resize: ResizeObserver;
 
   constructor() {
@@ -76,8 +81,15 @@ export class TimelineView {
     const fit = h('button', { class: 'btn small', onclick: () => this.fit(), title: 'Show the whole profile (key: 0)' }, 'Fit');
     const zin = h('button', { class: 'btn small', onclick: () => this.zoomBy(0.5, this.width / 2), title: 'Zoom in (W)' }, '+');
     const zout = h('button', { class: 'btn small', onclick: () => this.zoomBy(2, this.width / 2), title: 'Zoom out (S)' }, '−');
+    this.filter = h('input', { type: 'search', class: 'filter', placeholder: 'Highlight opcode…', 'data-testid': 'timeline-filter', spellcheck: 'false' });
+    this.filterInfo = h('span', { class: 'muted small', 'data-testid': 'timeline-filter-count' });
+    let debounce = 0;
+    this.filter.addEventListener('input', () => {
+      clearTimeout(debounce);
+      debounce = window.setTimeout(() => this.applyFilter(), 120);
+    });
     this.root = h('div', { class: 'timeline' },
-      h('div', { class: 'timeline-bar' }, fit, zin, zout,
+      h('div', { class: 'timeline-bar' }, fit, zin, zout, this.filter, this.filterInfo,
         h('span', { class: 'muted small hint' }, 'wheel: zoom · drag: pan · W/S/A/D · click: details'), this.status),
       h('div', { class: 'timeline-wrap' }, this.canvas, this.tooltip),
       this.details);
@@ -102,6 +114,7 @@ export class TimelineView {
     this.hover = null;
     this.selected = null;
     this.colorCache.clear();
+    this.applyFilter();
     this.details.replaceChildren(h('div', { class: 'muted' }, 'Click an instruction to see all its fields.'));
     this.layout();
     this.fit();
@@ -160,7 +173,30 @@ export class TimelineView {
     });
   }
 
+  /** Highlights instructions whose opcode contains the filter text (case-insensitive). */
+  private applyFilter(): void {
+    const m = this.model;
+    const q = this.filter.value.trim().toLowerCase();
+    if (m === null || q === '') {
+      this.match = null;
+      this.filterInfo.textContent = '';
+      this.request();
+      return;
+    }
+    const match = new Uint8Array(0x10000);
+    m.opcodes.forEach((o, i) => {
+      if (o.toLowerCase().includes(q)) match[i] = 1;
+    });
+    let count = 0;
+    for (const t of m.tracks) for (let k = 0; k < t.ops.length; k++) count += match[t.ops[k] ?? 0] ?? 0;
+    this.match = match;
+    this.filterInfo.textContent = `${int(count)} match${count === 1 ? '' : 'es'}`;
+    this.filterInfo.dataset['count'] = String(count);
+    this.request();
+  }
+
   private color(track: Track, op: number): string {
+    if (this.match !== null && op !== 0xffff && this.match[op] !== 1) return DIMMED;
     const key = (hashString(track.engine) & 0xffff) * 65536 + op;
     let c = this.colorCache.get(key);
     if (c === undefined) {
@@ -176,6 +212,12 @@ export class TimelineView {
   }
 
   private draw(): void {
+    const began = performance.now();
+    this.drawFrame();
+    this.canvas.dataset['drawMs'] = (performance.now() - began).toFixed(2);
+  }
+
+  private drawFrame(): void {
     const ctx = this.ctx;
     const dpr = window.devicePixelRatio || 1;
     const W = this.width;
@@ -296,7 +338,18 @@ export class TimelineView {
         // Bounded look at the merged run's ends (ends are not sorted).
         for (let q = Math.max(k, j - 8); q < j; q++) endMax = Math.max(endMax, ends[q] ?? 0);
         const xe = Math.max(px + 1, (endMax - t0) / npp);
-        ctx.fillStyle = j - k > 1 ? merged : this.color(tr, ops[k] ?? 0);
+        let style = j - k > 1 ? merged : this.color(tr, ops[k] ?? 0);
+        if (this.match !== null && j - k > 1) {
+          style = DIMMED;
+          // Bounded scan: a frame stays fast even when a pixel holds a huge run.
+          for (let q = k, end = Math.min(j, k + 4096); q < end; q++) {
+            if (this.match[ops[q] ?? 0] === 1) {
+              style = this.color(tr, ops[q] ?? 0);
+              break;
+            }
+          }
+        }
+        ctx.fillStyle = style;
         ctx.fillRect(GUTTER + px, y, Math.min(xe, this.plotWidth() + 1) - px, hgt);
         drawn++;
         k = j;
