@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Builds the wasm core for the web app: crate `neuronscope` → wasm32 → wasm-bindgen (--target web)
+# into www/public/pkg, which Vite copies into www/dist/pkg. Installs the rust wasm target and
+# wasm-bindgen-cli (pinned to the crate's wasm-bindgen version) only when missing. No wasm-pack.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+WB_VERSION=0.2.130
+export PATH="$HOME/.cargo/bin:$PATH"
+
+if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
+  echo "build-wasm: adding rust target wasm32-unknown-unknown"
+  rustup target add wasm32-unknown-unknown
+fi
+if ! command -v wasm-bindgen >/dev/null 2>&1 || [[ "$(wasm-bindgen --version 2>/dev/null)" != *"$WB_VERSION"* ]]; then
+  echo "build-wasm: installing wasm-bindgen-cli $WB_VERSION"
+  cargo install wasm-bindgen-cli --version "$WB_VERSION" --locked
+fi
+
+PROFILE="${NEURONSCOPE_WASM_PROFILE:-release}"
+if [[ "$PROFILE" == release ]]; then
+  cargo build --release --lib --target wasm32-unknown-unknown -p neuronscope
+else
+  cargo build --lib --target wasm32-unknown-unknown -p neuronscope
+fi
+
+TARGET_DIR="$(cargo metadata --format-version 1 --no-deps 2>/dev/null | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
+TARGET_DIR="${TARGET_DIR:-target}"
+WASM="$TARGET_DIR/wasm32-unknown-unknown/$PROFILE/neuronscope.wasm"
+rm -rf www/public/pkg
+wasm-bindgen --target web --out-dir www/public/pkg "$WASM"
+echo "build-wasm: wrote www/public/pkg ($(du -sh www/public/pkg | cut -f1))"

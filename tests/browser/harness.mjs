@@ -1,0 +1,166 @@
+// Shared harness for the browser tests: a static server for www/dist on 127.0.0.1, headless Debian
+// Chromium through playwright-core with a fresh profile, and a log of every request the page made.
+
+import { createServer } from 'node:http';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { extname, join, normalize, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+export const REPO = resolve(fileURLToPath(new URL('../..', import.meta.url)));
+export const DIST = join(REPO, 'www', 'dist');
+export const SAMPLES = resolve(REPO, '..', 'shared', 'samples');
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+/** Screenshots for people to look at (gitignored). */
+export const SHOTS = join(REPO, 'tests', '.tmp', 'screenshots');
+
+/** Absolute path of a sample folder; throws with a clear message when the samples are missing. */
+export function sample(rel) {
+  if (!existsSync(SAMPLES)) {
+    throw new Error(`sample folder ${SAMPLES} is missing: the browser tests need ../shared/samples next to the repository`);
+  }
+  const p = join(SAMPLES, rel);
+  if (!existsSync(p)) throw new Error(`sample ${p} is missing`);
+  return p;
+}
+
+/** Throws unless the app (with the wasm core) has been built. */
+export function requireBuild() {
+  const wasm = join(DIST, 'pkg', 'neuronscope_bg.wasm');
+  if (!existsSync(join(DIST, 'index.html')) || !existsSync(wasm)) {
+    throw new Error(`${DIST} lacks index.html or pkg/neuronscope_bg.wasm: run "npm run build" first`);
+  }
+  if (!existsSync(CHROMIUM)) throw new Error(`Chromium not found at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
+}
+
+const TYPES = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.wasm': 'application/wasm',
+  '.json': 'application/json',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ts': 'text/plain',
+};
+
+/** Serves DIST on 127.0.0.1 (random port). Returns { origin, close }. */
+export async function serve() {
+  const root = normalize(DIST + sep);
+  const server = createServer(async (req, res) => {
+    try {
+      const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+      let path = normalize(join(DIST, decodeURIComponent(url.pathname)));
+      if (!path.startsWith(root) && path !== DIST) {
+        res.writeHead(403).end();
+        return;
+      }
+      if (existsSync(path) && statSync(path).isDirectory()) path = join(path, 'index.html');
+      if (!existsSync(path)) {
+        res.writeHead(404).end('not found');
+        return;
+      }
+      const body = await readFile(path);
+      res.writeHead(200, { 'content-type': TYPES[extname(path)] ?? 'application/octet-stream', 'cache-control': 'no-store' });
+      res.end(body);
+    } catch (e) {
+      res.writeHead(500).end(String(e));
+    }
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  const addr = server.address();
+  const origin = `http://127.0.0.1:${addr.port}`;
+  return { origin, close: () => new Promise((ok) => server.close(ok)) };
+}
+
+/**
+ * Launches Chromium with a fresh user-data dir. Records every request (page and workers) in
+ * `requests` and uncaught page errors in `errors`.
+ */
+export async function launch() {
+  const userDir = mkdtempSync(join(tmpdir(), 'nscope-chromium-'));
+  const context = await chromium.launchPersistentContext(userDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    acceptDownloads: true,
+    viewport: { width: 1440, height: 1000 },
+    args: [
+      '--no-sandbox',
+      '--headless',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--no-first-run',
+      '--disable-sync',
+      '--disable-quic',
+    ],
+  });
+  const requests = [];
+  const errors = [];
+  context.on('request', (r) => requests.push(r.url()));
+  context.on('weberror', (e) => errors.push(String(e.error())));
+  const page = context.pages()[0] ?? (await context.newPage());
+  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+  page.on('worker', (w) => {
+    // Worker requests are reported by the context in Chromium; keep the worker URL as well.
+    requests.push(w.url());
+  });
+  const close = async () => {
+    await context.close();
+    rmSync(userDir, { recursive: true, force: true });
+  };
+  return { context, page, requests, errors, close };
+}
+
+/** Requests whose URL is neither on `origin` nor a local blob:/data: URL. */
+export function foreignRequests(requests, origin) {
+  return requests.filter((u) => !(u.startsWith(`${origin}/`) || u === origin || u.startsWith('blob:') || u.startsWith('data:')));
+}
+
+/** Waits until the page settles in `ready` (or fails with the page's error text). */
+export async function waitReady(page, timeout = 120_000) {
+  await page.waitForFunction(() => ['ready', 'error'].includes(document.body.dataset.state ?? ''), null, { timeout });
+  const state = await page.evaluate(() => document.body.dataset.state);
+  if (state !== 'ready') {
+    const msg = await page.locator('[data-testid=error]').innerText().catch(() => '(no error text)');
+    throw new Error(`page ended in state ${state}: ${msg}`);
+  }
+}
+
+/**
+ * Counts saturated (slice-coloured) pixels in the timeline's plot area. The background, grid and
+ * labels are grey, so any pixel with a strong colour is a drawn instruction slice.
+ */
+export async function timelineColouredPixels(page) {
+  return page.evaluate(() => {
+    const c = document.querySelector('[data-testid=timeline-canvas]');
+    if (!(c instanceof HTMLCanvasElement) || c.width === 0 || c.height === 0) return -1;
+    const ctx = c.getContext('2d');
+    if (ctx === null) return -1;
+    const { data } = ctx.getImageData(0, 0, c.width, c.height);
+    let n = 0;
+    for (let i = 0; i < data.length; i += 4) {
+      const r = data[i], g = data[i + 1], b = data[i + 2];
+      if (Math.max(r, g, b) - Math.min(r, g, b) > 40) n++;
+    }
+    return n;
+  });
+}
+
+/** Instruction rows of a profiler JSON export (`neuron-profile view --output-format json`). */
+export function jsonInstructionCount(path) {
+  const doc = JSON.parse(readFileSync(path, 'utf8'));
+  if (!Array.isArray(doc.instruction)) throw new Error(`${path} has no "instruction" array`);
+  return doc.instruction.length;
+}
+
+/** The single `*_profile_full.json` under `dir/json_reports`. */
+export async function fullJsonExport(dir) {
+  const jr = join(dir, 'json_reports');
+  const names = (await readdir(jr)).filter((n) => n.endsWith('_profile_full.json'));
+  if (names.length !== 1) throw new Error(`expected one *_profile_full.json in ${jr}, found ${names.join(', ') || 'none'}`);
+  return join(jr, names[0]);
+}

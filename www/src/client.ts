@@ -1,0 +1,86 @@
+// Main-thread proxy for the worker: one promise per request, progress callbacks per request.
+
+import type { FromWorker, PickedFile, ReplyMap, Request } from './protocol.ts';
+import type { Inventory, ProcessResult } from './api.ts';
+
+type Progress = (stage: string, done: number, total: number) => void;
+
+interface Pending {
+  resolve: (v: unknown) => void;
+  reject: (e: Error) => void;
+  progress?: Progress;
+}
+
+export class CoreClient {
+  private readonly worker: Worker;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  /** Called when the worker dies outside any request (e.g. a failed module load). */
+  onFatal: (message: string) => void = () => {};
+
+  constructor() {
+    this.worker = new Worker(new URL('./worker.ts', import.meta.url), { type: 'module', name: 'neuronscope-core' });
+    this.worker.onmessage = (ev: MessageEvent<FromWorker>) => this.receive(ev.data);
+    this.worker.onerror = (ev: ErrorEvent) => {
+      ev.preventDefault();
+      this.failAll(ev.message || 'the worker failed to start');
+    };
+  }
+
+  private receive(msg: FromWorker): void {
+    if (msg.kind === 'fatal') {
+      this.failAll(msg.error);
+      return;
+    }
+    const p = this.pending.get(msg.id);
+    if (p === undefined) return;
+    if (msg.kind === 'progress') {
+      p.progress?.(msg.stage, msg.done, msg.total);
+      return;
+    }
+    this.pending.delete(msg.id);
+    if (msg.ok) p.resolve(msg.value);
+    else p.reject(new Error(msg.error));
+  }
+
+  private failAll(message: string): void {
+    for (const p of this.pending.values()) p.reject(new Error(message));
+    this.pending.clear();
+    this.onFatal(message);
+  }
+
+  private call<K extends Request['op']>(
+    req: Extract<Request, { op: K }>,
+    progress?: Progress,
+  ): Promise<ReplyMap[K]> {
+    const id = this.nextId++;
+    return new Promise<ReplyMap[K]>((resolve, reject) => {
+      const entry: Pending = { resolve: (v) => resolve(v as ReplyMap[K]), reject };
+      if (progress !== undefined) entry.progress = progress;
+      this.pending.set(id, entry);
+      this.worker.postMessage({ ...req, id });
+    });
+  }
+
+  init(pkgUrl: string): Promise<{ version: string }> {
+    return this.call({ op: 'init', pkgUrl });
+  }
+  load(files: PickedFile[]): Promise<Inventory> {
+    return this.call({ op: 'load', files });
+  }
+  demo(): Promise<Inventory> {
+    return this.call({ op: 'demo' });
+  }
+  process(profileId: string, deviceIndex: number, progress: Progress): Promise<ProcessResult> {
+    return this.call({ op: 'process', profileId, deviceIndex }, progress);
+  }
+  tableIpc(key: string, table: string): Promise<Uint8Array> {
+    return this.call({ op: 'table', key, table, format: 'ipc' });
+  }
+  tableParquet(key: string, table: string): Promise<Uint8Array> {
+    return this.call({ op: 'table', key, table, format: 'parquet' });
+  }
+  bundle(key: string): Promise<Uint8Array> {
+    return this.call({ op: 'bundle', key });
+  }
+}

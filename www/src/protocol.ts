@@ -1,0 +1,41 @@
+// Messages between the page (main thread: DOM, canvas) and the worker (wasm Session).
+//
+//   page ──Request{id, …}──▶ worker        worker ──Progress{id, …}*──▶ page
+//                                           worker ──Reply{id, ok, …}──▶ page
+//
+// Every request gets exactly one reply with the same id; `process` may send progress events first.
+// Bulk bytes (Arrow IPC, Parquet, zip) are transferred, never copied.
+
+import type { Inventory, ProcessResult } from './api.ts';
+
+/** A picked file: its path relative to the picked folder ('/'-separated) and the File itself. */
+export interface PickedFile {
+  path: string;
+  file: Blob;
+}
+
+export type Request =
+  | { op: 'init'; pkgUrl: string }
+  | { op: 'load'; files: PickedFile[] }
+  | { op: 'demo' }
+  | { op: 'process'; profileId: string; deviceIndex: number }
+  | { op: 'table'; key: string; table: string; format: 'ipc' | 'parquet' }
+  | { op: 'bundle'; key: string };
+
+/** What each request resolves to. */
+export interface ReplyMap {
+  init: { version: string };
+  load: Inventory;
+  demo: Inventory;
+  process: ProcessResult;
+  table: Uint8Array;
+  bundle: Uint8Array;
+}
+
+export type Envelope = Request & { id: number };
+
+export type FromWorker =
+  | { kind: 'reply'; id: number; ok: true; value: unknown }
+  | { kind: 'reply'; id: number; ok: false; error: string }
+  | { kind: 'progress'; id: number; stage: string; done: number; total: number }
+  | { kind: 'fatal'; error: string };

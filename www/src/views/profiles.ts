@@ -1,0 +1,152 @@
+// Profile list (left column): what was found in the picked folder, how each NTFF paired with a NEFF,
+// and every problem in plain words. Clicking a device opens it.
+
+import type { DeviceEntry, Inventory, Pairing, Problem, ProfileEntry } from '../api.ts';
+import { h, nodes } from '../dom.ts';
+import { bytes, int } from '../format.ts';
+
+/** Variant name of a PairStatus: {status: "Paired", …}, "MissingNeff" or {"Paired": {…}}. */
+export function pairingKind(p: Pairing): string {
+  if (typeof p === 'string') return p;
+  if (typeof p.status === 'string') return p.status;
+  return Object.keys(p)[0] ?? 'Unknown';
+}
+
+/** The variant's fields. */
+function payload(p: Pairing): Record<string, unknown> {
+  if (typeof p === 'string') return {};
+  if (typeof p.status === 'string') {
+    const { status: _s, ...rest } = p;
+    return rest;
+  }
+  const v = p[pairingKind(p)];
+  return v !== null && typeof v === 'object' ? (v as Record<string, unknown>) : { value: v };
+}
+
+function words(camel: string): string {
+  return camel.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase();
+}
+
+function basename(path: string | null | undefined): string {
+  if (path === null || path === undefined) return '';
+  const i = path.lastIndexOf('/');
+  return i < 0 ? path : path.slice(i + 1);
+}
+
+/** True when the device's NTFF has a NEFF to decode against. */
+export function isPaired(d: DeviceEntry): boolean {
+  return pairingKind(d.pairing) === 'Paired';
+}
+
+/** The pairing result as a sentence for the user (pairing.md, explorer-schema.md §7). */
+export function pairingText(d: DeviceEntry): string {
+  const kind = pairingKind(d.pairing);
+  const data = payload(d.pairing);
+  switch (kind) {
+    case 'Paired': {
+      const by = typeof data['by'] === 'string' ? ` by ${data['by']}` : '';
+      return `paired with ${basename(d.neff) || 'its NEFF'}${by}`;
+    }
+    case 'MissingNeff':
+      return 'no NEFF found: an NTFF cannot be decoded without the NEFF it executed';
+    case 'UuidMismatch': {
+      const neff = typeof data['neff'] === 'string' ? ` ${basename(data['neff'])}` : '';
+      return `the NEFF${neff} is from a different compilation (uuid mismatch, ERROR_PROCESS_INCOMPLETE)`;
+    }
+    case 'EmptyNtff':
+      return 'empty NTFF: the core was initialised but ran nothing (skipped)';
+    case 'NeffOnly':
+      return 'NEFF without a trace: no NTFF in the folder executed it';
+    case 'Ambiguous': {
+      const c = Array.isArray(data['candidates']) ? (data['candidates'] as unknown[]).map((x) => basename(String(x))).join(', ') : '';
+      return `several NEFFs match (${c}); cannot tell which one ran`;
+    }
+    case 'Unreadable':
+      return `unreadable: ${typeof data['message'] === 'string' ? data['message'] : 'not a valid file'}`;
+    default: {
+      const extra = Object.keys(data).length > 0 ? ` (${JSON.stringify(data)})` : '';
+      return `${words(kind)}${extra}`;
+    }
+  }
+}
+
+function problemItem(p: Problem): HTMLElement {
+  const where = p.file ? `${p.file}${p.offset !== null && p.offset !== undefined ? ` @ ${int(p.offset)}` : ''}` : '';
+  return h(
+    'li',
+    { class: `problem sev-${p.severity}`, 'data-testid': 'problem', 'data-code': p.code },
+    h('span', { class: 'sev' }, p.severity),
+    ' ',
+    h('span', { class: 'msg' }, p.message),
+    where && !p.message.includes(where) ? h('span', { class: 'where' }, ` — ${where}`) : null,
+    h('span', { class: 'code' }, ` ${p.code}`),
+  );
+}
+
+/** A list of problems, or nothing when there are none. */
+export function problemList(problems: Problem[] | undefined): HTMLElement | null {
+  if (problems === undefined || problems.length === 0) return null;
+  const order = { error: 0, warning: 1, info: 2 } as const;
+  const sorted = [...problems].sort((a, b) => (order[a.severity] ?? 3) - (order[b.severity] ?? 3));
+  return h('ul', { class: 'problems' }, sorted.map(problemItem));
+}
+
+export interface ProfileListOptions {
+  selected: { profileId: string; deviceIndex: number } | null;
+  onOpen: (profile: ProfileEntry, deviceIndex: number) => void;
+}
+
+function typeClass(t: string): string {
+  return t.toLowerCase().replace(/[^a-z]+/g, '-');
+}
+
+/** Renders the inventory into `root`. */
+export function renderProfiles(root: HTMLElement, inv: Inventory, opts: ProfileListOptions): void {
+  const total = inv.files.reduce((s, f) => s + Number(f.size), 0);
+  const items = inv.profiles.map((p) => {
+    const devices = p.devices.map((d, i) => {
+      const paired = isPaired(d);
+      const sel = opts.selected?.profileId === p.id && opts.selected.deviceIndex === i;
+      const openable = d.ntff !== null && d.ntff !== undefined && d.ntff !== '';
+      const tags = [
+        d.ntff_version !== null && d.ntff_version !== undefined ? `NTFF v${d.ntff_version}` : null,
+        d.nc !== null && d.nc !== undefined ? `nc ${d.nc}` : null,
+        d.rank !== null && d.rank !== undefined ? `rank ${d.rank}` : null,
+        d.exec !== null && d.exec !== undefined ? `exec ${d.exec}` : null,
+      ].filter((t): t is string => t !== null);
+      return h(
+        'li',
+        {
+          class: `device${paired ? ' paired' : ' unpaired'}${sel ? ' selected' : ''}${openable ? '' : ' static'}`,
+          'data-testid': 'device',
+          'data-pairing': pairingKind(d.pairing),
+          title: [d.ntff, d.neff].filter(Boolean).join('\n'),
+          onclick: openable ? () => opts.onOpen(p, i) : null,
+        },
+        h('div', { class: 'device-name' }, d.name || basename(d.ntff) || `device ${i}`, tags.map((t) => h('span', { class: 'tag' }, t))),
+        h('div', { class: `pairing ${paired ? 'ok' : 'bad'}`, 'data-testid': 'pairing-status' }, pairingText(d)),
+      );
+    });
+    const where = [p.instance_id, p.pid !== null && p.pid !== undefined ? `pid ${p.pid}` : null].filter(Boolean).join(' · ');
+    return h(
+      'li',
+      { class: 'profile', 'data-testid': 'profile', 'data-profile-type': p.profile_type, 'data-profile-id': p.id },
+      h('div', { class: 'profile-head' },
+        h('span', { class: `ptype ${typeClass(p.profile_type)}`, 'data-testid': 'profile-type' }, p.profile_type),
+        h('span', { class: 'pid', title: p.id }, p.root || p.id)),
+      where ? h('div', { class: 'profile-where' }, where) : null,
+      devices.length > 0
+        ? h('ul', { class: 'devices' }, devices)
+        : h('div', { class: 'muted small' }, 'no device profile (system trace only)'),
+      problemList(p.problems),
+    );
+  });
+  root.replaceChildren(
+    ...nodes(
+    h('div', { class: 'inv-head' }, `${int(inv.files.length)} files · ${bytes(total)} · ${inv.profiles.length} profile${inv.profiles.length === 1 ? '' : 's'}`),
+    inv.profiles.length === 0
+      ? h('div', { class: 'empty-note' }, 'No profile found. Pick the folder the Neuron profiler wrote: it holds .ntff files with their .neff, or a capture directory with trace_info.pb and ntrace.pb.')
+      : h('ul', { class: 'profiles' }, items),
+    problemList(inv.problems),
+  ));
+}

@@ -1,0 +1,506 @@
+// Device timeline: our own canvas renderer over the Instruction columns (no library draws millions of
+// slices). One row per (physical core, engine). Level of detail: slices narrower than a pixel are
+// merged into one bar per pixel column, found by binary search, so a frame costs
+// O(rows × width × log n) however many instructions there are.
+//
+// Coordinates: time in ns since profile start; x in CSS pixels; view = [viewStart, viewStart +
+// nsPerPx × plotWidth]. Wheel zooms around the cursor, drag pans, hover shows a tooltip, click
+// selects and fills the details panel with every field of that Instruction row.
+
+import { h, nodes } from '../dom.ts';
+import { cell, int, ns, tick } from '../format.ts';
+import { lowerBound, type TimelineModel, type Track } from './timeline-model.ts';
+
+const AXIS_H = 28;
+const ROW_H = 24;
+const GUTTER = 116;
+const PAD_BOTTOM = 6;
+
+/** Engine hues (HSL degrees). */
+const HUES: Record<string, number> = { tensor: 212, vector: 150, scalar: 36, gpsimd: 275, sync: 350 };
+
+const BG = '#14171c';
+const ROW_ALT = '#181c22';
+const GRID = '#262b33';
+const TEXT = '#c9d1d9';
+const MUTED = '#7d8590';
+const DIMMED = '#2a2f37';
+
+function hashString(s: string): number {
+  let x = 2166136261;
+  for (let i = 0; i < s.length; i++) {
+    x ^= s.charCodeAt(i);
+    x = Math.imul(x, 16777619);
+  }
+  return x >>> 0;
+}
+
+/** A "nice" axis step (1, 2, 5 × 10^k ns) of at least `minNs`. */
+function niceStep(minNs: number): number {
+  const p = Math.pow(10, Math.floor(Math.log10(Math.max(minNs, 1e-6))));
+  for (const m of [1, 2, 5, 10]) if (m * p >= minNs) return m * p;
+  return 10 * p;
+}
+
+interface Hit {
+  track: number;
+  k: number;
+}
+
+export class TimelineView {
+  readonly root: HTMLElement;
+  private readonly canvas: HTMLCanvasElement;
+  private readonly ctx: CanvasRenderingContext2D;
+  private readonly tooltip: HTMLElement;
+  private readonly details: HTMLElement;
+  private readonly status: HTMLElement;
+  private model: TimelineModel | null = null;
+  private viewStart = 0;
+  private nsPerPx = 1;
+  private width = 800;
+  private hover: Hit | null = null;
+  private selected: Hit | null = null;
+  private frame = 0;
+  private drag: { x: number; start: number; moved: boolean } | null = null;
+  private readonly colorCache = new Map<number, string>();
+  /** Opcode filter: match[op] = 1 when opcode `op` matches, null when no filter is set. */
+  private match: Uint8Array | null = null;
+  private readonly filter: HTMLInputElement;
+  private readonly filterInfo: HTMLElement;
+  private readonly resize: ResizeObserver;
+
+  constructor() {
+    this.canvas = h('canvas', { 'data-testid': 'timeline-canvas', tabindex: 0, class: 'timeline-canvas' });
+    const ctx = this.canvas.getContext('2d', { alpha: false });
+    if (ctx === null) throw new Error('canvas 2d context unavailable');
+    this.ctx = ctx;
+    this.tooltip = h('div', { class: 'tooltip', 'data-testid': 'timeline-tooltip', hidden: true });
+    this.status = h('span', { class: 'muted' });
+    this.details = h('div', { class: 'details', 'data-testid': 'instruction-details' },
+      h('div', { class: 'muted' }, 'Click an instruction to see all its fields.'));
+    const fit = h('button', { class: 'btn small', onclick: () => this.fit(), title: 'Show the whole profile (key: 0)' }, 'Fit');
+    const zin = h('button', { class: 'btn small', onclick: () => this.zoomBy(0.5, this.width / 2), title: 'Zoom in (W)' }, '+');
+    const zout = h('button', { class: 'btn small', onclick: () => this.zoomBy(2, this.width / 2), title: 'Zoom out (S)' }, '−');
+    this.filter = h('input', { type: 'search', class: 'filter', placeholder: 'Highlight opcode…', 'data-testid': 'timeline-filter', spellcheck: 'false' });
+    this.filterInfo = h('span', { class: 'muted small', 'data-testid': 'timeline-filter-count' });
+    let debounce = 0;
+    this.filter.addEventListener('input', () => {
+      clearTimeout(debounce);
+      debounce = window.setTimeout(() => this.applyFilter(), 120);
+    });
+    this.root = h('div', { class: 'timeline' },
+      h('div', { class: 'timeline-bar' }, fit, zin, zout, this.filter, this.filterInfo,
+        h('span', { class: 'muted small hint' }, 'wheel: zoom · drag: pan · W/S/A/D · click: details'), this.status),
+      h('div', { class: 'timeline-wrap' }, this.canvas, this.tooltip),
+      this.details);
+
+    this.canvas.addEventListener('wheel', (e) => this.onWheel(e), { passive: false });
+    this.canvas.addEventListener('mousedown', (e) => this.onDown(e));
+    window.addEventListener('mousemove', (e) => this.onMove(e));
+    window.addEventListener('mouseup', (e) => this.onUp(e));
+    this.canvas.addEventListener('mouseleave', () => {
+      this.hover = null;
+      this.tooltip.hidden = true;
+      this.request();
+    });
+    this.canvas.addEventListener('keydown', (e) => this.onKey(e));
+    this.resize = new ResizeObserver(() => this.layout());
+    this.resize.observe(this.root);
+  }
+
+  /** Shows a new model, zoomed to fit. */
+  setModel(model: TimelineModel | null): void {
+    this.model = model;
+    this.hover = null;
+    this.selected = null;
+    this.colorCache.clear();
+    this.applyFilter();
+    this.details.replaceChildren(h('div', { class: 'muted' }, 'Click an instruction to see all its fields.'));
+    this.layout();
+    this.fit();
+  }
+
+  private plotWidth(): number {
+    return Math.max(50, this.width - GUTTER);
+  }
+
+  fit(): void {
+    const m = this.model;
+    if (m === null) return;
+    const span = m.end - m.start;
+    const pad = span * 0.01;
+    this.viewStart = m.start - pad;
+    this.nsPerPx = (span + 2 * pad) / this.plotWidth();
+    this.request();
+  }
+
+  private zoomBy(factor: number, xCss: number): void {
+    if (this.model === null) return;
+    const px = Math.max(0, xCss - GUTTER);
+    const t = this.viewStart + px * this.nsPerPx;
+    const full = (this.model.end - this.model.start) * 1.5;
+    this.nsPerPx = Math.min(Math.max(this.nsPerPx * factor, 1e-3), Math.max(full / this.plotWidth(), 1e-3));
+    this.viewStart = t - px * this.nsPerPx;
+    this.request();
+  }
+
+  private panBy(dxCss: number): void {
+    this.viewStart += dxCss * this.nsPerPx;
+    this.request();
+  }
+
+  private layout(): void {
+    const w = Math.max(200, Math.floor(this.root.clientWidth || 800));
+    const rows = this.model?.tracks.length ?? 0;
+    const hgt = AXIS_H + Math.max(rows, 1) * ROW_H + PAD_BOTTOM;
+    const dpr = window.devicePixelRatio || 1;
+    if (w !== this.width || this.canvas.height !== Math.round(hgt * dpr) || this.canvas.width !== Math.round(w * dpr)) {
+      // Keep the left edge and scale when the width changes.
+      this.width = w;
+      this.canvas.style.width = `${w}px`;
+      this.canvas.style.height = `${hgt}px`;
+      this.canvas.width = Math.round(w * dpr);
+      this.canvas.height = Math.round(hgt * dpr);
+    }
+    this.request();
+  }
+
+  private request(): void {
+    if (this.frame !== 0) return;
+    this.frame = requestAnimationFrame(() => {
+      this.frame = 0;
+      this.draw();
+    });
+  }
+
+  /** Highlights instructions whose opcode contains the filter text (case-insensitive). */
+  private applyFilter(): void {
+    const m = this.model;
+    const q = this.filter.value.trim().toLowerCase();
+    if (m === null || q === '') {
+      this.match = null;
+      this.filterInfo.textContent = '';
+      this.request();
+      return;
+    }
+    const match = new Uint8Array(0x10000);
+    m.opcodes.forEach((o, i) => {
+      if (o.toLowerCase().includes(q)) match[i] = 1;
+    });
+    let count = 0;
+    for (const t of m.tracks) for (let k = 0; k < t.ops.length; k++) count += match[t.ops[k] ?? 0] ?? 0;
+    this.match = match;
+    this.filterInfo.textContent = `${int(count)} match${count === 1 ? '' : 'es'}`;
+    this.filterInfo.dataset['count'] = String(count);
+    this.request();
+  }
+
+  private color(track: Track, op: number): string {
+    if (this.match !== null && op !== 0xffff && this.match[op] !== 1) return DIMMED;
+    const key = (hashString(track.engine) & 0xffff) * 65536 + op;
+    let c = this.colorCache.get(key);
+    if (c === undefined) {
+      const hue = HUES[track.engine] ?? hashString(track.engine) % 360;
+      const name = this.model?.opcodes[op] ?? '';
+      const hv = hashString(name);
+      const l = name === '' ? 55 : 46 + (hv % 20);
+      const dh = name === '' ? 0 : ((hv >>> 8) % 24) - 12;
+      c = `hsl(${hue + dh} 62% ${l}%)`;
+      this.colorCache.set(key, c);
+    }
+    return c;
+  }
+
+  private draw(): void {
+    const began = performance.now();
+    this.drawFrame();
+    this.canvas.dataset['drawMs'] = (performance.now() - began).toFixed(2);
+  }
+
+  private drawFrame(): void {
+    const ctx = this.ctx;
+    const dpr = window.devicePixelRatio || 1;
+    const W = this.width;
+    const H = this.canvas.height / dpr;
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.fillStyle = BG;
+    ctx.fillRect(0, 0, W, H);
+    const m = this.model;
+    if (m === null) return;
+    const plotW = this.plotWidth();
+    const t0 = this.viewStart;
+    const t1 = t0 + plotW * this.nsPerPx;
+
+    // Rows and labels.
+    ctx.font = '12px system-ui, sans-serif';
+    ctx.textBaseline = 'middle';
+    m.tracks.forEach((tr, r) => {
+      const y = AXIS_H + r * ROW_H;
+      if (r % 2 === 1) {
+        ctx.fillStyle = ROW_ALT;
+        ctx.fillRect(0, y, W, ROW_H);
+      }
+      ctx.fillStyle = TEXT;
+      ctx.fillText(tr.label, 8, y + ROW_H / 2);
+    });
+
+    // Grid and axis.
+    const step = niceStep(90 * this.nsPerPx);
+    ctx.fillStyle = MUTED;
+    ctx.strokeStyle = GRID;
+    ctx.lineWidth = 1;
+    ctx.beginPath();
+    for (let t = Math.ceil(t0 / step) * step; t <= t1; t += step) {
+      const x = Math.round(GUTTER + (t - t0) / this.nsPerPx) + 0.5;
+      ctx.moveTo(x, AXIS_H - 6);
+      ctx.lineTo(x, H);
+      ctx.fillText(tick(t, step), x + 3, AXIS_H / 2);
+    }
+    ctx.stroke();
+    ctx.beginPath();
+    ctx.moveTo(0, AXIS_H - 0.5);
+    ctx.lineTo(W, AXIS_H - 0.5);
+    ctx.moveTo(GUTTER - 0.5, 0);
+    ctx.lineTo(GUTTER - 0.5, H);
+    ctx.stroke();
+
+    // Slices, clipped to the plot area.
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(GUTTER, AXIS_H, plotW, H - AXIS_H);
+    ctx.clip();
+    let drawn = 0;
+    m.tracks.forEach((tr, r) => {
+      drawn += this.drawTrack(tr, AXIS_H + r * ROW_H + 3, ROW_H - 6, t0, t1);
+    });
+    for (const [hit, style] of [[this.hover, '#ffffffaa'], [this.selected, '#ffffff']] as const) {
+      if (hit === null) continue;
+      const tr = m.tracks[hit.track];
+      if (tr === undefined) continue;
+      const x0 = GUTTER + ((tr.starts[hit.k] ?? 0) - t0) / this.nsPerPx;
+      const x1 = GUTTER + ((tr.ends[hit.k] ?? 0) - t0) / this.nsPerPx;
+      ctx.strokeStyle = style;
+      ctx.lineWidth = style === '#ffffff' ? 2 : 1;
+      ctx.strokeRect(x0 - 1, AXIS_H + hit.track * ROW_H + 1.5, Math.max(x1 - x0, 1) + 2, ROW_H - 3);
+    }
+    ctx.restore();
+
+    this.canvas.dataset['drawn'] = String(drawn);
+    this.canvas.dataset['nsPerPx'] = String(this.nsPerPx);
+    this.status.textContent = ` ${ns(Math.max(t0, m.start))} – ${ns(Math.min(t1, m.end))} · ${ns(t1 - t0)} visible · ${m.tracks.length} rows`;
+  }
+
+  /** Draws one track's visible slices; returns how many rectangles it drew. */
+  private drawTrack(tr: Track, y: number, hgt: number, t0: number, t1: number): number {
+    const ctx = this.ctx;
+    const { starts, ends, ops } = tr;
+    const n = starts.length;
+    const k0 = lowerBound(starts, t0 - tr.maxDur);
+    const npp = this.nsPerPx;
+    const merged = this.color(tr, 0xffff);
+    let drawn = 0;
+    let k = k0;
+    while (k < n) {
+      const s = starts[k] ?? 0;
+      if (s > t1) break;
+      const e = ends[k] ?? s;
+      if (e < t0) {
+        k++;
+        continue;
+      }
+      const x0 = (s - t0) / npp;
+      const x1 = (e - t0) / npp;
+      if (x1 - x0 >= 1) {
+        ctx.fillStyle = this.color(tr, ops[k] ?? 0);
+        const w = x1 - x0;
+        ctx.fillRect(GUTTER + x0, y, w > 2 ? w - 0.5 : w, hgt);
+        if (w > 44) {
+          const label = this.model?.opcodes[ops[k] ?? 0] ?? '';
+          if (label !== '') {
+            ctx.fillStyle = '#0b0d10';
+            const left = Math.max(x0, 0) + 3;
+            ctx.save();
+            ctx.beginPath();
+            ctx.rect(GUTTER + Math.max(x0, 0), y, Math.min(x1, this.plotWidth()) - Math.max(x0, 0), hgt);
+            ctx.clip();
+            ctx.fillText(label, GUTTER + left, y + hgt / 2);
+            ctx.restore();
+          }
+        }
+        drawn++;
+        k++;
+      } else {
+        // Sub-pixel: merge every slice starting in this pixel column into one bar.
+        const px = Math.floor(x0);
+        const tNext = t0 + (px + 1) * npp;
+        const j = Math.max(k + 1, lowerBound(starts, tNext, k + 1));
+        let endMax = e;
+        // Bounded look at the merged run's ends (ends are not sorted).
+        for (let q = Math.max(k, j - 8); q < j; q++) endMax = Math.max(endMax, ends[q] ?? 0);
+        const xe = Math.max(px + 1, (endMax - t0) / npp);
+        let style = j - k > 1 ? merged : this.color(tr, ops[k] ?? 0);
+        if (this.match !== null && j - k > 1) {
+          style = DIMMED;
+          // Bounded scan: a frame stays fast even when a pixel holds a huge run.
+          for (let q = k, end = Math.min(j, k + 4096); q < end; q++) {
+            if (this.match[ops[q] ?? 0] === 1) {
+              style = this.color(tr, ops[q] ?? 0);
+              break;
+            }
+          }
+        }
+        ctx.fillStyle = style;
+        ctx.fillRect(GUTTER + px, y, Math.min(xe, this.plotWidth() + 1) - px, hgt);
+        drawn++;
+        k = j;
+      }
+    }
+    return drawn;
+  }
+
+  private hitTest(xCss: number, yCss: number): Hit | null {
+    const m = this.model;
+    if (m === null || xCss < GUTTER || yCss < AXIS_H) return null;
+    const r = Math.floor((yCss - AXIS_H) / ROW_H);
+    const tr = m.tracks[r];
+    if (tr === undefined) return null;
+    const t = this.viewStart + (xCss - GUTTER) * this.nsPerPx;
+    const tol = 3 * this.nsPerPx;
+    // Candidates start within [t - maxDur - tol, t + tol]; pick the one nearest to t.
+    let best = -1;
+    let bestDist = Infinity;
+    const hi = lowerBound(tr.starts, t + tol);
+    const lo = lowerBound(tr.starts, t - tr.maxDur - tol, 0, hi);
+    // Very long runs are scanned from the nearest start backwards only a bounded number of steps.
+    for (let k = hi - 1, steps = 0; k >= lo && steps < 4096; k--, steps++) {
+      const s = tr.starts[k] ?? 0;
+      const e = tr.ends[k] ?? 0;
+      const d = t < s ? s - t : t > e ? t - e : 0;
+      if (d < bestDist) {
+        bestDist = d;
+        best = k;
+        if (d === 0) break;
+      }
+    }
+    return best >= 0 && bestDist <= tol ? { track: r, k: best } : null;
+  }
+
+  private rowObject(hit: Hit): Record<string, unknown> {
+    const m = this.model;
+    const tr = m?.tracks[hit.track];
+    if (m === undefined || m === null || tr === undefined) return {};
+    const row = m.table.get(tr.rows[hit.k] ?? 0);
+    return row === null ? {} : (row.toJSON() as Record<string, unknown>);
+  }
+
+  private showTooltip(hit: Hit, xCss: number, yCss: number): void {
+    const m = this.model;
+    const tr = m?.tracks[hit.track];
+    if (m === null || tr === undefined) return;
+    const o = this.rowObject(hit);
+    const s = tr.starts[hit.k] ?? 0;
+    const e = tr.ends[hit.k] ?? 0;
+    const op = m.opcodes[tr.ops[hit.k] ?? 0] || 'instruction';
+    this.tooltip.replaceChildren(...nodes(
+      h('div', { class: 'tt-title' }, op),
+      h('div', {}, `${tr.label} · pc ${cell(o['pc'])}`),
+      h('div', {}, `start ${int(Math.round(s))} ns · duration ${ns(e - s)}`),
+      o['evt_wait_time_ns'] !== null && o['evt_wait_time_ns'] !== undefined ? h('div', {}, `event wait ${ns(Number(o['evt_wait_time_ns']))}`) : null,
+      o['bir_instruction_name'] ? h('div', { class: 'muted' }, cell(o['bir_instruction_name'])) : null,
+    ));
+    this.tooltip.hidden = false;
+    const wrapW = this.root.clientWidth;
+    const left = xCss + 14 + 260 > wrapW ? xCss - 270 : xCss + 14;
+    this.tooltip.style.left = `${Math.max(0, left)}px`;
+    this.tooltip.style.top = `${yCss + 14}px`;
+  }
+
+  private showDetails(hit: Hit): void {
+    const tr = this.model?.tracks[hit.track];
+    if (tr === undefined) return;
+    const o = this.rowObject(hit);
+    const schema = this.model?.table.schema;
+    const entries = Object.entries(o).filter(([, v]) => v !== null && v !== undefined && v !== '');
+    const unitOf = (name: string): string => schema?.fields.find((f) => f.name === name)?.metadata.get('unit') ?? '';
+    this.details.replaceChildren(
+      h('div', { class: 'details-head' }, `${tr.label} · instruction ${hit.k + 1} of ${tr.starts.length} on this row · table row ${tr.rows[hit.k] ?? 0}`),
+      h('dl', { class: 'kv details-grid' },
+        entries.flatMap(([k, v]) => {
+          const unit = unitOf(k);
+          const isTime = unit === 'ns' && (typeof v === 'bigint' || typeof v === 'number');
+          return [
+            h('dt', { title: unit ? `unit: ${unit}` : '' }, k),
+            h('dd', { 'data-field': k }, cell(v), isTime ? h('span', { class: 'muted' }, `  (${ns(Number(v))})`) : unit && unit !== '–' ? h('span', { class: 'muted' }, ` ${unit}`) : null),
+          ];
+        })),
+    );
+  }
+
+  private localXY(e: MouseEvent): [number, number] {
+    const r = this.canvas.getBoundingClientRect();
+    return [e.clientX - r.left, e.clientY - r.top];
+  }
+
+  private onWheel(e: WheelEvent): void {
+    if (this.model === null) return;
+    e.preventDefault();
+    const [x] = this.localXY(e);
+    const unit = e.deltaMode === 1 ? 16 : e.deltaMode === 2 ? 400 : 1;
+    if (e.shiftKey || Math.abs(e.deltaX) > Math.abs(e.deltaY)) {
+      this.panBy((e.shiftKey ? e.deltaY : e.deltaX) * unit);
+    } else {
+      this.zoomBy(Math.exp(e.deltaY * unit * 0.002), x);
+    }
+  }
+
+  private onDown(e: MouseEvent): void {
+    if (e.button !== 0) return;
+    const [x] = this.localXY(e);
+    this.drag = { x, start: this.viewStart, moved: false };
+    this.canvas.focus();
+  }
+
+  private onMove(e: MouseEvent): void {
+    const [x, y] = this.localXY(e);
+    if (this.drag !== null) {
+      const dx = x - this.drag.x;
+      if (Math.abs(dx) > 3) this.drag.moved = true;
+      if (this.drag.moved) {
+        this.viewStart = this.drag.start - dx * this.nsPerPx;
+        this.tooltip.hidden = true;
+        this.request();
+        return;
+      }
+    }
+    if (e.target !== this.canvas) return;
+    const hit = this.hitTest(x, y);
+    const changed = hit?.track !== this.hover?.track || hit?.k !== this.hover?.k;
+    this.hover = hit;
+    if (hit === null) this.tooltip.hidden = true;
+    else this.showTooltip(hit, x, y);
+    this.canvas.style.cursor = hit === null ? 'default' : 'pointer';
+    if (changed) this.request();
+  }
+
+  private onUp(e: MouseEvent): void {
+    const d = this.drag;
+    this.drag = null;
+    if (d === null || d.moved) return;
+    const [x, y] = this.localXY(e);
+    this.selected = this.hitTest(x, y);
+    if (this.selected !== null) this.showDetails(this.selected);
+    this.request();
+  }
+
+  private onKey(e: KeyboardEvent): void {
+    const mid = GUTTER + this.plotWidth() / 2;
+    const k = e.key.toLowerCase();
+    if (k === 'w') this.zoomBy(0.8, mid);
+    else if (k === 's') this.zoomBy(1.25, mid);
+    else if (k === 'a') this.panBy(-this.plotWidth() * 0.15);
+    else if (k === 'd') this.panBy(this.plotWidth() * 0.15);
+    else if (k === '0') this.fit();
+    else return;
+    e.preventDefault();
+  }
+}

@@ -1,0 +1,121 @@
+// The worker owns the wasm core and one Session (the picked files). It never touches the DOM; the
+// page talks to it through protocol.ts. Files arrive as File/Blob handles: the core reads them in
+// slices (FileReaderSync), so a multi-GB NTFF is never read whole here or on the page.
+
+import type { WasmModule, WasmSession } from './api.ts';
+import type { Envelope, FromWorker } from './protocol.ts';
+
+/** The part of DedicatedWorkerGlobalScope used here (the DOM lib is the one type-checked). */
+interface WorkerScope {
+  postMessage(message: FromWorker, transfer?: Transferable[]): void;
+  onmessage: ((ev: MessageEvent<Envelope>) => void) | null;
+  onerror: ((ev: unknown) => void) | null;
+  onunhandledrejection: ((ev: PromiseRejectionEvent) => void) | null;
+}
+const scope = self as unknown as WorkerScope;
+
+let wasm: WasmModule | null = null;
+let session: WasmSession | null = null;
+/** Set after a wasm trap: the instance may be inconsistent, so refuse further calls. */
+let crashed: string | null = null;
+
+function post(msg: FromWorker, transfer: Transferable[] = []): void {
+  scope.postMessage(msg, transfer);
+}
+
+function describe(e: unknown): string {
+  if (e instanceof Error) return e.message || e.name;
+  if (typeof e === 'string') return e;
+  try {
+    return JSON.stringify(e);
+  } catch {
+    return String(e);
+  }
+}
+
+function core(): WasmModule {
+  if (crashed !== null) throw new Error(`the wasm core crashed earlier (${crashed}); reload the page`);
+  if (wasm === null) throw new Error('the wasm core is not loaded yet');
+  return wasm;
+}
+
+function newSession(): WasmSession {
+  const m = core();
+  session?.free();
+  session = new m.Session();
+  return session;
+}
+
+function current(): WasmSession {
+  core();
+  if (session === null) throw new Error('no capture loaded');
+  return session;
+}
+
+/** Copies `bytes` into a buffer of its own (wasm memory views must not be transferred) and posts it. */
+function replyBytes(id: number, bytes: Uint8Array): void {
+  const own = bytes.slice();
+  post({ kind: 'reply', id, ok: true, value: own }, [own.buffer]);
+}
+
+async function handle(msg: Envelope): Promise<void> {
+  const { id } = msg;
+  switch (msg.op) {
+    case 'init': {
+      if (wasm === null) {
+        const mod = (await import(/* @vite-ignore */ msg.pkgUrl)) as WasmModule;
+        await mod.default();
+        wasm = mod;
+      }
+      post({ kind: 'reply', id, ok: true, value: { version: core().version() } });
+      return;
+    }
+    case 'load': {
+      const s = newSession();
+      for (const f of msg.files) s.add_file(f.path, f.file);
+      post({ kind: 'reply', id, ok: true, value: s.scan() });
+      return;
+    }
+    case 'demo': {
+      const m = core();
+      const s = newSession();
+      for (const f of m.demo_files()) s.add_bytes(f.path, f.bytes);
+      post({ kind: 'reply', id, ok: true, value: s.scan() });
+      return;
+    }
+    case 'process': {
+      const s = current();
+      const result = s.process(msg.profileId, msg.deviceIndex, (stage, done, total) => {
+        post({ kind: 'progress', id, stage, done: Number(done), total: Number(total) });
+      });
+      post({ kind: 'reply', id, ok: true, value: result });
+      return;
+    }
+    case 'table': {
+      const s = current();
+      const bytes = msg.format === 'ipc' ? s.table_ipc(msg.key, msg.table) : s.table_parquet(msg.key, msg.table);
+      replyBytes(id, bytes);
+      return;
+    }
+    case 'bundle': {
+      replyBytes(id, current().bundle_zip(msg.key));
+      return;
+    }
+  }
+}
+
+scope.onmessage = (ev: MessageEvent<Envelope>) => {
+  const msg = ev.data;
+  handle(msg).catch((e: unknown) => {
+    // A Rust panic surfaces as WebAssembly.RuntimeError ("unreachable"): report it, never hang.
+    if (e instanceof WebAssembly.RuntimeError) crashed = describe(e);
+    post({ kind: 'reply', id: msg.id, ok: false, error: describe(e) });
+  });
+};
+
+scope.onerror = (ev: unknown) => {
+  post({ kind: 'fatal', error: describe(ev) });
+};
+scope.onunhandledrejection = (ev: PromiseRejectionEvent) => {
+  post({ kind: 'fatal', error: describe(ev.reason) });
+};
