@@ -95,8 +95,14 @@ fn def_json(sg: &SubgraphSpec) -> Value {
         let (k, b) = (e.def_key(), file_base(e));
         d.insert(k.into(), json!(format!("{b}.json")));
         d.insert(format!("{k}_instr"), json!(format!("{b}.bin")));
-        d.insert(format!("{k}_dbg"), json!([format!("debug_info_backend_{b}.dbg")]));
-        d.insert(format!("{k}_asm_dbg"), json!([format!("debug_info_asm_{b}.dbg")]));
+        d.insert(
+            format!("{k}_dbg"),
+            json!([format!("debug_info_backend_{b}.dbg")]),
+        );
+        d.insert(
+            format!("{k}_asm_dbg"),
+            json!([format!("debug_info_asm_{b}.dbg")]),
+        );
     }
     d.insert("dma_dbg".into(), json!(["debug_info_backend_DMA.dbg"]));
     let mut vars = Map::new();
@@ -238,7 +244,10 @@ pub fn write_neff(spec: &NeffSpec) -> Vec<u8> {
             ));
         }
         members.push((format!("{dir}/def.json"), pretty(&def_json(sg))));
-        members.push((format!("{dir}/tensor_map.json"), pretty(&tensor_map_json(sg))));
+        members.push((
+            format!("{dir}/tensor_map.json"),
+            pretty(&tensor_map_json(sg)),
+        ));
     }
     members.extend(spec.extra_members.iter().cloned());
     members.push(("neff.json".into(), pretty(&neff_json(spec))));
