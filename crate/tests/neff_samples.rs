@@ -643,6 +643,55 @@ fn synthetic_neff_round_trips() {
     );
 }
 
+#[test]
+fn synthetic_archive_variants_round_trip() {
+    let long = format!("debug_info/{}.dbg", "x".repeat(150));
+    let mut base = demo_spec();
+    base.extra_members.push((long.clone(), vec![1, 2, 3]));
+    // Duplicate member: the last one wins (neff.md §3.2).
+    base.extra_members.push((
+        "info.json".into(),
+        br##"{"tool_version": "9.9.9", "#comment": 1, "big": 18446744073709551615}"##.to_vec(),
+    ));
+    for (pax, gzip) in [(false, true), (true, true), (false, false), (true, false)] {
+        let spec = write::NeffSpec {
+            pax,
+            gzip,
+            ..base.clone()
+        };
+        let bytes = write::write_neff(&spec);
+        let n = neff::open(&SliceSource(&bytes)).unwrap();
+        let ctx = format!("pax={pax} gzip={gzip}");
+        let kind = if gzip {
+            neff::PayloadKind::Gzip
+        } else {
+            neff::PayloadKind::Tar
+        };
+        assert_eq!(n.payload, kind, "{ctx}");
+        assert_eq!(n.member(&long).map(|m| m.size), Some(3), "{ctx}: long name");
+        assert_eq!(n.compiler_version.as_deref(), Some("9.9.9"), "{ctx}");
+        assert!(
+            n.warnings
+                .iter()
+                .any(|w| w.contains("duplicate tar member info.json")),
+            "{ctx}: {:?}",
+            n.warnings
+        );
+        assert_eq!(n.subgraphs.len(), 2, "{ctx}");
+        assert_eq!(
+            n.subgraphs[1].engines[0].opcodes,
+            vec![0xB1, 0xCC, 0x42, 0x42, 2]
+        );
+        assert_eq!(n.hash_check, HashCheck::WordSwapped, "{ctx}");
+        let names: Vec<&str> = n.members.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(
+            names.iter().filter(|x| **x == "info.json").count(),
+            1,
+            "{ctx}: one index entry per name"
+        );
+    }
+}
+
 /// Truncation and bit flips at many offsets: errors or warnings, never a panic.
 fn hammer(bytes: &[u8], label: &str) {
     let (mut ok, mut err) = (0, 0);
