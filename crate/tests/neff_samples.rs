@@ -692,6 +692,69 @@ fn synthetic_archive_variants_round_trip() {
     }
 }
 
+#[test]
+fn names_resolve_through_kelf_and_def_json() {
+    // 2.27-style names reported in neff.md §4 [INF]: a kelf pointing at an unusual definition
+    // path (fetched by the second pass) whose engine files carry a `0` suffix.
+    let slot = |op: u8| {
+        let mut v = vec![0u8; 64];
+        v[0] = op;
+        v
+    };
+    let def = serde_json::json!({
+        "pe_instr": "PE0.bin", "pe": "PE0.json", "act_instr": "Activation0.bin",
+        "var": {"x": {"type": "input", "size": 5_000_000_000u64, "var_id": 1}},
+        "dma_queue": {"qPoolIO0": {"type": "in", "owner": "pool", "semaphore_set": [3, 9]}},
+        "#rank_world_size": 0, "unknown_key": {"nested": [1, 2]}
+    });
+    let kelf = serde_json::json!({
+        "graphs": [{"definition": "defs/a/def0.json", "name": "sgA"}],
+        "target": "mariana", "revision": ""
+    });
+    let mut spec = demo_spec();
+    spec.extra_members.extend([
+        (
+            "kelf-0.json".to_string(),
+            serde_json::to_vec(&kelf).unwrap(),
+        ),
+        (
+            "defs/a/def0.json".to_string(),
+            serde_json::to_vec(&def).unwrap(),
+        ),
+        (
+            "defs/a/PE0.bin".to_string(),
+            [slot(0xB1), slot(0x07)].concat(),
+        ),
+        ("defs/a/Activation0.bin".to_string(), slot(0xB1)),
+    ]);
+    let bytes = write::write_neff(&spec);
+    let n = neff::open(&SliceSource(&bytes)).unwrap();
+    assert_eq!(n.target.as_deref(), Some("mariana"));
+    assert_eq!(n.subgraphs.len(), 1);
+    let sg = &n.subgraphs[0];
+    assert_eq!((sg.name.as_str(), sg.dir.as_str()), ("sgA", "defs/a"));
+    assert_eq!(sg.engines.len(), 2, "PE and ACT named, others warned");
+    assert_eq!(sg.engines[0].file, "defs/a/PE0.bin");
+    assert_eq!(sg.engines[0].json.as_deref(), Some("defs/a/PE0.json"));
+    assert_eq!(sg.engines[0].opcodes, vec![0xB1, 0x07]);
+    assert_eq!(sg.engines[1].engine, Engine::Act);
+    assert_eq!(sg.vars[0].size, Some(5_000_000_000));
+    assert_eq!(sg.semaphore_names()[&9], "qGpSimdIO0");
+    assert!(n
+        .warnings
+        .iter()
+        .any(|w| w.contains("tensor_map.json missing")));
+    // Missing required def.json → error naming it.
+    let kelf_bad = serde_json::json!({"graphs": [{"definition": "nope/def.json", "name": "sg00"}]});
+    let mut spec = demo_spec();
+    spec.extra_members.push((
+        "kelf-0.json".to_string(),
+        serde_json::to_vec(&kelf_bad).unwrap(),
+    ));
+    let err = neff::open(&SliceSource(&write::write_neff(&spec))).unwrap_err();
+    assert!(err.to_string().contains("nope/def.json"), "{err}");
+}
+
 /// Truncation and bit flips at many offsets: errors or warnings, never a panic.
 fn hammer(bytes: &[u8], label: &str) {
     let (mut ok, mut err) = (0, 0);
