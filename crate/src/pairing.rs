@@ -230,8 +230,8 @@ impl<S: ByteSource + ?Sized> Window<'_, S> {
             self.buf = self.src.read_vec(off, len)?;
             self.start = off;
         }
-        let a = usize::try_from(off - self.start).unwrap_or(usize::MAX);
-        let b = usize::try_from(want_end - self.start).unwrap_or(usize::MAX);
+        let a = usize::try_from(off.saturating_sub(self.start)).unwrap_or(usize::MAX);
+        let b = usize::try_from(want_end.saturating_sub(self.start)).unwrap_or(usize::MAX);
         self.buf
             .get(a..b)
             .ok_or_else(|| Error::Other("internal window error".into()))

@@ -274,6 +274,30 @@ fn uuid_rule_on_all_samples() {
         }
     }
     assert_eq!((v6, v6_pairs), (13, 10));
+    // ntff.md §3.1 field 2 lengths: 4, 13, 18–22, or absent.
+    let lens: Vec<Option<usize>> = expected
+        .keys()
+        .map(|ntff| {
+            let s = FileSource::open(&root.join(ntff)).expect("open");
+            let ids = pairing::ntff_ids(&s).expect("ids").expect("data");
+            ids.uuid_cstr.map(|b| b.len())
+        })
+        .collect();
+    let mut hist: BTreeMap<Option<usize>, usize> = BTreeMap::new();
+    for l in &lens {
+        *hist.entry(*l).or_default() += 1;
+    }
+    println!("field 2 length histogram: {hist:?}");
+    assert!(
+        lens.iter()
+            .all(|l| matches!(l, None | Some(4) | Some(13) | Some(18..=22))),
+        "{hist:?}"
+    );
+    assert_eq!(
+        (hist[&None], hist[&Some(4)], hist[&Some(13)]),
+        (1, 1, 1),
+        "{hist:?}"
+    );
 
     // The four §4.2 examples.
     let f2 = |p: &str| {
