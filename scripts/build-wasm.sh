@@ -14,14 +14,15 @@ if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknow
 fi
 if ! command -v wasm-bindgen >/dev/null 2>&1 || [[ "$(wasm-bindgen --version 2>/dev/null)" != *"$WB_VERSION"* ]]; then
   echo "build-wasm: installing wasm-bindgen-cli $WB_VERSION"
-  cargo install wasm-bindgen-cli --version "$WB_VERSION" --locked
+  cargo install wasm-bindgen-cli --version "$WB_VERSION"
 fi
 
 PROFILE="${NEURONSCOPE_WASM_PROFILE:-release}"
+# The crate is an rlib for native builds; the cdylib the browser needs is requested here only.
 if [[ "$PROFILE" == release ]]; then
-  cargo build --release --lib --target wasm32-unknown-unknown -p neuronscope
+  cargo rustc -p neuronscope --lib --release --target wasm32-unknown-unknown --crate-type cdylib
 else
-  cargo build --lib --target wasm32-unknown-unknown -p neuronscope
+  cargo rustc -p neuronscope --lib --target wasm32-unknown-unknown --crate-type cdylib
 fi
 
 TARGET_DIR="$(cargo metadata --format-version 1 --no-deps 2>/dev/null | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
