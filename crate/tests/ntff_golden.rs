@@ -67,7 +67,9 @@ fn decode_file(p: &Path) -> (Tables, DecodeReport) {
 }
 
 fn col_i64(b: &RecordBatch, name: &str) -> Vec<Option<i64>> {
-    let c = b.column_by_name(name).unwrap_or_else(|| panic!("no column {name}"));
+    let c = b
+        .column_by_name(name)
+        .unwrap_or_else(|| panic!("no column {name}"));
     if let Some(a) = c.as_any().downcast_ref::<Int64Array>() {
         return (0..a.len())
             .map(|i| (!a.is_null(i)).then(|| a.value(i)))
@@ -80,8 +82,13 @@ fn col_i64(b: &RecordBatch, name: &str) -> Vec<Option<i64>> {
 }
 
 fn col_str(b: &RecordBatch, name: &str) -> Vec<Option<String>> {
-    let c = b.column_by_name(name).unwrap_or_else(|| panic!("no column {name}"));
-    let a = c.as_any().downcast_ref::<StringArray>().expect("string column");
+    let c = b
+        .column_by_name(name)
+        .unwrap_or_else(|| panic!("no column {name}"));
+    let a = c
+        .as_any()
+        .downcast_ref::<StringArray>()
+        .expect("string column");
     (0..a.len())
         .map(|i| (!a.is_null(i)).then(|| a.value(i).to_string()))
         .collect()
@@ -134,7 +141,11 @@ struct InsRow {
 fn export_subgraph(r: &Value) -> String {
     r["subgraph"]
         .as_str()
-        .or_else(|| r["fully_qualified_subgraph"].as_str().map(|s| s.trim_start_matches('/')))
+        .or_else(|| {
+            r["fully_qualified_subgraph"]
+                .as_str()
+                .map(|s| s.trim_start_matches('/'))
+        })
         .unwrap_or("sg00")
         .to_string()
 }
@@ -174,7 +185,11 @@ fn our_instructions(t: &Tables) -> Vec<InsRow> {
     let w = col_i64(&b, "evt_wait_time_ns");
     (0..b.num_rows())
         .map(|i| {
-            assert_eq!(end[i], Some(ts[i].unwrap() + dur[i].unwrap()), "end = start + duration");
+            assert_eq!(
+                end[i],
+                Some(ts[i].unwrap() + dur[i].unwrap()),
+                "end = start + duration"
+            );
             let eng = engine[i].clone().unwrap();
             let sub = match eng.as_str() {
                 "tensor" => "Tensor",
@@ -205,7 +220,9 @@ type Key = (String, String, i64);
 fn group(rows: Vec<InsRow>) -> BTreeMap<Key, Vec<InsRow>> {
     let mut m: BTreeMap<Key, Vec<InsRow>> = BTreeMap::new();
     for r in rows {
-        m.entry((r.sg.clone(), r.sub.clone(), r.pc)).or_default().push(r);
+        m.entry((r.sg.clone(), r.sub.clone(), r.pc))
+            .or_default()
+            .push(r);
     }
     for v in m.values_mut() {
         v.sort_by_key(|r| (r.ts, r.dur));
@@ -260,7 +277,10 @@ struct SemRow {
 }
 
 fn sem_number(id: &str) -> i64 {
-    let s = id.strip_prefix("S[").map(|r| r.split(']').next().unwrap_or("")).unwrap_or(id);
+    let s = id
+        .strip_prefix("S[")
+        .map(|r| r.split(']').next().unwrap_or(""))
+        .unwrap_or(id);
     s.parse().unwrap_or(-1)
 }
 
@@ -395,7 +415,8 @@ fn golden_exports() {
         let meta = first(&j, "metadata");
         let tt = summ["total_time"].as_f64().expect("summary.total_time");
         let ps = rep.total_time_ps.expect("total_time_ps") as f64;
-        f.summary.add("total_time(1e-6 rel)", ((tt * 1e12 - ps) / ps).abs() < 1e-6);
+        f.summary
+            .add("total_time(1e-6 rel)", ((tt * 1e12 - ps) / ps).abs() < 1e-6);
         f.summary.add(
             "last_hw_timestamp",
             meta["last_hw_timestamp"].as_i64() == Some(rep.last_hw_timestamp_ns),
@@ -485,11 +506,22 @@ fn golden_exports() {
     let f6 = &fam[&6];
     assert_eq!(f6.files, 7);
     assert_eq!(f6.ins_rows, (3991, 3991), "v6 instruction rows");
-    for k in ["timestamp", "duration", "opcode", "label", "crc_in", "crc_out"] {
+    for k in [
+        "timestamp",
+        "duration",
+        "opcode",
+        "label",
+        "crc_in",
+        "crc_out",
+    ] {
         assert_eq!(f6.ins.get(k), (3991, 3991), "v6 instruction {k}");
     }
     // evt_wait_time: 3 985 / 3 991 with the single-precision rule (ntff.md §4.1).
-    assert_eq!(f6.ins.get("evt_wait_time"), (3985, 3991), "v6 evt_wait_time");
+    assert_eq!(
+        f6.ins.get("evt_wait_time"),
+        (3985, 3991),
+        "v6 evt_wait_time"
+    );
     assert_eq!(f6.sem_rows, (6490, 6490), "v6 semaphore rows");
     for k in ["timestamp", "value"] {
         assert_eq!(f6.sem.get(k), (6490, 6490), "v6 semaphore {k}");
@@ -504,12 +536,28 @@ fn golden_exports() {
     let f5 = &fam[&5];
     assert_eq!(f5.files, 9);
     assert_eq!(f5.ins_rows, (1155, 1155), "v5 instruction rows");
-    for k in ["timestamp", "duration", "opcode", "label", "crc_in", "crc_out", "evt_wait_time"] {
+    for k in [
+        "timestamp",
+        "duration",
+        "opcode",
+        "label",
+        "crc_in",
+        "crc_out",
+        "evt_wait_time",
+    ] {
         assert_eq!(f5.ins.get(k), (1155, 1155), "v5 instruction {k}");
     }
     assert_eq!(f5.sem_rows, (2966, 2966), "v5 semaphore rows");
-    assert_eq!(f5.sem.get("timestamp"), (2964, 2966), "v5 semaphore timestamp");
-    assert_eq!(f5.sem.get("timestamp±1"), (2966, 2966), "v5 semaphore ±1 ns");
+    assert_eq!(
+        f5.sem.get("timestamp"),
+        (2964, 2966),
+        "v5 semaphore timestamp"
+    );
+    assert_eq!(
+        f5.sem.get("timestamp±1"),
+        (2966, 2966),
+        "v5 semaphore ±1 ns"
+    );
     assert_eq!(f5.sem.get("value"), (2966, 2966), "v5 semaphore value");
 }
 
@@ -554,7 +602,10 @@ fn every_sample_decodes() {
                 info.full_uuid.map(|u| u.to_vec()),
                 info.executions.first().map(|x| x.neff_uuid.clone())
             );
-            assert!(info.instance_id.as_deref().is_some_and(|s| s.starts_with("i-")));
+            assert!(info
+                .instance_id
+                .as_deref()
+                .is_some_and(|s| s.starts_with("i-")));
         }
         println!(
             "{}: v{} {} cores, {} instructions, {} semaphore updates, origin {:?}, problems {:?}",
@@ -564,7 +615,10 @@ fn every_sample_decodes() {
             rep.instructions,
             rep.semaphore_updates,
             rep.origin,
-            rep.problems.iter().map(|p| p.message.as_str()).collect::<Vec<_>>()
+            rep.problems
+                .iter()
+                .map(|p| p.message.as_str())
+                .collect::<Vec<_>>()
         );
     }
     assert_eq!(by_version.get(&4), Some(&5));
@@ -587,11 +641,17 @@ fn uuid_cstr_cases() {
     assert_eq!(&full[..4], a.uuid_cstr.as_deref().unwrap());
     let b = info("allenkchau-trainium-kernel-fusion/profiling/artifacts/baseline_bf16_s512/baseline_exec_2.ntff");
     assert_eq!(b.uuid_cstr.as_ref().map(Vec::len), Some(18));
-    assert_eq!(&b.uuid_cstr.as_deref().unwrap()[..16], &b.full_uuid.unwrap());
+    assert_eq!(
+        &b.uuid_cstr.as_deref().unwrap()[..16],
+        &b.full_uuid.unwrap()
+    );
     let c = info("cs149-riya-ranjan/part2/my_convpool_kernel_float32_smaller.ntff");
     assert_eq!(c.uuid_cstr, None, "absent when the uuid starts with 0x00");
     assert_eq!(c.version, 5);
-    assert_eq!(c.runtime_version.as_deref().map(|s| s.starts_with("2.")), Some(true));
+    assert_eq!(
+        c.runtime_version.as_deref().map(|s| s.starts_with("2.")),
+        Some(true)
+    );
 }
 
 /// Garbage never panics: truncations and bit flips of a v6 and a v5 sample.
@@ -605,7 +665,12 @@ fn truncated_and_flipped_never_panic() {
         let bytes = std::fs::read(root.join(rel)).unwrap();
         let run = |b: &[u8]| {
             let mut t = Tables::default();
-            let _ = ntff::decode(&SliceSource(b), &DecodeContext::default(), &mut t, &mut |_, _| {});
+            let _ = ntff::decode(
+                &SliceSource(b),
+                &DecodeContext::default(),
+                &mut t,
+                &mut |_, _| {},
+            );
         };
         let n = bytes.len();
         let mut cuts: Vec<usize> = (0..300).chain((0..n).step_by(n / 97 + 1)).collect();

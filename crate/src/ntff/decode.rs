@@ -364,7 +364,7 @@ fn stream_buffer<S: ByteSource + ?Sized>(
         ));
         size = avail;
     }
-    if size % 16 != 0 {
+    if !size.is_multiple_of(16) {
         problems.push(Problem {
             severity: Severity::Warning,
             code: "NTFF_BAD_BUFFER".into(),
@@ -428,7 +428,12 @@ fn load_code<S: ByteSource + ?Sized>(
         ops: Vec::new(),
     };
     if !cb.inline.is_empty() {
-        code.ops = cb.inline.chunks(64).take(slots as usize).map(|s| s[0]).collect();
+        code.ops = cb
+            .inline
+            .chunks(64)
+            .take(slots as usize)
+            .map(|s| s[0])
+            .collect();
         return code;
     }
     let Some(start) = blob.checked_add(cb.blob_offset) else {
@@ -511,7 +516,13 @@ fn find_v5_origin<S: ByteSource + ?Sized>(
                 let Some(pc) = record_pc(r.w0, c) else {
                     return Ok(());
                 };
-                let t = sg.calibration.engines.get(e).copied().unwrap_or_default().fs(r.ts);
+                let t = sg
+                    .calibration
+                    .engines
+                    .get(e)
+                    .copied()
+                    .unwrap_or_default()
+                    .fs(r.ts);
                 if !is_end {
                     earliest = Some(earliest.map_or(t, |x| x.min(t)));
                 } else if e == 0 && pc == V5_ORIGIN_PE_PC {
@@ -776,12 +787,15 @@ pub fn decode<S: ByteSource + ?Sized>(
                 }
                 let n = r.w0 & 0xFF;
                 let ts = window.ns(fs);
-                let name = names.and_then(|m| m.get(&n)).map(String::as_str).or_else(|| {
-                    FIXED_SEMAPHORE_NAMES
-                        .iter()
-                        .find(|(i, _)| *i == n)
-                        .map(|(_, s)| *s)
-                });
+                let name = names
+                    .and_then(|m| m.get(&n))
+                    .map(String::as_str)
+                    .or_else(|| {
+                        FIXED_SEMAPHORE_NAMES
+                            .iter()
+                            .find(|(i, _)| *i == n)
+                            .map(|(_, s)| *s)
+                    });
                 let id = match name {
                     Some(nm) => format!("S[{n}] ({nm})"),
                     None => n.to_string(),
@@ -900,7 +914,10 @@ fn write_metadata(
         (!info.instance_type.is_empty()).then_some(info.instance_type.as_str()),
     );
     b.str(c("runtime_version"), info.runtime_version.as_deref());
-    b.str(c("collectives_version"), info.collectives_version.as_deref());
+    b.str(
+        c("collectives_version"),
+        info.collectives_version.as_deref(),
+    );
     b.str(c("driver_version"), info.driver_version.as_deref());
     b.str(c("compiler_version"), ctx.compiler_version.as_deref());
     b.bool(c("is_simulation"), Some(false));
@@ -929,7 +946,10 @@ fn write_execution_info(
     for (i, x) in info.executions.iter().enumerate() {
         b.i32(c("execution_index"), Some(i as i32));
         b.str(c("neff_name"), Some(&info.neff_name));
-        b.i64(c("execution_start_ts"), Some(window.ns(x.start as i128 * 1000)));
+        b.i64(
+            c("execution_start_ts"),
+            Some(window.ns(x.start as i128 * 1000)),
+        );
         b.i64(c("execution_end_ts"), Some(window.ns(x.end as i128 * 1000)));
         b.i32(c("num_subgraphs"), Some(nsg));
         // Rows are only attributed when there is a single execution.

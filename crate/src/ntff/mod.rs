@@ -379,11 +379,7 @@ fn subgraph_from_pb(sg: &proto::Subgraph) -> SubgraphInfo {
             ],
             event: ClockCal::from_pb(&c.event),
             throttle: ClockCal::from_pb(&c.throttle),
-            dma: c
-                .dma
-                .iter()
-                .map(|d| ClockCal::from_pb(&Some(*d)))
-                .collect(),
+            dma: c.dma.iter().map(|d| ClockCal::from_pb(&Some(*d))).collect(),
         },
         None => Calibration::default(),
     };
