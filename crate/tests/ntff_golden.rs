@@ -595,6 +595,18 @@ fn every_sample_decodes() {
             p.display(),
             rep.problems
         );
+        // Device-memory usage: categories in the fixed order (ntff.md §3.3.3); v4 stores the index
+        // in field 11.1 instead of the text; some v4 files list only the first 19.
+        for sg in &info.subgraphs {
+            let cats: Vec<&str> = sg.mem_usage.iter().map(|(c, _)| c.as_str()).collect();
+            let n = cats.len();
+            assert!(
+                n == 22 || (info.version == 4 && n == 19),
+                "{}: {n}",
+                p.display()
+            );
+            assert_eq!(cats, ntff::MEM_CATEGORIES[..n].to_vec(), "{}", p.display());
+        }
         if info.version == 6 {
             assert_eq!(rep.origin, Some(TimeOrigin::ExecutionRecord));
             // 15.1 = NEFF-node field 5 (ntff.md §3.1).
@@ -695,4 +707,49 @@ fn truncated_and_flipped_never_panic() {
             run(&b);
         }
     }
+}
+
+/// A ≥ 200 MB synthetic NTFF written and decoded by streaming (no timing asserted; run with
+/// `--ignored --release`, watch peak memory with `/usr/bin/time -v`).
+#[test]
+#[ignore]
+fn large_synthetic_streams() {
+    use neuronscope::ntff::write::{write_ntff, NtffSpec};
+    use neuronscope::tables::{TableDef, TableSink};
+    let dir = std::env::temp_dir().join(format!("nscope-ntff-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("large.ntff");
+    let spec = NtffSpec::default().with_min_bytes(200 << 20);
+    let summary = {
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+        write_ntff(&spec, &mut f).unwrap()
+    };
+    assert!(summary.bytes >= 200 << 20);
+    /// Counts rows without keeping batches.
+    struct Count(u64);
+    impl TableSink for Count {
+        fn batch(
+            &mut self,
+            def: &'static TableDef,
+            b: arrow_array::RecordBatch,
+        ) -> neuronscope::Result<()> {
+            if def.name == "Instruction" {
+                self.0 += b.num_rows() as u64;
+            }
+            Ok(())
+        }
+    }
+    let src = FileSource::open(&path).unwrap();
+    let mut sink = Count(0);
+    let mut last = (0, 0);
+    let r = ntff::decode(&src, &DecodeContext::default(), &mut sink, &mut |d, t| {
+        last = (d, t)
+    })
+    .unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    let expected: u64 = summary.instructions_in_window.iter().flatten().sum();
+    assert_eq!(r.instructions, expected);
+    assert_eq!(sink.0, expected);
+    assert_eq!(last.0, last.1, "progress reaches the total");
+    println!("{} bytes, {} instructions", summary.bytes, r.instructions);
 }

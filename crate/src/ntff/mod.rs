@@ -26,6 +26,33 @@ pub const MAX_VERSION: u8 = 6;
 /// engine code, still well below this). Larger values are treated as corruption.
 pub const MAX_INFO_LEN: u64 = 256 * 1024 * 1024;
 
+/// Device-memory usage categories in their fixed order (ntff.md §3.3.3); v4 files give the index
+/// (subgraph field 11.1) instead of the text (11.3).
+pub const MEM_CATEGORIES: [&str; 22] = [
+    "generic",
+    "pe",
+    "act",
+    "pool",
+    "io",
+    "spill",
+    "weight",
+    "profiler buffers",
+    "act table",
+    "dve",
+    "sp",
+    "shared scratchpad",
+    "tensor",
+    "ucode",
+    "pool stdio",
+    "collectives",
+    "scratchpad",
+    "xt cc",
+    "dma rings runtime",
+    "dma rings spill",
+    "dma rings io",
+    "dma rings collectives",
+];
+
 /// Summary of an NTFF's header and info section (ntff.md §2–3).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct NtffInfo {
@@ -79,7 +106,8 @@ pub struct SubgraphInfo {
     pub calibration: Calibration,
     /// Field 7: DMA queue names by (DMA engine, queue).
     pub dma_queues: Vec<DmaQueueInfo>,
-    /// Field 11: device-memory usage `(category, bytes)` in file order (ntff.md §3.3.3).
+    /// Field 11: device-memory usage `(category, bytes)` in file order (ntff.md §3.3.3); the
+    /// category is the v5/v6 text or, in v4, the [`MEM_CATEGORIES`] name of the index.
     pub mem_usage: Vec<(String, u64)>,
 }
 
@@ -403,7 +431,17 @@ fn subgraph_from_pb(sg: &proto::Subgraph) -> SubgraphInfo {
         mem_usage: sg
             .mem_usage
             .iter()
-            .map(|m| (lossy(&m.category), m.bytes))
+            .map(|m| {
+                // v4 writes the category as its index (field 1), v5/v6 as text (field 3).
+                let cat = if m.category.is_empty() {
+                    MEM_CATEGORIES
+                        .get(m.category_index as usize)
+                        .map_or_else(|| format!("#{}", m.category_index), |s| (*s).to_string())
+                } else {
+                    lossy(&m.category)
+                };
+                (cat, m.bytes)
+            })
             .collect(),
     }
 }
