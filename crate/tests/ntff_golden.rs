@@ -566,6 +566,9 @@ fn every_sample_decodes() {
     let files = all_ntffs();
     assert_eq!(files.len(), 50, "50 NTFFs in INDEX.tsv");
     let mut by_version: HashMap<u8, usize> = HashMap::new();
+    let mut foreign: BTreeMap<u8, u64> = BTreeMap::new();
+    let mut raw_kev = std::collections::BTreeSet::new();
+    let mut raw_other = std::collections::BTreeSet::new();
     for p in &files {
         let src = FileSource::open(p).unwrap();
         let info = ntff::read_info(&src).unwrap().expect("non-empty");
@@ -607,6 +610,27 @@ fn every_sample_decodes() {
             );
             assert_eq!(cats, ntff::MEM_CATEGORIES[..n].to_vec(), "{}", p.display());
         }
+        *foreign.entry(info.version).or_default() +=
+            rep.cores.iter().map(|c| c.foreign_records).sum::<u64>();
+        for c in &rep.cores {
+            // Every end record finds a start (ntff.md §4.1).
+            assert_eq!(c.unpaired_ends, 0, "{} {}", p.display(), c.name);
+            if info.version == 6 {
+                // Exactly one start per core stays open (blocked when capture stopped).
+                assert_eq!(c.unpaired_starts, 1, "{} {}", p.display(), c.name);
+            }
+        }
+        let b = t.concat("Instruction").unwrap();
+        let raw: std::collections::BTreeSet<String> = col_str(&b, "opcode")
+            .into_iter()
+            .flatten()
+            .filter(|o| o.starts_with("0x"))
+            .collect();
+        if p.to_string_lossy().contains("KevGomes") {
+            raw_kev.extend(raw);
+        } else {
+            raw_other.extend(raw);
+        }
         if info.version == 6 {
             assert_eq!(rep.origin, Some(TimeOrigin::ExecutionRecord));
             // 15.1 = NEFF-node field 5 (ntff.md §3.1).
@@ -633,6 +657,14 @@ fn every_sample_decodes() {
                 .collect::<Vec<_>>()
         );
     }
+    println!("foreign instruction records per version: {foreign:?}; unnamed opcodes: KevGomes {raw_kev:?}, others {raw_other:?}");
+    // Records outside their code block (ntff.md §4.2): 264 v4, 8 364 v5, none in v6.
+    assert_eq!(foreign.get(&4), Some(&264));
+    assert_eq!(foreign.get(&5), Some(&8364));
+    assert_eq!(foreign.get(&6), Some(&0));
+    // Opcode bytes no export names, executed in the KevGomes files (ntff.md §7), written raw.
+    let kev: Vec<&str> = raw_kev.iter().map(String::as_str).collect();
+    assert_eq!(kev, ["0x41", "0x49", "0x92", "0xA7", "0xA8"]);
     assert_eq!(by_version.get(&4), Some(&5));
     assert_eq!(by_version.get(&5), Some(&32));
     assert_eq!(by_version.get(&6), Some(&13));

@@ -18,6 +18,9 @@ pub const CHUNK: usize = 4 * 1024 * 1024;
 /// Open start records kept per (engine, pc) before the oldest is dropped (the samples never
 /// have more than one, ntff.md §4.1).
 pub const MAX_OPEN_PER_PC: usize = 16;
+/// Open start records kept per core in total (bounds memory on corrupt input, ~40 MiB); further
+/// starts are counted as unpaired and dropped.
+pub const MAX_OPEN_TOTAL: usize = 1 << 20;
 /// Slots read per code block: pcs are 20 bits wide (ntff.md §4.2), so slots beyond 2²⁰ are
 /// unreachable.
 pub const MAX_SLOTS: u64 = 1 << 20;
@@ -195,7 +198,7 @@ struct Window {
 
 impl Window {
     fn ns(&self, fs: i128) -> i64 {
-        clamp_i64((fs - self.t0).div_euclid(1_000_000))
+        clamp_i64(fs.saturating_sub(self.t0).div_euclid(1_000_000))
     }
     fn contains(&self, fs: i128) -> bool {
         fs >= self.t0 && self.t1.is_none_or(|t1| fs <= t1)
@@ -448,7 +451,7 @@ fn load_code<S: ByteSource + ?Sized>(
         let Some(piece) = chunk.get_mut(..n) else {
             break;
         };
-        if let Err(e) = src.read_at(start + done, piece) {
+        if let Err(e) = src.read_at(start.saturating_add(done), piece) {
             problems.push(Problem::from_error(
                 Severity::Warning,
                 "NTFF_BAD_CODE_BLOCK",
@@ -534,7 +537,14 @@ fn find_v5_origin<S: ByteSource + ?Sized>(
         }
     }
     if let Some(t) = pc40 {
-        if candidates > 1 {
+        if candidates == 1 {
+            problems.push(Problem::new(
+                Severity::Info,
+                "NTFF_TIME_ORIGIN",
+                Some(file),
+                format!("{file}: no execution record (NTFF v4/v5); times are relative to the end of the PE instruction at runtime pc 40, the origin of the inf2 JSON exports (ntff.md §5.3)"),
+            ));
+        } else {
             problems.push(Problem::new(
                 Severity::Warning,
                 "NTFF_TIME_ORIGIN",
@@ -685,6 +695,7 @@ pub fn decode<S: ByteSource + ?Sized>(
         };
         let mut last_end_fs: Option<i128> = None;
         let mut open: HashMap<(usize, u32), VecDeque<Open>> = HashMap::new();
+        let mut open_total = 0usize;
         let cal = &sg.calibration;
         for buf in instruction_buffers(sg) {
             stream_buffer(src, info.blob_offset, buf, file, problems, &mut prog, |r| {
@@ -701,10 +712,16 @@ pub fn decode<S: ByteSource + ?Sized>(
                 };
                 let fs = cal.engines.get(e).copied().unwrap_or_default().fs(r.ts);
                 if !is_end {
+                    if open_total >= MAX_OPEN_TOTAL && !open.contains_key(&(e, pc)) {
+                        cs.unpaired_starts += 1;
+                        return Ok(());
+                    }
                     let q = open.entry((e, pc)).or_default();
                     if q.len() >= MAX_OPEN_PER_PC {
                         q.pop_front();
                         cs.unpaired_starts += 1;
+                    } else {
+                        open_total += 1;
                     }
                     q.push_back(Open {
                         ts: r.ts,
@@ -713,17 +730,29 @@ pub fn decode<S: ByteSource + ?Sized>(
                     });
                     return Ok(());
                 }
-                let Some(s) = open.get_mut(&(e, pc)).and_then(VecDeque::pop_front) else {
+                let popped = match open.get_mut(&(e, pc)) {
+                    Some(q) => {
+                        let s = q.pop_front();
+                        if q.is_empty() {
+                            // Keep only keys with open starts: memory ∝ open starts.
+                            open.remove(&(e, pc));
+                        }
+                        s
+                    }
+                    None => None,
+                };
+                let Some(s) = popped else {
                     cs.unpaired_ends += 1;
                     return Ok(());
                 };
+                open_total = open_total.saturating_sub(1);
                 // Window: start ≥ t0 and end ≤ t1 (ntff.md §5.3).
                 if s.fs < window.t0 || window.t1.is_some_and(|t1| fs > t1) {
                     return Ok(());
                 }
                 let engine = Engine::from_ntff(e as u32).unwrap_or(Engine::Pe);
                 let start_ns = window.ns(s.fs);
-                let dur = clamp_i64((fs - s.fs).div_euclid(1_000_000));
+                let dur = clamp_i64(fs.saturating_sub(s.fs).div_euclid(1_000_000));
                 let end_ns = start_ns.saturating_add(dur);
                 let op = c.ops.get(pc as usize).copied();
                 let ic = &out.ic;
@@ -819,9 +848,10 @@ pub fn decode<S: ByteSource + ?Sized>(
         if let Some(le) = last_end_fs {
             cs.last_instruction_end_ns = Some(window.ns(le));
             // ⌊ps × clock / 1000⌋ with clock = 1.2 or 1.4 as an exact decimal (tenths).
-            let ps = (le - window.t0).div_euclid(1000);
+            let ps = le.saturating_sub(window.t0).div_euclid(1000);
             let tenths = (hw.clock_others * 10.0).round() as i128;
-            cs.neuroncore_cycle_count = u64::try_from((ps * tenths).div_euclid(10_000)).ok();
+            cs.neuroncore_cycle_count =
+                u64::try_from(ps.saturating_mul(tenths).div_euclid(10_000)).ok();
         }
         if cs.unpaired_starts > 1 || cs.unpaired_ends > 0 {
             problems.push(Problem::new(

@@ -180,7 +180,12 @@ impl ClockCal {
         if self.actual == self.expected {
             return d * 1000;
         }
-        (d * self.expected as i128 * 1000).div_euclid(self.actual.max(1) as i128)
+        // Corrupt values could overflow i128 (2⁶⁴ × 2⁶⁴ × 1000): saturate instead.
+        d.checked_mul(self.expected as i128)
+            .and_then(|x| x.checked_mul(1000))
+            .map_or(if d < 0 { i128::MIN } else { i128::MAX }, |x| {
+                x.div_euclid(self.actual.max(1) as i128)
+            })
     }
     fn from_pb(c: &Option<proto::ClockCalibration>) -> ClockCal {
         match c {
@@ -484,5 +489,11 @@ mod tests {
         assert_eq!(c.fs(1100), 999_972);
         assert_eq!(ClockCal::IDENTITY.fs(5), 5000);
         assert_eq!(c.fs(0), -99_998, "floored toward −∞");
+        let huge = ClockCal {
+            init: 0,
+            actual: 1,
+            expected: u64::MAX,
+        };
+        assert_eq!(huge.fs(u64::MAX), i128::MAX, "saturates, no overflow");
     }
 }
