@@ -737,6 +737,23 @@ mod tests {
         assert_eq!(info.subgraphs[1].core, 5);
         // PE runtime stream: prologue 50 + NEFF slot 0 + 38 body + epilogue 10.
         assert_eq!(info.subgraphs[0].code_blocks[0].slots(), 50 + 1 + 38 + 10);
+        // Runtime code layout of ntff.md §7: prologue, NEFF slot 0, NEFF slots 2.. (0xD4 → 0xB8).
+        for (e, cb) in info.subgraphs[0].code_blocks.iter().enumerate() {
+            let start = (info.blob_offset + cb.blob_offset) as usize;
+            let ops: Vec<u8> = bytes[start..start + cb.len as usize]
+                .chunks(64)
+                .map(|s| s[0])
+                .collect();
+            let neff = &spec.subgraphs[0].neff_opcodes[e];
+            let p = PROLOGUE_SLOTS as usize;
+            assert_eq!(ops[p], 0xB1);
+            let body: Vec<u8> = neff[2..]
+                .iter()
+                .map(|&b| if b == 0xD4 { 0xB8 } else { b })
+                .collect();
+            assert_eq!(&ops[p + 1..p + 1 + body.len()], body.as_slice());
+            assert_eq!(ops[START_NOTIFY_PC as usize] == 0xA6, e == 0);
+        }
         for (i, per) in s.instructions_in_window.iter().enumerate() {
             assert_eq!(&r.instructions_per_engine[i], per, "core {i}");
             assert_eq!(r.cores[i].semaphore_updates, s.semaphore_updates[i]);
