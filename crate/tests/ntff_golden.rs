@@ -390,6 +390,16 @@ fn golden_exports() {
         let (t, rep) = decode_file(ntff_path);
         let j = load_json(json_path);
         let v = rep.info.version;
+        if v == 5 {
+            // inf2: the start-of-execution NOTIFY is the PE instruction at runtime pc 40 (§5.3).
+            assert_eq!(
+                rep.origin,
+                Some(TimeOrigin::StartNotify {
+                    pc: 40,
+                    executions: 1
+                })
+            );
+        }
         let f = fam.entry(v).or_default();
         f.files += 1;
         let (ri, ci, dti) = compare_instructions(our_instructions(&t), export_instructions(&j));
@@ -630,6 +640,18 @@ fn every_sample_decodes() {
             raw_kev.extend(raw);
         } else {
             raw_other.extend(raw);
+        }
+        if info.version < 6 {
+            // Every pre-v6 sample has a PE start-of-execution NOTIFY, run once.
+            assert!(
+                matches!(
+                    rep.origin,
+                    Some(TimeOrigin::StartNotify { executions: 1, .. })
+                ),
+                "{}: {:?}",
+                p.display(),
+                rep.origin
+            );
         }
         if info.version == 6 {
             assert_eq!(rep.origin, Some(TimeOrigin::ExecutionRecord));

@@ -24,8 +24,8 @@ pub const MAX_OPEN_TOTAL: usize = 1 << 20;
 /// Slots read per code block: pcs are 20 bits wide (ntff.md §4.2), so slots beyond 2²⁰ are
 /// unreachable.
 pub const MAX_SLOTS: u64 = 1 << 20;
-/// Runtime pc of the PE instruction whose end is the inf2 v4/v5 time origin (ntff.md §5.3).
-pub const V5_ORIGIN_PE_PC: u32 = 40;
+/// Opcode of the PE NOTIFY whose end is the v4/v5 time origin (ntff.md §5.3, §7).
+pub const START_NOTIFY_OPCODE: u8 = 0xA6;
 /// Fixed names of semaphores 3 – 6 in the exports (ntff.md §4.3, every v6 and v5 export).
 pub const FIXED_SEMAPHORE_NAMES: [(u32, &str); 4] =
     [(3, "GpSimd"), (4, "Scalar"), (5, "Tensor"), (6, "Vector")];
@@ -50,11 +50,11 @@ pub struct DecodeContext {
 pub enum TimeOrigin {
     /// v6: info field 15.2 (t0); the window closes at 15.3 (t1).
     ExecutionRecord,
-    /// v4/v5: end of the PE instruction at runtime pc 40; `candidates` such ends were found
-    /// (the last one in time is used).
-    PePc40 { candidates: u32 },
-    /// v4/v5 without a PE pc-40 instruction: the earliest instruction start record in any code
-    /// block (documented fallback, flagged by a Warning).
+    /// v4/v5: end of the PE start-of-execution NOTIFY at runtime `pc` (40 on inf2), executed
+    /// `executions` times (the last one in time is used).
+    StartNotify { pc: u32, executions: u32 },
+    /// v4/v5 without a start-of-execution NOTIFY: the earliest instruction start record in any
+    /// code block (documented fallback, flagged by a Warning).
     FirstInstruction,
     /// No instruction record at all: raw ticks / 1000.
     RawTicks,
@@ -494,8 +494,12 @@ fn event_buffers(sg: &SubgraphInfo) -> impl Iterator<Item = &TraceBuffer> {
         .filter(|b| b.trace_type == 1 && b.block_type == 0 && b.size > 0)
 }
 
-/// v4/v5 origin (ntff.md §5.3): the end of the PE instruction at runtime pc 40, calibrated;
-/// the last one in time when there are several. Falls back to the earliest in-block start.
+/// v4/v5 origin (ntff.md §5.3, generalised in docs/formats.md): the end of the PE
+/// start-of-execution NOTIFY — the executed PE NOTIFY (opcode `0xA6`) slot with the second-highest
+/// pc, the highest being the end-of-execution NOTIFY — calibrated; the last execution of it when
+/// there are several. On the nine inf2 exports this is the PE instruction at runtime pc 40 (NOTIFY
+/// pcs 0, 17, 40, 67), the exports' zero. The first subgraph that has one decides (one clock on
+/// trn2). Falls back to the earliest in-block start record.
 fn find_v5_origin<S: ByteSource + ?Sized>(
     src: &S,
     info: &NtffInfo,
@@ -504,10 +508,11 @@ fn find_v5_origin<S: ByteSource + ?Sized>(
     problems: &mut Vec<Problem>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<(i128, TimeOrigin)> {
-    let mut pc40: Option<i128> = None;
-    let mut candidates = 0u32;
     let mut earliest: Option<i128> = None;
+    let mut found: Option<(u32, u32, i128)> = None;
     for (sg, code) in info.subgraphs.iter().zip(codes) {
+        // Executed PE NOTIFY ends: pc → (count, latest end).
+        let mut notify: BTreeMap<u32, (u32, i128)> = BTreeMap::new();
         for buf in instruction_buffers(sg) {
             stream_buffer(src, info.blob_offset, buf, file, problems, progress, |r| {
                 let Some((e, is_end)) = instruction_kind(r.w0) else {
@@ -528,38 +533,43 @@ fn find_v5_origin<S: ByteSource + ?Sized>(
                     .fs(r.ts);
                 if !is_end {
                     earliest = Some(earliest.map_or(t, |x| x.min(t)));
-                } else if e == 0 && pc == V5_ORIGIN_PE_PC {
-                    candidates += 1;
-                    pc40 = Some(pc40.map_or(t, |x| x.max(t)));
+                } else if e == 0 && c.ops.get(pc as usize) == Some(&START_NOTIFY_OPCODE) {
+                    let n = notify.entry(pc).or_insert((0, t));
+                    n.0 += 1;
+                    n.1 = n.1.max(t);
                 }
                 Ok(())
             })?;
         }
-    }
-    if let Some(t) = pc40 {
-        if candidates == 1 {
-            problems.push(Problem::new(
-                Severity::Info,
-                "NTFF_TIME_ORIGIN",
-                Some(file),
-                format!("{file}: no execution record (NTFF v4/v5); times are relative to the end of the PE instruction at runtime pc 40, the origin of the inf2 JSON exports (ntff.md §5.3)"),
-            ));
-        } else {
-            problems.push(Problem::new(
-                Severity::Warning,
-                "NTFF_TIME_ORIGIN",
-                Some(file),
-                format!("{file}: {candidates} executions of the PE instruction at runtime pc 40 (the v4/v5 start-of-execution marker); the time origin is the end of the last one"),
-            ));
+        if found.is_none() && notify.len() >= 2 {
+            if let Some((&pc, &(n, t))) = notify.iter().rev().nth(1) {
+                found = Some((pc, n, t));
+            }
         }
-        return Ok((t, TimeOrigin::PePc40 { candidates }));
+    }
+    if let Some((pc, executions, t)) = found {
+        let (sev, what) = if executions == 1 {
+            (Severity::Info, "its end".to_string())
+        } else {
+            (
+                Severity::Warning,
+                format!("the end of the last of its {executions} executions"),
+            )
+        };
+        problems.push(Problem::new(
+            sev,
+            "NTFF_TIME_ORIGIN",
+            Some(file),
+            format!("{file}: no execution record (NTFF v4/v5); times are relative to the PE start-of-execution NOTIFY at runtime pc {pc}, {what} (the inf2 JSON exports use this origin; ntff.md §5.3)"),
+        ));
+        return Ok((t, TimeOrigin::StartNotify { pc, executions }));
     }
     problems.push(Problem::new(
         Severity::Warning,
         "NTFF_TIME_ORIGIN",
         Some(file),
         match earliest {
-            Some(_) => format!("{file}: no PE instruction at runtime pc 40 (the v4/v5 start-of-execution marker); times are relative to the earliest instruction start instead"),
+            Some(_) => format!("{file}: no PE start-of-execution NOTIFY found (NTFF v4/v5); times are relative to the earliest instruction start instead"),
             None => format!("{file}: no instruction records; times are raw ticks / 1000"),
         },
     ));
@@ -582,7 +592,8 @@ struct Open {
 /// bytes (counted once per pass; v4/v5 read the instruction buffers twice).
 ///
 /// Times: ns relative to the origin of ntff.md §5.3 (v6: info field 15.2; v4/v5: end of the PE
-/// instruction at runtime pc 40, else a fallback with a Warning), floored; durations are
+/// start-of-execution NOTIFY — runtime pc 40 on inf2 — else a fallback with a Warning), floored;
+/// durations are
 /// ⌊(raw end − raw start) / 1000⌋ and `end_ts` = `start_ts` + `duration_ns`.
 ///
 /// Errors: those of [`read_info`] (nothing is written then) and sink errors. Damaged trace
