@@ -78,7 +78,9 @@ fn walk(root: &Path) -> Result<Vec<(String, u64)>> {
     let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).map_err(|e| Error::Io(format!("{}: {e}", dir.display())))? {
+        for entry in
+            std::fs::read_dir(&dir).map_err(|e| Error::Io(format!("{}: {e}", dir.display())))?
+        {
             let entry = entry?;
             let path = entry.path();
             let meta = entry.metadata()?;
@@ -197,7 +199,8 @@ fn cmd_convert(args: &[String]) -> Result<()> {
                 std::fs::File::create(target.join(format!("{table}.parquet"))).map_err(Error::from)
             });
             let t0 = Instant::now();
-            let res = profile::process_device(&inv, &p.id, i, &open, &mut psink, &mut |_, _, _| {})?;
+            let res =
+                profile::process_device(&inv, &p.id, i, &open, &mut psink, &mut |_, _, _| {})?;
             let rows = psink.finish()?;
             println!(
                 "{} / {} -> {} ({:.2} s)",
@@ -226,15 +229,21 @@ fn cmd_convert(args: &[String]) -> Result<()> {
 fn cmd_synth(args: &[String]) -> Result<()> {
     let out = positional(args, &["--ntff-mb"]).ok_or_else(|| Error::Other(USAGE.into()))?;
     let mb: Option<u64> = match opt(args, "--ntff-mb") {
-        Some(v) => Some(v.parse().map_err(|_| Error::Other(format!("--ntff-mb {v}: not a number")))?),
+        Some(v) => Some(
+            v.parse()
+                .map_err(|_| Error::Other(format!("--ntff-mb {v}: not a number")))?,
+        ),
         None => None,
     };
     std::fs::create_dir_all(&out)?;
-    let files = match mb {
-        None => neuronscope::synth::demo_capture()?,
-        Some(mb) => neuronscope::synth::large_capture(mb * 1_000_000)?,
-    };
-    for (path, bytes) in files {
+    if let Some(mb) = mb {
+        for p in neuronscope::synth::write_large_capture(&out, mb * 1_000_000)? {
+            let n = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
+            println!("{} ({n} bytes)", p.display());
+        }
+        return Ok(());
+    }
+    for (path, bytes) in neuronscope::synth::demo_capture()? {
         let p = out.join(&path);
         if let Some(parent) = p.parent() {
             std::fs::create_dir_all(parent)?;
@@ -277,9 +286,7 @@ fn cmd_bench(args: &[String]) -> Result<()> {
             tmp = std::env::temp_dir().join(format!("neuronscope-bench-{mb}mb"));
             if !tmp.join(".complete").exists() {
                 std::fs::create_dir_all(&tmp)?;
-                for (path, bytes) in neuronscope::synth::large_capture(mb * 1_000_000)? {
-                    std::fs::write(tmp.join(path), bytes)?;
-                }
+                neuronscope::synth::write_large_capture(&tmp, mb * 1_000_000)?;
                 std::fs::write(tmp.join(".complete"), b"")?;
             }
             tmp.clone()
@@ -293,7 +300,9 @@ fn cmd_bench(args: &[String]) -> Result<()> {
     for p in &inv.profiles {
         for (i, d) in p.devices.iter().enumerate() {
             let Some(ntff) = &d.ntff else { continue };
-            let bytes = std::fs::metadata(picked.base.join(ntff)).map(|m| m.len()).unwrap_or(0);
+            let bytes = std::fs::metadata(picked.base.join(ntff))
+                .map(|m| m.len())
+                .unwrap_or(0);
             // decode only
             let mut null = NullSink::default();
             let t0 = Instant::now();
