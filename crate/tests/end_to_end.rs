@@ -1,0 +1,375 @@
+//! End to end on real captures: folder → inventory → pairing → profile tables, compared with AWS's
+//! JSON exports (the seven allenkchau v6 triples: NEFF + NTFF + `*_profile_full.json`), plus the
+//! KevGomes System+Device capture and the whole-pipeline robustness on corrupted input.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use arrow_array::{Array, Int32Array, Int64Array, RecordBatch, StringArray};
+use neuronscope::inventory::{self, Inventory, ProfileType};
+use neuronscope::pairing::PairStatus;
+use neuronscope::profile;
+use neuronscope::source::FileSource;
+use neuronscope::tables::Tables;
+use neuronscope::{ByteSource, Result, Severity};
+use serde_json::Value;
+
+fn samples() -> PathBuf {
+    let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/samples"));
+    assert!(
+        p.join("INDEX.tsv").is_file(),
+        "sample folder missing: {} (tests read ../shared/samples beside the repository)",
+        p.display()
+    );
+    p
+}
+
+/// Files under `dir` as the browser presents a picked folder: relative to its parent.
+fn picked(dir: &Path) -> Vec<(String, u64)> {
+    let name = dir.file_name().unwrap().to_string_lossy().to_string();
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p
+                    .strip_prefix(dir)
+                    .unwrap()
+                    .to_string_lossy()
+                    .replace('\\', "/");
+                out.push((format!("{name}/{rel}"), p.metadata().unwrap().len()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn scan(dir: &Path) -> (Inventory, PathBuf) {
+    let base = dir.parent().unwrap().to_path_buf();
+    let b2 = base.clone();
+    let open = move |p: &str| -> Result<Box<dyn ByteSource>> {
+        Ok(Box::new(FileSource::open(&b2.join(p))?))
+    };
+    (inventory::build(&picked(dir), &open), base)
+}
+
+fn process(
+    inv: &Inventory,
+    base: &Path,
+    profile_id: &str,
+    idx: usize,
+) -> (Tables, profile::DeviceResult) {
+    let open =
+        |p: &str| -> Result<Box<dyn ByteSource>> { Ok(Box::new(FileSource::open(&base.join(p))?)) };
+    let mut t = Tables::default();
+    let r = profile::process_device(inv, profile_id, idx, &open, &mut t, &mut |_, _, _| {})
+        .expect("process_device");
+    (t, r)
+}
+
+fn strs(b: &RecordBatch, name: &str) -> Vec<Option<String>> {
+    let a = b
+        .column_by_name(name)
+        .unwrap()
+        .as_any()
+        .downcast_ref::<StringArray>()
+        .unwrap();
+    (0..a.len())
+        .map(|i| (!a.is_null(i)).then(|| a.value(i).to_string()))
+        .collect()
+}
+
+fn ints(b: &RecordBatch, name: &str) -> Vec<i64> {
+    let c = b.column_by_name(name).unwrap();
+    if let Some(a) = c.as_any().downcast_ref::<Int64Array>() {
+        return (0..a.len()).map(|i| a.value(i)).collect();
+    }
+    let a = c.as_any().downcast_ref::<Int32Array>().unwrap();
+    (0..a.len()).map(|i| a.value(i) as i64).collect()
+}
+
+fn json_str(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The seven allenkchau exports: (capture folder, export).
+fn allenkchau() -> Vec<(PathBuf, PathBuf)> {
+    let root = samples().join("allenkchau-trainium-kernel-fusion/profiling");
+    let mut out = Vec::new();
+    let mut stack = vec![root];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.to_string_lossy().ends_with("_profile_full.json") {
+                let folder = p.parent().unwrap().parent().unwrap().to_path_buf();
+                out.push((folder, p));
+            }
+        }
+    }
+    out.sort();
+    assert_eq!(out.len(), 7, "expected the 7 allenkchau exports");
+    out
+}
+
+#[test]
+fn allenkchau_profiles_match_the_json_exports() {
+    let (mut sem_rows, mut sem_text_ok, mut ins_rows) = (0usize, 0usize, 0usize);
+    for (folder, json) in allenkchau() {
+        let export: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        let (inv, base) = scan(&folder);
+        assert_eq!(inv.profiles.len(), 1, "{}", folder.display());
+        let p = &inv.profiles[0];
+        assert_eq!(p.profile_type, ProfileType::Device);
+        let idx = p
+            .devices
+            .iter()
+            .position(|d| d.ntff.is_some())
+            .expect("an NTFF device profile");
+        assert!(
+            matches!(p.devices[idx].pairing, PairStatus::Paired { .. }),
+            "{}: {:?}",
+            folder.display(),
+            p.devices[idx].pairing
+        );
+        let (t, res) = process(&inv, &base, &p.id, idx);
+        assert!(
+            res.problems.iter().all(|p| p.severity != Severity::Error),
+            "{:?}",
+            res.problems
+        );
+
+        // Instruction: same row count as the export (field-level rates: ntff_golden.rs).
+        let n_ins = export["instruction"].as_array().unwrap().len();
+        assert_eq!(t.rows("Instruction"), n_ins, "{}", folder.display());
+        assert_eq!(res.summary.instruction_count as usize, n_ins);
+        ins_rows += n_ins;
+
+        // SemaphoreUpdate with the NEFF's queue names: (subgraph, timestamp, value, id text).
+        let key = |sg: &str, ts: i64, v: i64, id: &str| format!("{sg}|{ts}|{v}|{id}");
+        let mut want: BTreeMap<String, i64> = BTreeMap::new();
+        for r in export["semaphore_update"].as_array().unwrap() {
+            let k = key(
+                r["subgraph"].as_str().unwrap(),
+                json_str(&r["timestamp"]).parse().unwrap(),
+                json_str(&r["value"]).parse().unwrap(),
+                &json_str(&r["id"]),
+            );
+            *want.entry(k).or_default() += 1;
+        }
+        let sem = t.concat("SemaphoreUpdate").unwrap();
+        let (sg, ts, val, id) = (
+            strs(&sem, "nscope_subgraph"),
+            ints(&sem, "timestamp"),
+            ints(&sem, "value"),
+            strs(&sem, "id"),
+        );
+        assert_eq!(sem.num_rows(), want.values().sum::<i64>() as usize);
+        for i in 0..sem.num_rows() {
+            sem_rows += 1;
+            let k = key(
+                sg[i].as_deref().unwrap(),
+                ts[i],
+                val[i],
+                id[i].as_deref().unwrap(),
+            );
+            if let Some(n) = want.get_mut(&k).filter(|n| **n > 0) {
+                *n -= 1;
+                sem_text_ok += 1;
+            }
+        }
+
+        // NeffHeader equals the export's neff_header.
+        let nh = t.concat("NeffHeader").unwrap();
+        let eh = &export["neff_header"][0];
+        for f in ["uuid", "hash", "network_name", "enabled_features"] {
+            assert_eq!(strs(&nh, f)[0].as_deref(), eh[f].as_str(), "NeffHeader.{f}");
+        }
+        // Metadata carries the NEFF's compiler version and the schema version.
+        let md = t.concat("Metadata").unwrap();
+        assert!(strs(&md, "compiler_version")[0]
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("2.23."));
+        assert!(strs(&md, "profile_schema_version")[0]
+            .as_deref()
+            .unwrap()
+            .starts_with("7.4.0"));
+        // SchemaFields describes every table written.
+        let sf = t.concat("SchemaFields").unwrap();
+        let described: std::collections::BTreeSet<String> =
+            strs(&sf, "table_name").into_iter().flatten().collect();
+        for name in t.tables.keys() {
+            assert!(described.contains(*name), "SchemaFields lacks {name}");
+        }
+    }
+    println!(
+        "end_to_end allenkchau: Instruction rows {ins_rows}; SemaphoreUpdate (subgraph, timestamp, value, id text) {sem_text_ok}/{sem_rows}"
+    );
+    assert_eq!(
+        sem_text_ok, sem_rows,
+        "SemaphoreUpdate id text must equal the export"
+    );
+}
+
+#[test]
+fn kevgomes_capture_is_system_plus_device() {
+    let dir = samples().join("KevGomes-nki-moe-megakernel/output/i-0af76a70a6d3864dd_pid_713479");
+    let (inv, base) = scan(&dir);
+    assert_eq!(inv.profiles.len(), 1);
+    let p = &inv.profiles[0];
+    assert_eq!(p.profile_type, ProfileType::SystemDevice);
+    assert_eq!(p.instance_id.as_deref(), Some("i-0af76a70a6d3864dd"));
+    assert_eq!(p.pid, Some(713479));
+    assert_eq!(p.system_files.len(), 4);
+    assert_eq!(p.devices.len(), 1);
+    assert!(matches!(p.devices[0].pairing, PairStatus::Paired { .. }));
+    let (t, res) = process(&inv, &base, &p.id, 0);
+    assert!(res.summary.instruction_count > 0);
+    assert_eq!(t.rows("Instruction") as u64, res.summary.instruction_count);
+    let per_engine: u64 = res.summary.per_engine.iter().map(|c| c.count).sum();
+    assert_eq!(per_engine, res.summary.instruction_count);
+    // LNC=2: both physical cores have instructions.
+    assert!(res.summary.per_engine.iter().any(|c| c.pcore_idx == 1));
+    assert_eq!(res.summary.neff.as_ref().unwrap().name.is_empty(), false);
+}
+
+#[test]
+fn swapped_neff_is_rejected_with_both_names() {
+    let art = samples().join("allenkchau-trainium-kernel-fusion/profiling/artifacts");
+    let files: Vec<(String, PathBuf)> = vec![
+        (
+            "x/fused_exec_2.ntff".into(),
+            art.join("fused_bf16_s512/fused_exec_2.ntff"),
+        ),
+        (
+            "x/baseline.neff".into(),
+            art.join("baseline_bf16_s512/baseline.neff"),
+        ),
+    ];
+    let list: Vec<(String, u64)> = files
+        .iter()
+        .map(|(v, p)| (v.clone(), p.metadata().unwrap().len()))
+        .collect();
+    let map: Rc<Vec<(String, PathBuf)>> = Rc::new(files);
+    let m2 = map.clone();
+    let open = move |p: &str| -> Result<Box<dyn ByteSource>> {
+        let real = &m2.iter().find(|(v, _)| v == p).unwrap().1;
+        Ok(Box::new(FileSource::open(real)?))
+    };
+    let inv = inventory::build(&list, &open);
+    let p = &inv.profiles[0];
+    let i = p.devices.iter().position(|d| d.ntff.is_some()).unwrap();
+    assert!(matches!(
+        p.devices[i].pairing,
+        PairStatus::UuidMismatch { .. }
+    ));
+    let mut t = Tables::default();
+    let res = profile::process_device(&inv, &p.id, i, &open, &mut t, &mut |_, _, _| {}).unwrap();
+    let err = res
+        .problems
+        .iter()
+        .find(|p| p.code == "ERROR_PROCESS_INCOMPLETE")
+        .expect("a mismatch error");
+    assert!(err.message.contains("fused_exec_2.ntff") && err.message.contains("baseline.neff"));
+    // The error is data: it is in the Warning table, and the NTFF's timing is still decoded
+    // (pairing.md §1), without NEFF names.
+    let w = t.concat("Warning").unwrap();
+    assert!(strs(&w, "message")
+        .iter()
+        .flatten()
+        .any(|m| m.contains("baseline.neff")));
+    assert!(t.rows("Instruction") > 0);
+    assert_eq!(t.rows("NeffHeader"), 0);
+}
+
+/// Deterministic xorshift for the corruption test.
+fn rng(seed: &mut u64) -> u64 {
+    *seed ^= *seed << 13;
+    *seed ^= *seed >> 7;
+    *seed ^= *seed << 17;
+    *seed
+}
+
+#[test]
+fn corrupted_captures_never_panic() {
+    let demo = neuronscope::synth::demo_capture().unwrap();
+    let real = [
+        "allenkchau-trainium-kernel-fusion/profiling/artifacts/fused_bf16_s512/fused_exec_2.ntff",
+        "allenkchau-trainium-kernel-fusion/profiling/artifacts/fused_bf16_s512/fused.neff",
+    ];
+    let mut captures = vec![demo.clone()];
+    captures.push(
+        real.iter()
+            .map(|p| {
+                (
+                    format!("r/{}", p.rsplit('/').next().unwrap()),
+                    std::fs::read(samples().join(p)).unwrap(),
+                )
+            })
+            .collect(),
+    );
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let mut runs = 0;
+    for cap in &captures {
+        for victim in 0..cap.len() {
+            for round in 0..40 {
+                let mut files = cap.clone();
+                let bytes = &mut files[victim].1;
+                let len = bytes.len() as u64;
+                match round % 4 {
+                    0 => bytes.truncate((rng(&mut seed) % len.max(1)) as usize),
+                    1 | 2 => {
+                        for _ in 0..1 + round / 4 {
+                            let i = (rng(&mut seed) % len.max(1)) as usize;
+                            if let Some(b) = bytes.get_mut(i) {
+                                *b ^= 1 << (rng(&mut seed) % 8);
+                            }
+                        }
+                    }
+                    _ => {
+                        // corrupt the headers, where lengths and offsets live
+                        let i = (rng(&mut seed) % 1200.min(len.max(1))) as usize;
+                        if let Some(b) = bytes.get_mut(i) {
+                            *b = rng(&mut seed) as u8;
+                        }
+                    }
+                }
+                let files: Rc<Vec<(String, Vec<u8>)>> = Rc::new(files);
+                let f2 = files.clone();
+                let open = move |p: &str| -> Result<Box<dyn ByteSource>> {
+                    let b = f2
+                        .iter()
+                        .find(|(n, _)| n == p)
+                        .map(|(_, b)| b.clone())
+                        .unwrap_or_default();
+                    Ok(Box::new(b))
+                };
+                let list: Vec<(String, u64)> = files
+                    .iter()
+                    .map(|(n, b)| (n.clone(), b.len() as u64))
+                    .collect();
+                let inv = inventory::build(&list, &open);
+                for p in &inv.profiles {
+                    for i in 0..p.devices.len() {
+                        let mut t = Tables::default();
+                        profile::process_device(&inv, &p.id, i, &open, &mut t, &mut |_, _, _| {})
+                            .unwrap();
+                        runs += 1;
+                    }
+                }
+            }
+        }
+    }
+    println!("corrupted_captures_never_panic: {runs} device profiles processed");
+    assert!(runs > 100);
+}
