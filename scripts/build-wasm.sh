@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the wasm core for the web app: crate `neuronscope` → wasm32 → wasm-bindgen (--target web)
+# Builds the wasm core for the web app: crate `neuronscope` → wasm32 cdylib → wasm-bindgen (--target web)
 # into www/public/pkg, which Vite copies into www/dist/pkg. Installs the rust wasm target and
 # wasm-bindgen-cli (pinned to the crate's wasm-bindgen version) only when missing. No wasm-pack.
 set -euo pipefail
@@ -17,11 +17,13 @@ if ! command -v wasm-bindgen >/dev/null 2>&1 || [[ "$(wasm-bindgen --version 2>/
   cargo install wasm-bindgen-cli --version "$WB_VERSION" --locked
 fi
 
+# crate/Cargo.toml declares only an rlib (native builds never link a shared library they do not
+# use); the wasm build asks for the cdylib here.
 PROFILE="${NEURONSCOPE_WASM_PROFILE:-release}"
 if [[ "$PROFILE" == release ]]; then
-  cargo build --release --lib --target wasm32-unknown-unknown -p neuronscope
+  cargo rustc --release --lib --target wasm32-unknown-unknown -p neuronscope --crate-type cdylib
 else
-  cargo build --lib --target wasm32-unknown-unknown -p neuronscope
+  cargo rustc --lib --target wasm32-unknown-unknown -p neuronscope --crate-type cdylib
 fi
 
 TARGET_DIR="$(cargo metadata --format-version 1 --no-deps 2>/dev/null | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
