@@ -18,6 +18,7 @@ import {
   serve,
   timelineColouredPixels,
   waitReady,
+  zipEntryNames,
 } from './harness.mjs';
 
 let server;
@@ -114,6 +115,14 @@ test('fused_bf16_s512: Device profile, paired, counts equal the JSON export, Par
     const rows = await parquetReadObjects({ file: buf, columns: ['start_ts', 'engine'] });
     assert.equal(rows.length, expected, 'Parquet rows read back');
     assert.ok(rows.every((r) => typeof r.engine === 'string' && r.engine.length > 0), 'every row has an engine');
+
+    // "Download all": a zip with one <Table>.parquet per table offered in the browser.
+    const offered = await page.$$eval('[data-testid=table-select] option', (os) => os.map((o) => o.value));
+    const [zipDl] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid=download-all]')]);
+    assert.match(zipDl.suggestedFilename(), /\.zip$/);
+    const names = zipEntryNames(readFileSync(await zipDl.path()));
+    const tablesInZip = names.map((n) => n.replace(/^.*\//, '')).sort();
+    assert.deepEqual(tablesInZip, offered.map((t) => `${t}.parquet`).sort(), 'zip holds every offered table as Parquet');
 
     await page.screenshot({ path: join(SHOTS, 'fused_bf16_s512.png'), fullPage: true });
 
