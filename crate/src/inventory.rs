@@ -682,3 +682,172 @@ fn capture_checks(
         ));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classify_by_name() {
+        let cases: &[(&str, FileKind)] = &[
+            ("a/x.neff", FileKind::Neff),
+            ("a/X.NEFF", FileKind::Neff),
+            ("a/x_exec_2.ntff", FileKind::Ntff),
+            ("c/ntrace.pb", FileKind::Ntrace),
+            ("c/trace_info.pb", FileKind::TraceInfo),
+            ("c/cpu_util.pb", FileKind::CpuUtil),
+            ("c/host_mem.pb", FileKind::HostMem),
+            ("c/trace.json", FileKind::KinetoTrace),
+            ("c/trace.json.gz", FileKind::KinetoTrace),
+            (
+                "c/neuron_framework_trace_rank_3.json",
+                FileKind::KinetoTrace,
+            ),
+            ("c/host_123.1700000000.pt.trace.json", FileKind::KinetoTrace),
+            (
+                "c/host_123.1700000000.pt.trace.json.gz",
+                FileKind::KinetoTrace,
+            ),
+            ("c/neuron_framework_trace_rank_x.json", FileKind::Other),
+            (
+                "c/memory_snapshot_rank2.pickle",
+                FileKind::MemorySnapshot { rank: Some(2) },
+            ),
+            (
+                "c/memory_snapshot_rank_0.pickle",
+                FileKind::MemorySnapshot { rank: Some(0) },
+            ),
+            ("c/my_snapshot.pkl", FileKind::MemorySnapshot { rank: None }),
+            ("c/weights.pickle", FileKind::Other),
+            ("src/kernel.py", FileKind::SourcePy),
+            ("source_folder.tar.gz", FileKind::SourceArchive),
+            ("src.tgz", FileKind::SourceArchive),
+            (
+                "json_reports/fused_exec_2_profile_full.json",
+                FileKind::ProfilerJsonExport,
+            ),
+            ("r/x_profile.json", FileKind::ProfilerJsonExport),
+            ("r/summary.json", FileKind::Other),
+            ("README.md", FileKind::Other),
+            ("", FileKind::Other),
+        ];
+        for (p, k) in cases {
+            assert_eq!(&classify(p), k, "{p}");
+        }
+        assert!(FileKind::MemorySnapshot { rank: None }.is_system());
+        assert!(!FileKind::Neff.is_system());
+    }
+
+    #[test]
+    fn capture_dir_names() {
+        assert_eq!(
+            parse_capture_dir("out/i-0af76a70a6d3864dd_pid_713479"),
+            Some(("i-0af76a70a6d3864dd".into(), 713479))
+        );
+        for bad in [
+            "i-_pid_1",
+            "i-xyz_pid_1",
+            "i-0a_pid_",
+            "i-0a_pid_1x",
+            "x-0a_pid_1",
+            "run",
+        ] {
+            assert_eq!(parse_capture_dir(bad), None, "{bad}");
+        }
+        assert_eq!(normalise("./a\\b//c.ntff"), "a/b/c.ntff");
+        assert_eq!(normalise("/x.neff"), "x.neff");
+        assert!(under("a/b/c", "a") && under("a/b", "") && !under("ab/c", "a"));
+    }
+
+    /// In-memory drop: files with contents; `open` serves them.
+    fn build_mem(files: &[(&str, Vec<u8>)]) -> Inventory {
+        let list: Vec<(String, u64)> = files
+            .iter()
+            .map(|(p, v)| (p.to_string(), v.len() as u64))
+            .collect();
+        let table: BTreeMap<String, Vec<u8>> = files
+            .iter()
+            .map(|(p, v)| (normalise(p), v.clone()))
+            .collect();
+        let open = move |p: &str| -> Result<Box<dyn ByteSource>> {
+            Ok(Box::new(table.get(p).cloned().unwrap_or_default()))
+        };
+        build(&list, &open)
+    }
+
+    #[test]
+    fn grouping() {
+        let inv = build_mem(&[
+            // PyTorch layout: timestamped sub-directory of the pid directory.
+            ("out/i-0abc_pid_42/2026_01_01/trace_info.pb", vec![]),
+            ("out/i-0abc_pid_42/2026_01_01/ntrace.pb", vec![]),
+            ("out/i-0abc_pid_42/2026_01_01/trace.json", vec![]),
+            (
+                "out/i-0abc_pid_42/2026_01_01/profile_nc_0_session_0.ntff",
+                vec![],
+            ),
+            ("out/i-0abc_pid_42/2026_01_01/src/model.py", vec![]),
+            // Device-only directory with an empty NTFF and a JSON export named after it.
+            ("dev/k_rank_1_exec_3.ntff", vec![0; 10]),
+            ("dev/k_rank_1_exec_3.json", vec![]),
+            ("dev/notes/readme.txt", vec![]),
+            // Loose files outside any profile.
+            ("README.md", vec![]),
+        ]);
+        assert_eq!(inv.profiles.len(), 2, "{:#?}", inv.profiles);
+        let dev = &inv.profiles[0];
+        assert_eq!(
+            (dev.id.as_str(), dev.profile_type),
+            ("dev", ProfileType::Device)
+        );
+        let d = &dev.devices[0];
+        assert_eq!(d.pairing, PairStatus::EmptyNtff);
+        assert_eq!(
+            (d.rank, d.exec, d.name.as_str()),
+            (Some(1), Some(3), "k_rank_1_exec_3")
+        );
+        assert_eq!(
+            dev.other_files,
+            ["dev/k_rank_1_exec_3.json", "dev/notes/readme.txt"]
+        );
+        assert_eq!(dev.problems[0].code, "EMPTY_NTFF");
+        let cap = &inv.profiles[1];
+        assert_eq!(cap.profile_type, ProfileType::SystemDevice);
+        assert_eq!(cap.root, "out/i-0abc_pid_42/2026_01_01");
+        assert_eq!(
+            (cap.instance_id.as_deref(), cap.pid),
+            (Some("i-0abc"), Some(42))
+        );
+        assert_eq!(cap.system_files.len(), 3);
+        assert_eq!(
+            cap.other_files,
+            ["out/i-0abc_pid_42/2026_01_01/src/model.py"]
+        );
+        let d = &cap.devices[0];
+        assert_eq!((d.nc, d.session), (Some(0), Some(0)));
+        let export = inv
+            .files
+            .iter()
+            .find(|f| f.path == "dev/k_rank_1_exec_3.json");
+        assert_eq!(export.map(|f| &f.kind), Some(&FileKind::ProfilerJsonExport));
+        let readme = inv.files.iter().find(|f| f.path == "README.md").unwrap();
+        assert_eq!(readme.profile, None);
+        assert!(inv.problems.is_empty());
+        // Nothing usable → one Info problem.
+        let inv = build_mem(&[("a.txt", vec![1])]);
+        assert_eq!(inv.problems[0].code, "NO_PROFILE");
+        let json = serde_json::to_value(&inv.files[0]).unwrap();
+        assert_eq!(json["kind"], "Other");
+        let snap = InputFile {
+            path: "m".into(),
+            size: 1,
+            kind: FileKind::MemorySnapshot { rank: Some(1) },
+            profile: None,
+        };
+        let json = serde_json::to_value(&snap).unwrap();
+        assert_eq!(
+            (json["kind"].as_str(), json["rank"].as_u64()),
+            (Some("MemorySnapshot"), Some(1))
+        );
+    }
+}

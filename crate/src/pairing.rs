@@ -230,8 +230,8 @@ impl<S: ByteSource + ?Sized> Window<'_, S> {
             self.buf = self.src.read_vec(off, len)?;
             self.start = off;
         }
-        let a = usize::try_from(off - self.start).unwrap_or(usize::MAX);
-        let b = usize::try_from(want_end - self.start).unwrap_or(usize::MAX);
+        let a = usize::try_from(off.saturating_sub(self.start)).unwrap_or(usize::MAX);
+        let b = usize::try_from(want_end.saturating_sub(self.start)).unwrap_or(usize::MAX);
         self.buf
             .get(a..b)
             .ok_or_else(|| Error::Other("internal window error".into()))
@@ -380,7 +380,10 @@ pub fn ntff_ids<S: ByteSource + ?Sized>(src: &S) -> Result<Option<NtffIds>> {
         .ok_or_else(|| {
             Error::format(
                 1,
-                format!("an info length of at most {} (file length − 128)", len - 128),
+                format!(
+                    "an info length of at most {} (file length − 128)",
+                    len - 128
+                ),
                 info_len.to_string(),
             )
         })?;
@@ -559,7 +562,8 @@ pub struct PairOutcome {
 /// Pairs every NTFF with the NEFFs of the drop (pairing.md §4.3): uuid match first, then the
 /// tie-breakers in order — same directory, NTFF field 1 = NEFF header name, names
 /// ([`names_agree`]: model id, stem), identical copies (equal header hash) — else Ambiguous.
-/// A weak match (field 2 absent) is accepted only with one of those corroborations.
+/// A weak match (field 2 absent) must not contradict field 1 (NEFF name) and is accepted only
+/// with one of those corroborations.
 ///
 /// Without a match, a NEFF hinted by the names in the same directory, or by NTFF field 1 = NEFF
 /// header name in the same directory, or the only same-directory NEFF no NTFF uses, yields
@@ -598,8 +602,12 @@ fn pair_by_uuid(t: &NtffCandidate, neffs: &[NeffCandidate], hints: &[NameHints])
         .iter()
         .enumerate()
         .filter_map(|(i, n)| {
-            uuid_match(t.ids.full_uuid.as_ref(), t.ids.uuid_cstr.as_deref(), &n.uuid)
-                .map(|m| (i, m))
+            uuid_match(
+                t.ids.full_uuid.as_ref(),
+                t.ids.uuid_cstr.as_deref(),
+                &n.uuid,
+            )
+            .map(|m| (i, m))
         })
         .collect();
     if cands.is_empty() {
@@ -610,6 +618,19 @@ fn pair_by_uuid(t: &NtffCandidate, neffs: &[NeffCandidate], hints: &[NameHints])
         };
     }
     let kind = cands[0].1; // one rule applies per NTFF, so all candidates match the same way
+    let field1 = t.ids.neff_name.as_deref().unwrap_or("");
+    if kind.is_weak() && !field1.is_empty() {
+        // A weak match must not contradict the NEFF name (field 1 = header name in all 38
+        // sample pairs).
+        cands.retain(|&(i, _)| neffs[i].name == field1);
+        if cands.is_empty() {
+            return PairOutcome {
+                status: PairStatus::MissingNeff,
+                neff: None,
+                problem: None,
+            };
+        }
+    }
     let mut reasons: Vec<String> = Vec::new();
     if let UuidMatch::Cut { len } = kind {
         reasons.push(format!("{len}-byte prefix"));
@@ -620,14 +641,16 @@ fn pair_by_uuid(t: &NtffCandidate, neffs: &[NeffCandidate], hints: &[NameHints])
     // Tie-breakers (pairing.md §4.3), each applied only when it keeps at least one candidate.
     // The weak case must pass at least one of them even with a single candidate.
     type Test<'a> = Box<dyn Fn(usize) -> bool + 'a>;
-    let field1 = t.ids.neff_name.as_deref().unwrap_or("");
     let names_label = if th.model_id.is_some() {
         "model id"
     } else {
         "file names"
     };
     let tests: [(&str, Test); 3] = [
-        ("same directory", Box::new(|i| same_dir(&t.path, &neffs[i].path))),
+        (
+            "same directory",
+            Box::new(|i| same_dir(&t.path, &neffs[i].path)),
+        ),
         (
             "NEFF name",
             Box::new(|i| !field1.is_empty() && neffs[i].name == field1),
@@ -649,7 +672,11 @@ fn pair_by_uuid(t: &NtffCandidate, neffs: &[NeffCandidate], hints: &[NameHints])
         corroborated = true;
         cands = kept;
     }
-    if cands.len() > 1 && cands.iter().all(|&(i, _)| neffs[i].hash == neffs[cands[0].0].hash) {
+    if cands.len() > 1
+        && cands
+            .iter()
+            .all(|&(i, _)| neffs[i].hash == neffs[cands[0].0].hash)
+    {
         reasons.push("identical copies".into());
         cands.truncate(1);
     }
@@ -773,5 +800,398 @@ fn explain_missing(
             Some(&t.path),
             message,
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pb::{put_bytes, put_uint};
+
+    fn ntff(name: &str) -> NameHints {
+        parse_ntff_name(name)
+    }
+
+    #[test]
+    fn ntff_name_patterns() {
+        let h = ntff("a/b/profile_nc_3_session_7.ntff");
+        assert_eq!((h.nc, h.session, h.model_id), (Some(3), Some(7), None));
+        assert_eq!(h.stem, "profile_nc_3_session_7");
+        let h = ntff("171450338541704_instid_0_vnc_2.ntff");
+        assert_eq!(
+            (h.model_id, h.instance, h.nc),
+            (Some(171450338541704), Some(0), Some(2))
+        );
+        let h = ntff("123_vnc_1.ntff");
+        assert_eq!((h.model_id, h.nc, h.instance), (Some(123), Some(1), None));
+        let h = ntff("out_exec_5.ntff");
+        assert_eq!((h.stem.as_str(), h.exec, h.rank), ("out", Some(5), None));
+        let h = ntff("out_rank_3.ntff");
+        assert_eq!((h.stem.as_str(), h.exec, h.rank), ("out", None, Some(3)));
+        let h = ntff("out_rank_3_exec_5.ntff");
+        assert_eq!((h.stem.as_str(), h.exec, h.rank), ("out", Some(5), Some(3)));
+        let h = ntff("out_exec_5_rank_3.ntff");
+        assert_eq!((h.stem.as_str(), h.exec, h.rank), ("out", Some(5), Some(3)));
+        // Two of the same suffix: only the last one is taken.
+        let h = ntff("out_exec_1_exec_2.ntff");
+        assert_eq!((h.stem.as_str(), h.exec), ("out_exec_1", Some(2)));
+        // Not numbers, or nothing before the suffix → stem only.
+        let h = ntff("my_exec_model.ntff");
+        assert_eq!((h.stem.as_str(), h.exec), ("my_exec_model", None));
+        let h = ntff("_exec_2.ntff");
+        assert_eq!((h.stem.as_str(), h.exec), ("_exec_2", None));
+        let h = ntff("profile_nc_x_session_1.ntff");
+        assert_eq!(
+            (h.stem.as_str(), h.nc, h.session),
+            ("profile_nc_x_session_1", None, None)
+        );
+        let h = ntff("abc_instid_0_vnc_2.ntff");
+        assert_eq!((h.model_id, h.nc), (None, None));
+        // Samples: KevGomes capture and agents, allenkchau, cs149.
+        let h = ntff("profile_attn_v6_exec_2.ntff");
+        assert_eq!((h.stem.as_str(), h.exec), ("profile_attn_v6", Some(2)));
+        let h = ntff("X.NTFF");
+        assert_eq!(h.stem, "X");
+        assert_eq!(ntff("stream_256k_fd1k.ntff").stem, "stream_256k_fd1k");
+        // Digits overflow → no number, no panic.
+        let h = ntff("99999999999999999999999_vnc_1.ntff");
+        assert_eq!(h.model_id, None);
+        let h = ntff("x_exec_99999999999.ntff");
+        assert_eq!(h.exec, None);
+    }
+
+    #[test]
+    fn neff_name_patterns() {
+        let h = parse_neff_name("out/neff_171450338541704.neff");
+        assert_eq!((h.model_id, h.nc), (Some(171450338541704), None));
+        assert_eq!(h.stem, "neff_171450338541704");
+        let h = parse_neff_name("neff_12_vnc_3.neff");
+        assert_eq!((h.model_id, h.nc), (Some(12), Some(3)));
+        for n in [
+            "neff_abc.neff",
+            "neff_12_vnc_x.neff",
+            "neffs/graph_1a2b.neff",
+            "neff_.neff",
+        ] {
+            let h = parse_neff_name(n);
+            assert_eq!((h.model_id, h.nc), (None, None), "{n}");
+        }
+        assert_eq!(parse_neff_name("fused.neff").stem, "fused");
+    }
+
+    #[test]
+    fn names_agree_rules() {
+        let n = parse_neff_name;
+        assert!(names_agree(&ntff("fused_exec_2.ntff"), &n("fused.neff")));
+        assert!(names_agree(&ntff("k.ntff"), &n("k.neff")));
+        assert!(names_agree(
+            &ntff("profile_v6b_exec_2.ntff"),
+            &n("v6b.neff")
+        ));
+        assert!(!names_agree(
+            &ntff("fused_exec_2.ntff"),
+            &n("baseline.neff")
+        ));
+        assert!(names_agree(
+            &ntff("7_instid_0_vnc_1.ntff"),
+            &n("neff_7.neff")
+        ));
+        assert!(names_agree(&ntff("7_vnc_1.ntff"), &n("neff_7_vnc_1.neff")));
+        assert!(!names_agree(
+            &ntff("7_instid_0_vnc_1.ntff"),
+            &n("neff_8.neff")
+        ));
+    }
+
+    #[test]
+    fn uuid_rule_cases() {
+        let u: [u8; 16] = [
+            0x63, 0x0e, 0x77, 0x39, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0xae, 0x32,
+        ];
+        let mut zero4 = u;
+        zero4[4] = 0;
+        let mut zero0 = u;
+        zero0[0] = 0;
+        // Full uuid decides, field 2 ignored.
+        assert_eq!(uuid_match(Some(&u), Some(&[1]), &u), Some(UuidMatch::Full));
+        assert_eq!(uuid_match(Some(&zero4), Some(&u[..4]), &u), None);
+        assert_eq!(
+            uuid_match(Some(&zero4), Some(&u[..4]), &zero4),
+            Some(UuidMatch::Full)
+        );
+        // ≥ 16 bytes: trailing bytes ignored.
+        let mut long = u.to_vec();
+        long.extend_from_slice(&[0xa4, 0x1b]);
+        assert_eq!(uuid_match(None, Some(&long), &u), Some(UuidMatch::Prefix16));
+        assert_eq!(uuid_match(None, Some(&u), &u), Some(UuidMatch::Prefix16));
+        long[3] ^= 1;
+        assert_eq!(uuid_match(None, Some(&long), &u), None);
+        // Cut at k: prefix equal and uuid[k] == 0.
+        assert_eq!(
+            uuid_match(None, Some(&u[..4]), &zero4),
+            Some(UuidMatch::Cut { len: 4 })
+        );
+        assert_eq!(uuid_match(None, Some(&u[..4]), &u), None, "uuid[4] != 0");
+        assert_eq!(uuid_match(None, Some(&u[..3]), &zero4), None, "too short");
+        assert_eq!(
+            uuid_match(None, Some(&[0x63, 0x0f, 0x77, 0x39]), &zero4),
+            None
+        );
+        let mut zero15 = u;
+        zero15[15] = 0;
+        assert_eq!(
+            uuid_match(None, Some(&u[..15]), &zero15),
+            Some(UuidMatch::Cut { len: 15 })
+        );
+        // Absent (or empty): weak, only a uuid starting with 00.
+        assert_eq!(uuid_match(None, None, &zero0), Some(UuidMatch::Weak));
+        assert_eq!(uuid_match(None, Some(&[]), &zero0), Some(UuidMatch::Weak));
+        assert_eq!(uuid_match(None, None, &u), None);
+        assert!(UuidMatch::Weak.is_weak() && !UuidMatch::Full.is_weak());
+    }
+
+    /// A synthetic NTFF: header + info section + `blob` bytes.
+    fn synth_ntff(version: u8, info: &[u8], blob: usize) -> Vec<u8> {
+        let mut v = vec![0u8; 128];
+        v[0] = version;
+        v[1..9].copy_from_slice(&(info.len() as u64).to_le_bytes());
+        v.extend_from_slice(info);
+        v.extend(std::iter::repeat_n(0xee, blob));
+        v
+    }
+
+    fn info(
+        name: &str,
+        f2: Option<&[u8]>,
+        node_uuid: Option<&[u8; 16]>,
+        exec: Option<&[u8; 16]>,
+    ) -> Vec<u8> {
+        let mut m = Vec::new();
+        put_bytes(&mut m, 1, name.as_bytes());
+        if let Some(f2) = f2 {
+            put_bytes(&mut m, 2, f2);
+        }
+        put_uint(&mut m, 3, 10001);
+        let mut node = Vec::new();
+        let mut sg = Vec::new();
+        put_bytes(&mut sg, 1, b"sg00");
+        let mut dev = Vec::new();
+        put_bytes(&mut dev, 1, &sg);
+        put_bytes(&mut node, 4, &dev);
+        if let Some(u) = node_uuid {
+            put_bytes(&mut node, 5, u);
+        }
+        put_bytes(&mut m, 4, &node);
+        if let Some(u) = exec {
+            let mut e = Vec::new();
+            put_bytes(&mut e, 1, u);
+            put_uint(&mut e, 2, 1000);
+            put_uint(&mut e, 3, 2000);
+            put_bytes(&mut m, 15, &e);
+        }
+        put_bytes(&mut m, 17, b"i-0123abcd");
+        put_uint(&mut m, 18, 723577);
+        m
+    }
+
+    #[test]
+    fn ntff_ids_synthetic() {
+        let u = [7u8; 16];
+        let w = [9u8; 16];
+        let f = synth_ntff(
+            6,
+            &info("file.neff", Some(&[1, 2, 3]), Some(&u), Some(&w)),
+            64,
+        );
+        let ids = ntff_ids(&f).unwrap().unwrap();
+        assert_eq!(ids.version, 6);
+        assert_eq!(ids.neff_name.as_deref(), Some("file.neff"));
+        assert_eq!(ids.uuid_cstr.as_deref(), Some(&[1u8, 2, 3][..]));
+        assert_eq!(ids.full_uuid, Some(u), "NEFF node field 5 first");
+        assert_eq!(ids.instance_id.as_deref(), Some("i-0123abcd"));
+        assert_eq!(ids.process_id, Some(723577));
+        // Execution record as the fallback.
+        let f = synth_ntff(6, &info("x", None, None, Some(&w)), 0);
+        let ids = ntff_ids(&f).unwrap().unwrap();
+        assert_eq!((ids.full_uuid, ids.uuid_cstr), (Some(w), None));
+        // v5: no full uuid.
+        let f = synth_ntff(5, &info("x", Some(&u), None, None), 0);
+        let ids = ntff_ids(&f).unwrap().unwrap();
+        assert_eq!((ids.version, ids.full_uuid), (5, None));
+        // Empty files.
+        assert_eq!(ntff_ids(&Vec::<u8>::new()).unwrap(), None);
+        assert_eq!(ntff_ids(&vec![6u8; 127]).unwrap(), None);
+        assert_eq!(ntff_ids(&synth_ntff(6, &[], 500)).unwrap(), None);
+        // Versions.
+        let e = ntff_ids(&synth_ntff(7, &[0x08, 1], 0)).unwrap_err();
+        assert!(matches!(e, Error::Unsupported(_)), "{e}");
+        let e = ntff_ids(&synth_ntff(3, &[0x08, 1], 0)).unwrap_err();
+        assert_eq!(e.offset(), Some(0));
+        // Info length past the end, and u64::MAX.
+        let mut f = synth_ntff(6, &[0x08, 1], 0);
+        f[1..9].copy_from_slice(&3u64.to_le_bytes());
+        assert_eq!(ntff_ids(&f).unwrap_err().offset(), Some(1));
+        f[1..9].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert_eq!(ntff_ids(&f).unwrap_err().offset(), Some(1));
+        // Malformed protobuf: the error names the absolute offset of the bad key.
+        let f = synth_ntff(6, &[0x08, 1, 0x0b], 0);
+        assert_eq!(ntff_ids(&f).unwrap_err().offset(), Some(130));
+        // A length-delimited field running past the info section.
+        let f = synth_ntff(6, &[0x0a, 0x40, b'a'], 100);
+        assert_eq!(ntff_ids(&f).unwrap_err().offset(), Some(128));
+        // Oversized name field.
+        let mut big = Vec::new();
+        put_bytes(&mut big, 1, &vec![b'a'; (MAX_ID_FIELD + 1) as usize]);
+        assert!(ntff_ids(&synth_ntff(6, &big, 0)).is_err());
+        // An info section larger than one read window still parses.
+        let mut m = Vec::new();
+        put_bytes(&mut m, 9, &vec![0u8; 200_000]);
+        m.extend(info("late", Some(&u), Some(&u), None));
+        let ids = ntff_ids(&synth_ntff(6, &m, 0)).unwrap().unwrap();
+        assert_eq!(
+            (ids.neff_name.as_deref(), ids.full_uuid),
+            (Some("late"), Some(u))
+        );
+    }
+
+    fn neff(path: &str, uuid: [u8; 16], name: &str, hash: u8) -> NeffCandidate {
+        NeffCandidate {
+            path: path.into(),
+            uuid,
+            name: name.into(),
+            hash: [hash; 32],
+        }
+    }
+
+    fn cand(path: &str, name: &str, f2: Option<&[u8]>, full: Option<[u8; 16]>) -> NtffCandidate {
+        NtffCandidate {
+            path: path.into(),
+            ids: NtffIds {
+                version: if full.is_some() { 6 } else { 5 },
+                info_len: 1,
+                neff_name: Some(name.into()),
+                uuid_cstr: f2.map(<[u8]>::to_vec),
+                full_uuid: full,
+                ..NtffIds::default()
+            },
+        }
+    }
+
+    #[test]
+    fn tie_breaks_and_explanations() {
+        let u = [5u8; 16];
+        let v = [6u8; 16];
+        let mut z = [8u8; 16];
+        z[0] = 0;
+        let neffs = vec![
+            neff("a/file.neff", u, "file.neff", 1),         // 0
+            neff("b/file.neff", u, "file.neff", 2),         // 1: same uuid, other bytes
+            neff("c/neff_171.neff", v, "model.neff", 3),    // 2
+            neff("d/neff_172.neff", v, "model.neff", 4),    // 3
+            neff("e/zero.neff", z, "", 5),                  // 4
+            neff("f/other.neff", [1; 16], "other.neff", 6), // 5
+        ];
+        let ntffs = vec![
+            cand("x/t.ntff", "file.neff", Some(&u), None), // ambiguous a/b
+            cand("a/t.ntff", "file.neff", Some(&u), None), // same directory → a
+            cand("y/171_instid_0_vnc_0.ntff", "model.neff", None, Some(v)), // model id → c
+            cand("y/w.ntff", "", None, None),              // weak, uncorroborated → ambiguous
+            cand("f/g.ntff", "g.neff", Some(&[3; 16]), None), // only free NEFF in f → mismatch
+            cand("q/neff.ntff", "n.neff", Some(&[4; 16]), None), // nothing → missing
+            cand("q/172_instid_0_vnc_0.ntff", "", Some(&[4; 16]), None), // model id → mismatch d
+        ];
+        let out = pair_all(&ntffs, &neffs);
+        assert_eq!(
+            out[0].status,
+            PairStatus::Ambiguous {
+                candidates: vec!["a/file.neff".into(), "b/file.neff".into()]
+            }
+        );
+        assert_eq!(out[0].problem.as_ref().unwrap().severity, Severity::Warning);
+        assert_eq!(
+            out[1].status,
+            PairStatus::Paired {
+                by: "uuid (same directory)".into()
+            }
+        );
+        assert_eq!(out[1].neff, Some(0));
+        assert_eq!(
+            out[2].status,
+            PairStatus::Paired {
+                by: "uuid (model id)".into()
+            }
+        );
+        assert_eq!(out[2].neff, Some(2));
+        assert_eq!(
+            out[3].status,
+            PairStatus::Ambiguous {
+                candidates: vec!["e/zero.neff".into()]
+            }
+        );
+        assert_eq!(
+            out[4].status,
+            PairStatus::UuidMismatch {
+                neff: "f/other.neff".into()
+            }
+        );
+        let p = out[4].problem.as_ref().unwrap();
+        assert_eq!(
+            (p.severity, p.code.as_str()),
+            (Severity::Error, "ERROR_PROCESS_INCOMPLETE")
+        );
+        assert!(p.message.contains("f/g.ntff") && p.message.contains("f/other.neff"));
+        assert_eq!(out[5].status, PairStatus::MissingNeff);
+        let p = out[5].problem.as_ref().unwrap();
+        assert_eq!(
+            (p.severity, p.code.as_str()),
+            (Severity::Warning, "MISSING_NEFF")
+        );
+        assert!(
+            p.message.contains("04040404040404040404040404040404"),
+            "{}",
+            p.message
+        );
+        assert_eq!(
+            out[6].status,
+            PairStatus::UuidMismatch {
+                neff: "d/neff_172.neff".into()
+            }
+        );
+        // Stem tie-break across directories, and the cut-prefix wording.
+        let mut c = [9u8; 16];
+        c[4] = 0;
+        let neffs = vec![
+            neff("n1/k.neff", c, "file.neff", 1),
+            neff("n2/j.neff", c, "file.neff", 2),
+        ];
+        let out = pair_all(
+            &[cand("t/k_exec_3.ntff", "file.neff", Some(&c[..4]), None)],
+            &neffs,
+        );
+        assert_eq!(
+            out[0].status,
+            PairStatus::Paired {
+                by: "uuid (4-byte prefix, file names)".into()
+            }
+        );
+        assert_eq!(out[0].neff, Some(0));
+        // A claimed NEFF is not blamed by the directory rule.
+        let neffs = vec![neff("d/a.neff", u, "a.neff", 1)];
+        let out = pair_all(
+            &[
+                cand("d/a.ntff", "a.neff", Some(&u), None),
+                cand("d/b.ntff", "b.neff", Some(&v), None),
+            ],
+            &neffs,
+        );
+        assert!(matches!(out[0].status, PairStatus::Paired { .. }));
+        assert_eq!(out[1].status, PairStatus::MissingNeff);
+        // Serialisation tag for the page.
+        let j = serde_json::to_string(&PairStatus::UuidMismatch { neff: "n".into() }).unwrap();
+        assert_eq!(j, r#"{"status":"UuidMismatch","neff":"n"}"#);
+        assert_eq!(
+            serde_json::to_string(&PairStatus::EmptyNtff).unwrap(),
+            r#"{"status":"EmptyNtff"}"#
+        );
     }
 }

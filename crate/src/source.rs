@@ -155,7 +155,7 @@ impl<S: ByteSource> RangeReader<S> {
         RangeReader {
             src,
             pos: start,
-            end: end.min(u64::MAX),
+            end,
             buf: Vec::new(),
             buf_pos: 0,
             chunk: chunk.max(1),

@@ -97,7 +97,10 @@ fn every_sample_neff_opens_and_conforms() {
     let mut versions = BTreeSet::new();
     let mut hash_by_version: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let (mut streams, mut slots, mut b1_first) = (0u64, 0u64, 0u64);
-    let (mut subgraphs, mut members) = (0usize, 0usize);
+    let (mut subgraphs, mut members, mut joined) = (0usize, 0usize, 0usize);
+    let mut gaps = (u64::MAX, 0u64);
+    let mut ratios = (f64::MAX, 0f64);
+    let mut warn_kinds: BTreeMap<String, usize> = BTreeMap::new();
     for p in &files {
         let src = FileSource::open(p).unwrap();
         let n = neff::open_with(&src, &opts).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
@@ -105,8 +108,23 @@ fn every_sample_neff_opens_and_conforms() {
         // Conformance 1: 1024 + data_size = length; one gzip member + padding; tar inside.
         assert_eq!(n.header.header_size, 1024, "{}", p.display());
         assert_eq!(1024 + n.header.data_size, len, "{}", p.display());
-        assert_eq!(n.header.data_size % 10240, 0, "{}: padded to 10240", p.display());
+        assert_eq!(
+            n.header.data_size % 10240,
+            0,
+            "{}: padded to 10240",
+            p.display()
+        );
         assert_eq!(n.payload, neff::PayloadKind::Gzip, "{}", p.display());
+        let gz_end = n
+            .gzip_end
+            .expect("gzip member ends cleanly (CRC32/ISIZE checked)");
+        let gap = len - gz_end;
+        gaps = (gaps.0.min(gap), gaps.1.max(gap));
+        let ratio = n.tar_size as f64 / n.header.data_size as f64;
+        ratios = (ratios.0.min(ratio), ratios.1.max(ratio));
+        for w in &n.warnings {
+            *warn_kinds.entry(w.clone()).or_insert(0) += 1;
+        }
         assert!(
             !n.warnings.iter().any(|w| w.contains("stopped early")),
             "{}: {:?}",
@@ -136,7 +154,12 @@ fn every_sample_neff_opens_and_conforms() {
         versions.insert(cv);
         // lnc_size = number of kelf graphs; sunda 1, cayman 2.
         assert_eq!(n.kelf_files, vec!["kelf-0.json".to_string()]);
-        assert_eq!(n.header.lnc_size as usize, n.subgraphs.len(), "{}", p.display());
+        assert_eq!(
+            n.header.lnc_size as usize,
+            n.subgraphs.len(),
+            "{}",
+            p.display()
+        );
         assert_eq!(
             n.header.lnc_size,
             if target == "cayman" { 2 } else { 1 },
@@ -151,6 +174,15 @@ fn every_sample_neff_opens_and_conforms() {
             let engines: Vec<Engine> = sg.engines.iter().map(|e| e.engine).collect();
             assert_eq!(engines, Engine::ALL.to_vec(), "{} {}", p.display(), sg.name);
             assert!(!sg.vars.is_empty() && !sg.tensors.is_empty());
+            // Every input/output/weight var joins a tensor_map entry (neff.md §6.6).
+            for v in &sg.vars {
+                if neff::tables::tensor_type(&v.kind).is_some() {
+                    let tm = neff::tables::tensor_map_entry(v, &sg.tensors);
+                    let tm = tm.unwrap_or_else(|| panic!("{}: {} unjoined", p.display(), v.name));
+                    assert_eq!(tm.tf_shape, tm.sim_shape, "{}", v.name);
+                    joined += 1;
+                }
+            }
             for e in &sg.engines {
                 assert_eq!(e.size % 64, 0, "{}", e.file);
                 assert_eq!(e.opcodes.len() as u64, e.slot_count, "{}", e.file);
@@ -178,6 +210,15 @@ fn every_sample_neff_opens_and_conforms() {
         files.len()
     );
     println!("hash check per compiler: {hash_by_version:?}");
+    println!("{joined} input/output/weight vars joined to tensor_map.json");
+    assert_eq!(joined, 689);
+    println!(
+        "zero padding after the gzip member: {} – {} bytes; tar/payload {:.1}× – {:.1}×",
+        gaps.0, gaps.1, ratios.0, ratios.1
+    );
+    println!("warnings: {warn_kinds:?}");
+    assert_eq!(gaps, (24, 10165), "padding range of neff.md §3.1");
+    assert!(warn_kinds.is_empty(), "no warnings on the samples");
     assert_eq!(streams, 670, "engine streams (neff.md §7)");
     assert_eq!(b1_first, streams, "slot 0 opcode is 0xB1 in every stream");
     let want: BTreeSet<String> = [
@@ -248,13 +289,35 @@ fn neff_header_matches_json_exports() {
         let ctx = p.display();
         assert_eq!(col_str(&t, "NeffHeader", "uuid")[0], s("uuid"), "{ctx}");
         assert_eq!(col_str(&t, "NeffHeader", "hash")[0], s("hash"), "{ctx}");
-        assert_eq!(col_i64(&t, "NeffHeader", "data_size")[0], i("data_size"), "{ctx}");
-        assert_eq!(col_i64(&t, "NeffHeader", "header_size")[0], i("header_size"));
-        assert_eq!(col_i64(&t, "NeffHeader", "major_version")[0], i("major_version"));
-        assert_eq!(col_i64(&t, "NeffHeader", "minor_version")[0], i("minor_version"));
-        assert_eq!(col_str(&t, "NeffHeader", "network_name")[0], s("network_name"));
-        assert_eq!(col_str(&t, "NeffHeader", "package_version")[0], s("package_version"));
-        assert_eq!(col_str(&t, "NeffHeader", "build_version")[0], s("build_version"));
+        assert_eq!(
+            col_i64(&t, "NeffHeader", "data_size")[0],
+            i("data_size"),
+            "{ctx}"
+        );
+        assert_eq!(
+            col_i64(&t, "NeffHeader", "header_size")[0],
+            i("header_size")
+        );
+        assert_eq!(
+            col_i64(&t, "NeffHeader", "major_version")[0],
+            i("major_version")
+        );
+        assert_eq!(
+            col_i64(&t, "NeffHeader", "minor_version")[0],
+            i("minor_version")
+        );
+        assert_eq!(
+            col_str(&t, "NeffHeader", "network_name")[0],
+            s("network_name")
+        );
+        assert_eq!(
+            col_str(&t, "NeffHeader", "package_version")[0],
+            s("package_version")
+        );
+        assert_eq!(
+            col_str(&t, "NeffHeader", "build_version")[0],
+            s("build_version")
+        );
         assert_eq!(
             col_str(&t, "NeffHeader", "enabled_features")[0],
             s("enabled_features")
@@ -367,7 +430,11 @@ fn semaphore_names_match_json_export_ids() {
             }
             let names = &by_sg[sg];
             if let Ok(k) = id.parse::<u32>() {
-                assert!(!names.contains_key(&k), "{}: bare id {k} is a queue", p.display());
+                assert!(
+                    !names.contains_key(&k),
+                    "{}: bare id {k} is a queue",
+                    p.display()
+                );
                 bare += 1;
             } else {
                 let (num, label) = id
@@ -381,7 +448,12 @@ fn semaphore_names_match_json_export_ids() {
                     assert!(!names.contains_key(&k));
                     continue;
                 }
-                assert_eq!(names.get(&k).map(String::as_str), Some(label), "{} {sg} {id}", p.display());
+                assert_eq!(
+                    names.get(&k).map(String::as_str),
+                    Some(label),
+                    "{} {sg} {id}",
+                    p.display()
+                );
                 named += 1;
             }
         }
@@ -418,12 +490,20 @@ fn nkipy_large_sizes_survive() {
 #[test]
 fn kevgomes_neffs_parse() {
     let mut files = Vec::new();
-    walk(&samples().join("KevGomes-nki-moe-megakernel"), "neff", &mut files);
+    walk(
+        &samples().join("KevGomes-nki-moe-megakernel"),
+        "neff",
+        &mut files,
+    );
     assert_eq!(files.len(), 3);
     for p in files {
         let n = neff::open(&FileSource::open(&p).unwrap()).unwrap();
         assert_eq!(n.subgraphs.len(), 2, "{}", p.display());
-        assert!(n.member("kernel_debug_info.json").is_some(), "{}", p.display());
+        assert!(
+            n.member("kernel_debug_info.json").is_some(),
+            "{}",
+            p.display()
+        );
         let kdi = neff::read_member(
             &FileSource::open(&p).unwrap(),
             &n,
@@ -556,7 +636,123 @@ fn synthetic_neff_round_trips() {
     });
     let n2 = neff::open(&SliceSource(&canon)).unwrap();
     assert_eq!(n2.hash_check, HashCheck::Canonical);
-    assert!(n.warnings.iter().all(|w| !w.contains("stopped")), "{:?}", n.warnings);
+    assert!(
+        n.warnings.iter().all(|w| !w.contains("stopped")),
+        "{:?}",
+        n.warnings
+    );
+}
+
+#[test]
+fn synthetic_archive_variants_round_trip() {
+    let long = format!("debug_info/{}.dbg", "x".repeat(150));
+    let mut base = demo_spec();
+    base.extra_members.push((long.clone(), vec![1, 2, 3]));
+    // Duplicate member: the last one wins (neff.md §3.2).
+    base.extra_members.push((
+        "info.json".into(),
+        br##"{"tool_version": "9.9.9", "#comment": 1, "big": 18446744073709551615}"##.to_vec(),
+    ));
+    for (pax, gzip) in [(false, true), (true, true), (false, false), (true, false)] {
+        let spec = write::NeffSpec {
+            pax,
+            gzip,
+            ..base.clone()
+        };
+        let bytes = write::write_neff(&spec);
+        let n = neff::open(&SliceSource(&bytes)).unwrap();
+        let ctx = format!("pax={pax} gzip={gzip}");
+        let kind = if gzip {
+            neff::PayloadKind::Gzip
+        } else {
+            neff::PayloadKind::Tar
+        };
+        assert_eq!(n.payload, kind, "{ctx}");
+        assert_eq!(n.member(&long).map(|m| m.size), Some(3), "{ctx}: long name");
+        assert_eq!(n.compiler_version.as_deref(), Some("9.9.9"), "{ctx}");
+        assert!(
+            n.warnings
+                .iter()
+                .any(|w| w.contains("duplicate tar member info.json")),
+            "{ctx}: {:?}",
+            n.warnings
+        );
+        assert_eq!(n.subgraphs.len(), 2, "{ctx}");
+        assert_eq!(
+            n.subgraphs[1].engines[0].opcodes,
+            vec![0xB1, 0xCC, 0x42, 0x42, 2]
+        );
+        assert_eq!(n.hash_check, HashCheck::WordSwapped, "{ctx}");
+        let names: Vec<&str> = n.members.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(
+            names.iter().filter(|x| **x == "info.json").count(),
+            1,
+            "{ctx}: one index entry per name"
+        );
+    }
+}
+
+#[test]
+fn names_resolve_through_kelf_and_def_json() {
+    // 2.27-style names reported in neff.md §4 [INF]: a kelf pointing at an unusual definition
+    // path (fetched by the second pass) whose engine files carry a `0` suffix.
+    let slot = |op: u8| {
+        let mut v = vec![0u8; 64];
+        v[0] = op;
+        v
+    };
+    let def = serde_json::json!({
+        "pe_instr": "PE0.bin", "pe": "PE0.json", "act_instr": "Activation0.bin",
+        "var": {"x": {"type": "input", "size": 5_000_000_000u64, "var_id": 1}},
+        "dma_queue": {"qPoolIO0": {"type": "in", "owner": "pool", "semaphore_set": [3, 9]}},
+        "#rank_world_size": 0, "unknown_key": {"nested": [1, 2]}
+    });
+    let kelf = serde_json::json!({
+        "graphs": [{"definition": "defs/a/def0.json", "name": "sgA"}],
+        "target": "mariana", "revision": ""
+    });
+    let mut spec = demo_spec();
+    spec.extra_members.extend([
+        (
+            "kelf-0.json".to_string(),
+            serde_json::to_vec(&kelf).unwrap(),
+        ),
+        (
+            "defs/a/def0.json".to_string(),
+            serde_json::to_vec(&def).unwrap(),
+        ),
+        (
+            "defs/a/PE0.bin".to_string(),
+            [slot(0xB1), slot(0x07)].concat(),
+        ),
+        ("defs/a/Activation0.bin".to_string(), slot(0xB1)),
+    ]);
+    let bytes = write::write_neff(&spec);
+    let n = neff::open(&SliceSource(&bytes)).unwrap();
+    assert_eq!(n.target.as_deref(), Some("mariana"));
+    assert_eq!(n.subgraphs.len(), 1);
+    let sg = &n.subgraphs[0];
+    assert_eq!((sg.name.as_str(), sg.dir.as_str()), ("sgA", "defs/a"));
+    assert_eq!(sg.engines.len(), 2, "PE and ACT named, others warned");
+    assert_eq!(sg.engines[0].file, "defs/a/PE0.bin");
+    assert_eq!(sg.engines[0].json.as_deref(), Some("defs/a/PE0.json"));
+    assert_eq!(sg.engines[0].opcodes, vec![0xB1, 0x07]);
+    assert_eq!(sg.engines[1].engine, Engine::Act);
+    assert_eq!(sg.vars[0].size, Some(5_000_000_000));
+    assert_eq!(sg.semaphore_names()[&9], "qGpSimdIO0");
+    assert!(n
+        .warnings
+        .iter()
+        .any(|w| w.contains("tensor_map.json missing")));
+    // Missing required def.json → error naming it.
+    let kelf_bad = serde_json::json!({"graphs": [{"definition": "nope/def.json", "name": "sg00"}]});
+    let mut spec = demo_spec();
+    spec.extra_members.push((
+        "kelf-0.json".to_string(),
+        serde_json::to_vec(&kelf_bad).unwrap(),
+    ));
+    let err = neff::open(&SliceSource(&write::write_neff(&spec))).unwrap_err();
+    assert!(err.to_string().contains("nope/def.json"), "{err}");
 }
 
 /// Truncation and bit flips at many offsets: errors or warnings, never a panic.

@@ -69,6 +69,10 @@ pub(crate) struct Scan {
     pub warnings: Vec<String>,
     /// A fault that stopped the walk (members before it are valid).
     pub fault: Option<Error>,
+    /// Absolute file offset just past the gzip member, when it ended cleanly.
+    pub gzip_end: Option<u64>,
+    /// Non-zero bytes between the gzip member's end and the payload end (0 = zero padding).
+    pub nonzero_after_gzip: u64,
 }
 
 /// Sniffs the payload at `start..end` (neff.md §3.1, §2.4 check 6).
@@ -124,19 +128,61 @@ pub(crate) fn scan<S: ByteSource + ?Sized>(
     };
     let mut hr = match kind {
         PayloadKind::Gzip => {
-            let mut gz = flate2::read::GzDecoder::new(hr);
-            if let Err(e) = walk(&mut gz, &mut out, cap, want) {
-                let at = gz.get_ref().inner.position();
-                out.fault = Some(Error::format(
-                    at,
-                    format!(
-                        "a complete gzip member holding a tar archive (uncompressed offset {})",
-                        e.tar_offset
-                    ),
-                    e.what,
-                ));
+            // bufread flavour: after the member ends, the BufReader still holds the bytes that
+            // follow it, so the exact member end and the padding are known (neff.md §3.1).
+            let br = std::io::BufReader::with_capacity(64 * 1024, hr);
+            let mut gz = flate2::bufread::GzDecoder::new(br);
+            match walk(&mut gz, &mut out, cap, want) {
+                Err(e) => {
+                    let at = gz.get_ref().get_ref().inner.position();
+                    out.fault = Some(Error::format(
+                        at,
+                        format!(
+                            "a complete gzip member holding a tar archive (uncompressed offset {})",
+                            e.tar_offset
+                        ),
+                        e.what,
+                    ));
+                }
+                Ok(()) => {
+                    // Rest of the tar stream (record padding) and the gzip trailer: CRC32 and
+                    // ISIZE are checked by flate2 here (never read from the payload's end).
+                    match std::io::copy(&mut gz, &mut std::io::sink()) {
+                        Ok(n) => {
+                            out.tar_bytes = out.tar_bytes.saturating_add(n);
+                            let br = gz.get_ref();
+                            out.gzip_end = Some(
+                                br.get_ref()
+                                    .inner
+                                    .position()
+                                    .saturating_sub(br.buffer().len() as u64),
+                            );
+                        }
+                        Err(e) => out
+                            .warnings
+                            .push(format!("gzip member does not end cleanly: {e}")),
+                    }
+                }
             }
-            gz.into_inner()
+            let mut br = gz.into_inner();
+            if out.gzip_end.is_some() {
+                let mut nonzero = br.buffer().iter().filter(|&&b| b != 0).count() as u64;
+                let n = br.buffer().len();
+                std::io::BufRead::consume(&mut br, n);
+                let mut hr = br.into_inner();
+                let mut buf = vec![0u8; 64 * 1024];
+                loop {
+                    match hr.read(&mut buf) {
+                        Ok(0) => break,
+                        Ok(k) => nonzero += buf[..k].iter().filter(|&&b| b != 0).count() as u64,
+                        Err(_) => break,
+                    }
+                }
+                out.nonzero_after_gzip = nonzero;
+                hr
+            } else {
+                br.into_inner()
+            }
         }
         PayloadKind::Tar => {
             let mut hr = hr;

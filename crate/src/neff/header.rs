@@ -95,7 +95,7 @@ pub fn feature_name(bit: u32) -> Option<&'static str> {
 }
 
 /// Parses the header from the first 1024 bytes of `src` and applies the recognition checks of
-/// neff.md §2.4 (1–5), including `header_size + data_size <= file length`. Use this to recognise
+/// neff.md §2.4 (1–4), including `header_size + data_size <= file length`. Use this to recognise
 /// a NEFF; [`crate::neff::open`] uses the lenient [`parse_header`] and clamps instead.
 ///
 /// Errors: [`Error::Truncated`] for a file shorter than 1024 bytes, [`Error::Format`] (with the

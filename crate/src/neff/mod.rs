@@ -219,6 +219,9 @@ pub struct Neff {
     pub members: Vec<Member>,
     /// Uncompressed tar bytes walked.
     pub tar_size: u64,
+    /// Absolute file offset just past the gzip member (gzip payloads that end cleanly); the
+    /// bytes from here to `header_size + data_size` are padding (zero in every sample).
+    pub gzip_end: Option<u64>,
     /// Payload hash check (§2.2).
     pub hash_check: HashCheck,
     /// Non-fatal findings (missing optional members, clamped sizes, odd streams, …).
@@ -335,16 +338,14 @@ pub fn open_with<S: ByteSource + ?Sized>(src: &S, opts: &OpenOptions) -> Result<
         }
     };
     let hash = opts.verify_hash && header.pkg_version == 2;
-    let mut scan = archive::scan(
-        src,
-        start,
-        end,
-        payload,
-        hash,
-        opts.member_cap,
-        &mut want,
-    );
+    let mut scan = archive::scan(src, start, end, payload, hash, opts.member_cap, &mut want);
     warnings.append(&mut scan.warnings);
+    if scan.nonzero_after_gzip > 0 {
+        warnings.push(format!(
+            "{} non-zero bytes follow the gzip member (expected zero padding; ignored)",
+            scan.nonzero_after_gzip
+        ));
+    }
     let fault = scan.fault.take();
     if let Some(f) = &fault {
         warnings.push(format!("payload walk stopped early: {f}"));
@@ -392,6 +393,7 @@ pub fn open_with<S: ByteSource + ?Sized>(src: &S, opts: &OpenOptions) -> Result<
         subgraphs: Vec::new(),
         members: std::mem::take(&mut scan.members),
         tar_size: scan.tar_bytes,
+        gzip_end: scan.gzip_end,
         hash_check,
         warnings,
         kept: BTreeMap::new(),
@@ -404,7 +406,10 @@ pub fn open_with<S: ByteSource + ?Sized>(src: &S, opts: &OpenOptions) -> Result<
     };
 
     // info.json (§6.1).
-    match bufs.get("info.json").map(|b| serde_json::from_slice::<Value>(b)) {
+    match bufs
+        .get("info.json")
+        .map(|b| serde_json::from_slice::<Value>(b))
+    {
         Some(Ok(v)) => neff.compiler_version = str_of(&v, "tool_version"),
         Some(Err(e)) => neff.warnings.push(format!("info.json is not JSON: {e}")),
         None => neff.warnings.push("info.json missing".into()),
@@ -412,7 +417,10 @@ pub fn open_with<S: ByteSource + ?Sized>(src: &S, opts: &OpenOptions) -> Result<
 
     // kelf files (§5 step 4): neff.json `__kelf` nodes, else any kelf-*.json.
     let mut kelfs: Vec<(String, Option<u64>)> = Vec::new();
-    match bufs.get("neff.json").map(|b| serde_json::from_slice::<Value>(b)) {
+    match bufs
+        .get("neff.json")
+        .map(|b| serde_json::from_slice::<Value>(b))
+    {
         Some(Ok(v)) => {
             if let Some(nodes) = v.get("nodes").and_then(Value::as_array) {
                 for (i, n) in nodes.iter().enumerate() {
@@ -461,14 +469,26 @@ pub fn open_with<S: ByteSource + ?Sized>(src: &S, opts: &OpenOptions) -> Result<
         .map(|(k, _)| k.clone())
         .filter(|k| !bufs.contains_key(k))
         .collect();
-    fetch(src, &neff, payload, opts, &mut missing, &mut bufs, &mut streams);
+    fetch(
+        src,
+        &neff,
+        payload,
+        opts,
+        &mut missing,
+        &mut bufs,
+        &mut streams,
+    );
 
     let mut graphs: Vec<(String, Option<u64>, String, String, u32)> = Vec::new();
     for (kelf, node) in &kelfs {
         let v: Value = match bufs.get(kelf).map(|b| serde_json::from_slice(b)) {
             Some(Ok(v)) => v,
             Some(Err(e)) => {
-                return Err(Error::format(start, format!("{kelf} as JSON"), e.to_string()))
+                return Err(Error::format(
+                    start,
+                    format!("{kelf} as JSON"),
+                    e.to_string(),
+                ))
             }
             None => {
                 return Err(Error::format(
@@ -503,14 +523,30 @@ pub fn open_with<S: ByteSource + ?Sized>(src: &S, opts: &OpenOptions) -> Result<
             }
         }
     }
-    fetch(src, &neff, payload, opts, &mut need, &mut bufs, &mut streams);
+    fetch(
+        src,
+        &neff,
+        payload,
+        opts,
+        &mut need,
+        &mut bufs,
+        &mut streams,
+    );
 
     for (kelf, node, name, def, pcore) in graphs {
-        let dir = def.rsplit_once('/').map(|(d, _)| d).unwrap_or("").to_string();
+        let dir = def
+            .rsplit_once('/')
+            .map(|(d, _)| d)
+            .unwrap_or("")
+            .to_string();
         let v: Value = match bufs.get(&def).map(|b| serde_json::from_slice(b)) {
             Some(Ok(v)) => v,
             Some(Err(e)) => {
-                return Err(Error::format(start, format!("{def} as JSON"), e.to_string()))
+                return Err(Error::format(
+                    start,
+                    format!("{def} as JSON"),
+                    e.to_string(),
+                ))
             }
             None => {
                 let why = if neff.member(&def).is_some() {
@@ -636,7 +672,15 @@ pub fn open_with<S: ByteSource + ?Sized>(src: &S, opts: &OpenOptions) -> Result<
         .filter(|e| !streams.contains_key(&e.file))
         .map(|e| e.file.clone())
         .collect();
-    fetch(src, &neff, payload, opts, &mut need, &mut bufs, &mut streams);
+    fetch(
+        src,
+        &neff,
+        payload,
+        opts,
+        &mut need,
+        &mut bufs,
+        &mut streams,
+    );
     for sg in &mut neff.subgraphs {
         for e in &mut sg.engines {
             match streams.get(&e.file) {

@@ -68,7 +68,10 @@ pub fn shape_text(dims: &[i64]) -> String {
 
 /// The `tensor_map.json` entry describing `var` (neff.md §6.6): inputs/outputs by name, constants
 /// by `var.file_name` = `tf_file`.
-pub fn tensor_map_entry<'a>(var: &Var, tensors: &'a [TensorMapEntry]) -> Option<&'a TensorMapEntry> {
+pub fn tensor_map_entry<'a>(
+    var: &Var,
+    tensors: &'a [TensorMapEntry],
+) -> Option<&'a TensorMapEntry> {
     if var.kind == "file" {
         let f = var.file_name.as_deref()?;
         tensors.iter().find(|t| t.tf_file.as_deref() == Some(f))

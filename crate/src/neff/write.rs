@@ -50,8 +50,16 @@ pub struct NeffSpec {
     pub mtime: u32,
     /// Subgraphs `sg00`, `sg01`, … (their count is the header `lnc_size`).
     pub subgraphs: Vec<SubgraphSpec>,
-    /// Extra members `(path, bytes)` written after the generated ones (e.g. `.dbg` files).
+    /// Extra members `(path, bytes)` written after the generated ones (e.g. `.dbg` files). A
+    /// repeated path is written twice (readers let the last one win, neff.md §3.2).
     pub extra_members: Vec<(String, Vec<u8>)>,
+    /// Precede every member with a PAX `x` header carrying `path` and times, as compiler 2.0
+    /// does (neff.md §3.2); names over 100 bytes then live only in the PAX record. Otherwise
+    /// plain ustar (GNU `L` long-name entries for names over 100 bytes, via the `tar` crate).
+    pub pax: bool,
+    /// Compress the archive as one gzip member (all compilers); `false` writes a raw tar
+    /// payload (documented for `neuron-packager optimize`, neff.md §3.1).
+    pub gzip: bool,
 }
 
 impl Default for NeffSpec {
@@ -67,6 +75,8 @@ impl Default for NeffSpec {
             mtime: 0,
             subgraphs: vec![SubgraphSpec::default()],
             extra_members: Vec::new(),
+            pax: false,
+            gzip: true,
         }
     }
 }
@@ -95,8 +105,14 @@ fn def_json(sg: &SubgraphSpec) -> Value {
         let (k, b) = (e.def_key(), file_base(e));
         d.insert(k.into(), json!(format!("{b}.json")));
         d.insert(format!("{k}_instr"), json!(format!("{b}.bin")));
-        d.insert(format!("{k}_dbg"), json!([format!("debug_info_backend_{b}.dbg")]));
-        d.insert(format!("{k}_asm_dbg"), json!([format!("debug_info_asm_{b}.dbg")]));
+        d.insert(
+            format!("{k}_dbg"),
+            json!([format!("debug_info_backend_{b}.dbg")]),
+        );
+        d.insert(
+            format!("{k}_asm_dbg"),
+            json!([format!("debug_info_asm_{b}.dbg")]),
+        );
     }
     d.insert("dma_dbg".into(), json!(["debug_info_backend_DMA.dbg"]));
     let mut vars = Map::new();
@@ -196,6 +212,26 @@ fn neff_json(spec: &NeffSpec) -> Value {
     json!({"nodes": nodes, "arg_nodes": (0..inputs.len()).collect::<Vec<_>>(), "heads": []})
 }
 
+/// One PAX extended-header record: `"<len> <key>=<value>\n"`, `len` counting itself.
+fn pax_record(key: &str, value: &str) -> Vec<u8> {
+    let body = format!(" {key}={value}\n");
+    let mut n = body.len() + 1;
+    while format!("{n}{body}").len() != n {
+        n += 1;
+    }
+    format!("{n}{body}").into_bytes()
+}
+
+/// Copies up to 100 bytes of `name` into the header's name field (longer names are cut; the
+/// PAX record carries the full path).
+fn set_raw_name(h: &mut tar::Header, name: &str) {
+    let field = &mut h.as_old_mut().name;
+    field.fill(0);
+    let b = name.as_bytes();
+    let n = b.len().min(field.len());
+    field[..n].copy_from_slice(&b[..n]);
+}
+
 /// Builds the bytes of a NEFF described by `spec` (header + gzip(ustar) + zero padding).
 /// `crate::neff::open` reads it back with the same subgraphs, streams, vars and queues.
 pub fn write_neff(spec: &NeffSpec) -> Vec<u8> {
@@ -238,7 +274,10 @@ pub fn write_neff(spec: &NeffSpec) -> Vec<u8> {
             ));
         }
         members.push((format!("{dir}/def.json"), pretty(&def_json(sg))));
-        members.push((format!("{dir}/tensor_map.json"), pretty(&tensor_map_json(sg))));
+        members.push((
+            format!("{dir}/tensor_map.json"),
+            pretty(&tensor_map_json(sg)),
+        ));
     }
     members.extend(spec.extra_members.iter().cloned());
     members.push(("neff.json".into(), pretty(&neff_json(spec))));
@@ -250,22 +289,42 @@ pub fn write_neff(spec: &NeffSpec) -> Vec<u8> {
         h.set_mode(0o664);
         h.set_uid(1000);
         h.set_gid(1000);
-        let _ = h.set_username("nobody");
-        let _ = h.set_groupname("nobody");
         h.set_mtime(0);
         h.set_size(data.len() as u64);
         h.set_entry_type(tar::EntryType::Regular);
-        // Writing into a Vec cannot fail; a too-long name is skipped.
-        let _ = tar.append_data(&mut h, name, data.as_slice());
+        // Writing into a Vec cannot fail; errors are ignored rather than unwrapped.
+        if spec.pax {
+            let mut rec = pax_record("path", name);
+            rec.extend(pax_record("mtime", &format!("{}.25", spec.mtime)));
+            rec.extend(pax_record("atime", &format!("{}.25", spec.mtime)));
+            let mut x = tar::Header::new_ustar();
+            x.set_entry_type(tar::EntryType::XHeader);
+            x.set_mode(0o644);
+            x.set_size(rec.len() as u64);
+            set_raw_name(&mut x, &format!("PaxHeaders.0/{name}"));
+            x.set_cksum();
+            let _ = tar.append(&x, rec.as_slice());
+            set_raw_name(&mut h, name);
+            h.set_cksum();
+            let _ = tar.append(&h, data.as_slice());
+        } else {
+            let _ = h.set_username("nobody");
+            let _ = h.set_groupname("nobody");
+            let _ = tar.append_data(&mut h, name, data.as_slice());
+        }
     }
     let raw = tar.into_inner().unwrap_or_default();
 
-    let mut gz = flate2::GzBuilder::new()
-        .mtime(spec.mtime)
-        .operating_system(3)
-        .write(Vec::new(), flate2::Compression::default());
-    let _ = gz.write_all(&raw);
-    let mut payload = gz.finish().unwrap_or_default();
+    let mut payload = if spec.gzip {
+        let mut gz = flate2::GzBuilder::new()
+            .mtime(spec.mtime)
+            .operating_system(3)
+            .write(Vec::new(), flate2::Compression::default());
+        let _ = gz.write_all(&raw);
+        gz.finish().unwrap_or_default()
+    } else {
+        raw
+    };
     let padded = payload.len().div_ceil(10240).max(1) * 10240;
     payload.resize(padded, 0);
 
