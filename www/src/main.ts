@@ -136,7 +136,8 @@ async function openDevice(profile: ProfileEntry, deviceIndex: number): Promise<v
     return;
   }
   if (selected?.profileId !== profile.id || selected.deviceIndex !== deviceIndex) return;
-  renderSummary(byId('summary'), `${profile.profile_type} profile · ${name}`, result);
+  const where = profile.root ? `${profile.root} · ` : '';
+  renderSummary(byId('summary'), `${profile.profile_type} profile · ${where}${name}`, result);
   const source = tableSource(result, name);
   browser.setSource(source, result.tables);
   try {
