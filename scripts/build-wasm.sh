@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the wasm core for the web app: crate `neuronscope` → wasm32 cdylib → wasm-bindgen (--target web)
+# Builds the wasm core for the web app: crate `neuronscope` → wasm32 → wasm-bindgen (--target web)
 # into www/public/pkg, which Vite copies into www/dist/pkg. Installs the rust wasm target and
 # wasm-bindgen-cli (pinned to the crate's wasm-bindgen version) only when missing. No wasm-pack.
 set -euo pipefail
@@ -14,16 +14,15 @@ if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknow
 fi
 if ! command -v wasm-bindgen >/dev/null 2>&1 || [[ "$(wasm-bindgen --version 2>/dev/null)" != *"$WB_VERSION"* ]]; then
   echo "build-wasm: installing wasm-bindgen-cli $WB_VERSION"
-  cargo install wasm-bindgen-cli --version "$WB_VERSION" --locked
+  cargo install wasm-bindgen-cli --version "$WB_VERSION"
 fi
 
-# crate/Cargo.toml declares only an rlib (native builds never link a shared library they do not
-# use); the wasm build asks for the cdylib here.
 PROFILE="${NEURONSCOPE_WASM_PROFILE:-release}"
+# The crate is an rlib for native builds; the cdylib the browser needs is requested here only.
 if [[ "$PROFILE" == release ]]; then
-  cargo rustc --release --lib --target wasm32-unknown-unknown -p neuronscope --crate-type cdylib
+  cargo rustc -p neuronscope --lib --release --target wasm32-unknown-unknown --crate-type cdylib
 else
-  cargo rustc --lib --target wasm32-unknown-unknown -p neuronscope --crate-type cdylib
+  cargo rustc -p neuronscope --lib --target wasm32-unknown-unknown --crate-type cdylib
 fi
 
 TARGET_DIR="$(cargo metadata --format-version 1 --no-deps 2>/dev/null | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
