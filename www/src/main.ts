@@ -103,6 +103,14 @@ function showInventory(inv: Inventory): void {
   const first = candidates.find((c) => c.ok) ?? candidates[0];
   if (first !== undefined) void openDevice(first.p, first.i);
   else {
+    const sys = inv.profiles.filter((p) => (p.system_files?.length ?? 0) > 0);
+    byId('summary').replaceChildren(
+      h('h2', {}, 'No device trace'),
+      h('p', { class: 'muted' }, sys.length > 0
+        ? 'This folder holds a system trace but no .ntff device trace; this version shows device profiles only. System files found:'
+        : 'No .ntff device trace was found in this folder.'),
+      h('ul', { class: 'mono small' }, sys.flatMap((p) => (p.system_files ?? []).map((f) => h('li', {}, f)))),
+    );
     progress(null);
     setState('ready');
   }
