@@ -117,6 +117,7 @@ function showInventory(inv: Inventory): void {
 }
 
 function clearWorkspace(): void {
+  document.body.classList.remove('has-result');
   byId('summary').replaceChildren(h('div', { class: 'muted' }, 'Pick a device profile on the left.'));
   timeline.setModel(null);
   browser.setSource(null, []);
@@ -146,6 +147,7 @@ async function openDevice(profile: ProfileEntry, deviceIndex: number): Promise<v
   if (selected?.profileId !== profile.id || selected.deviceIndex !== deviceIndex) return;
   const where = profile.root ? `${profile.root} · ` : '';
   renderSummary(byId('summary'), `${profile.profile_type} profile · ${where}${name}`, result);
+  document.body.classList.add('has-result');
   const source = tableSource(result, name);
   browser.setSource(source, result.tables);
   try {
