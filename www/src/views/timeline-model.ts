@@ -21,6 +21,8 @@ export interface Track {
   ops: Uint16Array;
   /** Longest slice, ns: how far before a window a slice can start and still reach into it. */
   maxDur: number;
+  /** busy[k] = summed duration of slices 0..k-1, ns (length = slices + 1). */
+  busy: Float64Array;
 }
 
 export interface TimelineModel {
@@ -132,6 +134,7 @@ export function buildTimeline(table: Table): TimelineModel {
       rows: idx,
       ops: new Uint16Array(m),
       maxDur: 0,
+      busy: new Float64Array(m + 1),
     };
     for (let k = 0; k < m; k++) {
       const r = idx[k] ?? 0;
@@ -141,6 +144,7 @@ export function buildTimeline(table: Table): TimelineModel {
       t.ends[k] = e;
       t.ops[k] = ops[r] ?? 0;
       if (e - s > t.maxDur) t.maxDur = e - s;
+      t.busy[k + 1] = (t.busy[k] ?? 0) + (e - s);
       if (s < lo) lo = s;
       if (e > hi) hi = e;
     }
@@ -170,4 +174,23 @@ export function lowerBound(arr: Float64Array, v: number, lo = 0, hi = arr.length
     else b = mid;
   }
   return a;
+}
+
+/**
+ * Time in [t0, t1] covered by the track's slices, ns: slices starting inside the window, clipped
+ * at t1, plus the part of earlier slices that reaches in. Overlapping slices count twice.
+ */
+export function busyIn(tr: Track, t0: number, t1: number): number {
+  const k0 = lowerBound(tr.starts, t0);
+  const k1 = lowerBound(tr.starts, t1, k0);
+  let sum = (tr.busy[k1] ?? 0) - (tr.busy[k0] ?? 0);
+  // Clip slices that run past t1 (only those that start within maxDur of it can).
+  for (let k = k1 - 1; k >= k0 && (tr.starts[k] ?? 0) > t1 - tr.maxDur; k--) {
+    sum -= Math.max(0, (tr.ends[k] ?? 0) - t1);
+  }
+  // Add the tails of slices that started before t0.
+  for (let k = k0 - 1; k >= 0 && (tr.starts[k] ?? 0) >= t0 - tr.maxDur; k--) {
+    sum += Math.max(0, Math.min(tr.ends[k] ?? 0, t1) - t0);
+  }
+  return sum;
 }
