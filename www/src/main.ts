@@ -49,7 +49,9 @@ function progress(stage: string | null, done = 0, total = 0): void {
   const frac = total > 0 ? Math.min(1, done / total) : 0;
   byId('progress-fill').style.width = total > 0 ? `${(frac * 100).toFixed(1)}%` : '100%';
   byId('progress-fill').classList.toggle('indeterminate', total <= 0);
-  byId('progress-label').textContent = total > 0 ? `${stage} · ${bytes(done)} of ${bytes(total)}` : stage;
+  // Stages report bytes (NTFF) or steps (NEFF 0/1): bytes only when they look like bytes.
+  byId('progress-label').textContent =
+    total > 4096 ? `${stage} · ${bytes(done)} of ${bytes(total)}` : total > 1 ? `${stage} · ${done}/${total}` : stage;
   box.dataset['stage'] = stage;
 }
 
@@ -137,7 +139,7 @@ async function openDevice(profile: ProfileEntry, deviceIndex: number): Promise<v
   progress('Processing');
   let result: ProcessResult;
   try {
-    result = await client.process(profile.id, deviceIndex, (stage, done, total) => progress(stage, done, total));
+    result = await client.process(profile.id, deviceIndex, (stage, done, total) => progress(`Decoding ${stage}`, done, total));
   } catch (e) {
     progress(null);
     clearWorkspace();
