@@ -190,3 +190,29 @@ test('demo capture (?demo) renders a timeline', async () => {
     await b.close();
   }
 });
+
+test('dropping loose files (NEFF + NTFF) opens the same profile', async () => {
+  const dir = sample('allenkchau-trainium-kernel-fusion/profiling/artifacts/fused_bf16_s512');
+  const expected = jsonInstructionCount(await fullJsonExport(dir));
+  const files = ['fused.neff', 'fused_exec_2.ntff'].map((name) => ({ name, b64: readFileSync(join(dir, name)).toString('base64') }));
+  const b = await launch();
+  try {
+    const { page } = b;
+    await page.goto(`${server.origin}/`);
+    await page.waitForFunction(() => document.body.dataset.state === 'idle', null, { timeout: 30_000 });
+    const dt = await page.evaluateHandle((list) => {
+      const t = new DataTransfer();
+      for (const f of list) t.items.add(new File([Uint8Array.from(atob(f.b64), (c) => c.charCodeAt(0))], f.name));
+      return t;
+    }, files);
+    await page.dispatchEvent('body', 'drop', { dataTransfer: dt });
+    await waitReady(page);
+    assert.equal(await page.locator('[data-testid=profile]').first().getAttribute('data-profile-type'), 'Device');
+    assert.equal(await page.locator('[data-testid=device]').first().getAttribute('data-pairing'), 'Paired');
+    assert.equal(await instructionCountShown(page), expected);
+    assert.deepEqual(foreignRequests(b.requests, server.origin), [], 'no request left 127.0.0.1');
+    assert.deepEqual(b.errors, [], 'no uncaught page errors');
+  } finally {
+    await b.close();
+  }
+});
