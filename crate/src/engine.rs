@@ -17,7 +17,13 @@ pub enum Engine {
 
 impl Engine {
     /// All engines in NTFF order.
-    pub const ALL: [Engine; 5] = [Engine::Pe, Engine::Act, Engine::Pool, Engine::Dve, Engine::Sp];
+    pub const ALL: [Engine; 5] = [
+        Engine::Pe,
+        Engine::Act,
+        Engine::Pool,
+        Engine::Dve,
+        Engine::Sp,
+    ];
 
     /// From the NTFF engine number 0 – 4 (ntff.md §4.1).
     pub fn from_ntff(n: u32) -> Option<Engine> {

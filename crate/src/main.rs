@@ -78,7 +78,9 @@ fn walk(root: &Path) -> Result<Vec<(String, u64)>> {
     let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).map_err(|e| Error::Io(format!("{}: {e}", dir.display())))? {
+        for entry in
+            std::fs::read_dir(&dir).map_err(|e| Error::Io(format!("{}: {e}", dir.display())))?
+        {
             let entry = entry?;
             let path = entry.path();
             let meta = entry.metadata()?;
@@ -98,26 +100,46 @@ fn walk(root: &Path) -> Result<Vec<(String, u64)>> {
     Ok(out)
 }
 
-/// Builds the inventory of a directory (or of a single file's parent, showing that file only).
-fn scan_dir(root: &Path) -> Result<Inventory> {
-    if !root.exists() {
-        return Err(Error::Io(format!("{}: no such file or directory", root.display())));
-    }
-    let files = walk(root)?;
-    let root = root.to_path_buf();
-    let open = move |p: &str| -> Result<Box<dyn ByteSource>> {
-        Ok(Box::new(FileSource::open(&root.join(p))?))
-    };
-    Ok(inventory::build(&files, &open))
+/// A picked directory as the browser presents it: paths relative to its parent, so they start
+/// with the directory's own name (`i-…_pid_…/ntrace.pb`), like `webkitdirectory` paths.
+struct Picked {
+    base: PathBuf,
+    files: Vec<(String, u64)>,
 }
 
-fn opener(root: &Path) -> impl Fn(&str) -> Result<Box<dyn ByteSource>> + '_ {
-    move |p: &str| -> Result<Box<dyn ByteSource>> { Ok(Box::new(FileSource::open(&root.join(p))?)) }
+fn pick(root: &Path) -> Result<Picked> {
+    let root = root
+        .canonicalize()
+        .map_err(|e| Error::Io(format!("{}: {e}", root.display())))?;
+    let files = walk(&root)?;
+    match (root.parent(), root.file_name()) {
+        (Some(parent), Some(name)) => {
+            let name = name.to_string_lossy();
+            Ok(Picked {
+                base: parent.to_path_buf(),
+                files: files
+                    .into_iter()
+                    .map(|(p, n)| (format!("{name}/{p}"), n))
+                    .collect(),
+            })
+        }
+        _ => Ok(Picked { base: root, files }),
+    }
+}
+
+/// Opens picked files relative to `base`.
+fn opener(base: &Path) -> impl Fn(&str) -> Result<Box<dyn ByteSource>> + '_ {
+    move |p: &str| -> Result<Box<dyn ByteSource>> { Ok(Box::new(FileSource::open(&base.join(p))?)) }
+}
+
+/// Builds the inventory of a picked directory.
+fn scan_dir(picked: &Picked) -> Inventory {
+    inventory::build(&picked.files, &opener(&picked.base))
 }
 
 fn cmd_scan(args: &[String]) -> Result<()> {
     let dir = positional(args, &[]).ok_or_else(|| Error::Other(USAGE.into()))?;
-    let inv = scan_dir(&dir)?;
+    let inv = scan_dir(&pick(&dir)?);
     if args.iter().any(|a| a == "--json") {
         println!(
             "{}",
@@ -163,8 +185,9 @@ fn cmd_scan(args: &[String]) -> Result<()> {
 fn cmd_convert(args: &[String]) -> Result<()> {
     let dir = positional(args, &["-o"]).ok_or_else(|| Error::Other(USAGE.into()))?;
     let out = PathBuf::from(opt(args, "-o").ok_or_else(|| Error::Other(USAGE.into()))?);
-    let inv = scan_dir(&dir)?;
-    let open = opener(&dir);
+    let picked = pick(&dir)?;
+    let inv = scan_dir(&picked);
+    let open = opener(&picked.base);
     let mut failures = 0;
     for p in &inv.profiles {
         for (i, d) in p.devices.iter().enumerate() {
@@ -176,7 +199,8 @@ fn cmd_convert(args: &[String]) -> Result<()> {
                 std::fs::File::create(target.join(format!("{table}.parquet"))).map_err(Error::from)
             });
             let t0 = Instant::now();
-            let res = profile::process_device(&inv, &p.id, i, &open, &mut psink, &mut |_, _, _| {})?;
+            let res =
+                profile::process_device(&inv, &p.id, i, &open, &mut psink, &mut |_, _, _| {})?;
             let rows = psink.finish()?;
             println!(
                 "{} / {} -> {} ({:.2} s)",
@@ -205,15 +229,21 @@ fn cmd_convert(args: &[String]) -> Result<()> {
 fn cmd_synth(args: &[String]) -> Result<()> {
     let out = positional(args, &["--ntff-mb"]).ok_or_else(|| Error::Other(USAGE.into()))?;
     let mb: Option<u64> = match opt(args, "--ntff-mb") {
-        Some(v) => Some(v.parse().map_err(|_| Error::Other(format!("--ntff-mb {v}: not a number")))?),
+        Some(v) => Some(
+            v.parse()
+                .map_err(|_| Error::Other(format!("--ntff-mb {v}: not a number")))?,
+        ),
         None => None,
     };
     std::fs::create_dir_all(&out)?;
-    let files = match mb {
-        None => neuronscope::synth::demo_capture()?,
-        Some(mb) => neuronscope::synth::large_capture(mb * 1_000_000)?,
-    };
-    for (path, bytes) in files {
+    if let Some(mb) = mb {
+        for p in neuronscope::synth::write_large_capture(&out, mb * 1_000_000)? {
+            let n = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
+            println!("{} ({n} bytes)", p.display());
+        }
+        return Ok(());
+    }
+    for (path, bytes) in neuronscope::synth::demo_capture()? {
         let p = out.join(&path);
         if let Some(parent) = p.parent() {
             std::fs::create_dir_all(parent)?;
@@ -256,22 +286,23 @@ fn cmd_bench(args: &[String]) -> Result<()> {
             tmp = std::env::temp_dir().join(format!("neuronscope-bench-{mb}mb"));
             if !tmp.join(".complete").exists() {
                 std::fs::create_dir_all(&tmp)?;
-                for (path, bytes) in neuronscope::synth::large_capture(mb * 1_000_000)? {
-                    std::fs::write(tmp.join(path), bytes)?;
-                }
+                neuronscope::synth::write_large_capture(&tmp, mb * 1_000_000)?;
                 std::fs::write(tmp.join(".complete"), b"")?;
             }
             tmp.clone()
         }
         (None, None) => return Err(Error::Other(USAGE.into())),
     };
-    let inv = scan_dir(&dir)?;
-    let open = opener(&dir);
+    let picked = pick(&dir)?;
+    let inv = scan_dir(&picked);
+    let open = opener(&picked.base);
     println!("input\tbytes\tseconds\tMB/s\trows\trows/s\tparquet_bytes");
     for p in &inv.profiles {
         for (i, d) in p.devices.iter().enumerate() {
             let Some(ntff) = &d.ntff else { continue };
-            let bytes = std::fs::metadata(dir.join(ntff)).map(|m| m.len()).unwrap_or(0);
+            let bytes = std::fs::metadata(picked.base.join(ntff))
+                .map(|m| m.len())
+                .unwrap_or(0);
             // decode only
             let mut null = NullSink::default();
             let t0 = Instant::now();

@@ -165,7 +165,10 @@ pub fn process_device(
 
     // The NEFF is trusted for names only when the uuid check bound it to the NTFF (or there is
     // no NTFF at all).
-    let neff_usable = matches!(dev.pairing, PairStatus::Paired { .. } | PairStatus::NeffOnly);
+    let neff_usable = matches!(
+        dev.pairing,
+        PairStatus::Paired { .. } | PairStatus::NeffOnly
+    );
     let mut ctx = crate::ntff::DecodeContext {
         file_name: dev.ntff.clone().unwrap_or_default(),
         ..Default::default()

@@ -105,10 +105,7 @@ impl FileSource {
     /// Opens `path` for positioned reads. Errors: [`Error::Io`].
     pub fn open(path: &std::path::Path) -> Result<Self> {
         let file = std::fs::File::open(path).map_err(|e| Error::Io(e.to_string()))?;
-        let len = file
-            .metadata()
-            .map_err(|e| Error::Io(e.to_string()))?
-            .len();
+        let len = file.metadata().map_err(|e| Error::Io(e.to_string()))?.len();
         Ok(FileSource { file, len })
     }
 }

@@ -67,7 +67,9 @@ fn decode_file(p: &Path) -> (Tables, DecodeReport) {
 }
 
 fn col_i64(b: &RecordBatch, name: &str) -> Vec<Option<i64>> {
-    let c = b.column_by_name(name).unwrap_or_else(|| panic!("no column {name}"));
+    let c = b
+        .column_by_name(name)
+        .unwrap_or_else(|| panic!("no column {name}"));
     if let Some(a) = c.as_any().downcast_ref::<Int64Array>() {
         return (0..a.len())
             .map(|i| (!a.is_null(i)).then(|| a.value(i)))
@@ -80,8 +82,13 @@ fn col_i64(b: &RecordBatch, name: &str) -> Vec<Option<i64>> {
 }
 
 fn col_str(b: &RecordBatch, name: &str) -> Vec<Option<String>> {
-    let c = b.column_by_name(name).unwrap_or_else(|| panic!("no column {name}"));
-    let a = c.as_any().downcast_ref::<StringArray>().expect("string column");
+    let c = b
+        .column_by_name(name)
+        .unwrap_or_else(|| panic!("no column {name}"));
+    let a = c
+        .as_any()
+        .downcast_ref::<StringArray>()
+        .expect("string column");
     (0..a.len())
         .map(|i| (!a.is_null(i)).then(|| a.value(i).to_string()))
         .collect()
@@ -134,7 +141,11 @@ struct InsRow {
 fn export_subgraph(r: &Value) -> String {
     r["subgraph"]
         .as_str()
-        .or_else(|| r["fully_qualified_subgraph"].as_str().map(|s| s.trim_start_matches('/')))
+        .or_else(|| {
+            r["fully_qualified_subgraph"]
+                .as_str()
+                .map(|s| s.trim_start_matches('/'))
+        })
         .unwrap_or("sg00")
         .to_string()
 }
@@ -174,7 +185,11 @@ fn our_instructions(t: &Tables) -> Vec<InsRow> {
     let w = col_i64(&b, "evt_wait_time_ns");
     (0..b.num_rows())
         .map(|i| {
-            assert_eq!(end[i], Some(ts[i].unwrap() + dur[i].unwrap()), "end = start + duration");
+            assert_eq!(
+                end[i],
+                Some(ts[i].unwrap() + dur[i].unwrap()),
+                "end = start + duration"
+            );
             let eng = engine[i].clone().unwrap();
             let sub = match eng.as_str() {
                 "tensor" => "Tensor",
@@ -205,7 +220,9 @@ type Key = (String, String, i64);
 fn group(rows: Vec<InsRow>) -> BTreeMap<Key, Vec<InsRow>> {
     let mut m: BTreeMap<Key, Vec<InsRow>> = BTreeMap::new();
     for r in rows {
-        m.entry((r.sg.clone(), r.sub.clone(), r.pc)).or_default().push(r);
+        m.entry((r.sg.clone(), r.sub.clone(), r.pc))
+            .or_default()
+            .push(r);
     }
     for v in m.values_mut() {
         v.sort_by_key(|r| (r.ts, r.dur));
@@ -260,7 +277,10 @@ struct SemRow {
 }
 
 fn sem_number(id: &str) -> i64 {
-    let s = id.strip_prefix("S[").map(|r| r.split(']').next().unwrap_or("")).unwrap_or(id);
+    let s = id
+        .strip_prefix("S[")
+        .map(|r| r.split(']').next().unwrap_or(""))
+        .unwrap_or(id);
     s.parse().unwrap_or(-1)
 }
 
@@ -370,6 +390,16 @@ fn golden_exports() {
         let (t, rep) = decode_file(ntff_path);
         let j = load_json(json_path);
         let v = rep.info.version;
+        if v == 5 {
+            // inf2: the start-of-execution NOTIFY is the PE instruction at runtime pc 40 (§5.3).
+            assert_eq!(
+                rep.origin,
+                Some(TimeOrigin::StartNotify {
+                    pc: 40,
+                    executions: 1
+                })
+            );
+        }
         let f = fam.entry(v).or_default();
         f.files += 1;
         let (ri, ci, dti) = compare_instructions(our_instructions(&t), export_instructions(&j));
@@ -395,7 +425,8 @@ fn golden_exports() {
         let meta = first(&j, "metadata");
         let tt = summ["total_time"].as_f64().expect("summary.total_time");
         let ps = rep.total_time_ps.expect("total_time_ps") as f64;
-        f.summary.add("total_time(1e-6 rel)", ((tt * 1e12 - ps) / ps).abs() < 1e-6);
+        f.summary
+            .add("total_time(1e-6 rel)", ((tt * 1e12 - ps) / ps).abs() < 1e-6);
         f.summary.add(
             "last_hw_timestamp",
             meta["last_hw_timestamp"].as_i64() == Some(rep.last_hw_timestamp_ns),
@@ -485,11 +516,22 @@ fn golden_exports() {
     let f6 = &fam[&6];
     assert_eq!(f6.files, 7);
     assert_eq!(f6.ins_rows, (3991, 3991), "v6 instruction rows");
-    for k in ["timestamp", "duration", "opcode", "label", "crc_in", "crc_out"] {
+    for k in [
+        "timestamp",
+        "duration",
+        "opcode",
+        "label",
+        "crc_in",
+        "crc_out",
+    ] {
         assert_eq!(f6.ins.get(k), (3991, 3991), "v6 instruction {k}");
     }
     // evt_wait_time: 3 985 / 3 991 with the single-precision rule (ntff.md §4.1).
-    assert_eq!(f6.ins.get("evt_wait_time"), (3985, 3991), "v6 evt_wait_time");
+    assert_eq!(
+        f6.ins.get("evt_wait_time"),
+        (3985, 3991),
+        "v6 evt_wait_time"
+    );
     assert_eq!(f6.sem_rows, (6490, 6490), "v6 semaphore rows");
     for k in ["timestamp", "value"] {
         assert_eq!(f6.sem.get(k), (6490, 6490), "v6 semaphore {k}");
@@ -504,12 +546,28 @@ fn golden_exports() {
     let f5 = &fam[&5];
     assert_eq!(f5.files, 9);
     assert_eq!(f5.ins_rows, (1155, 1155), "v5 instruction rows");
-    for k in ["timestamp", "duration", "opcode", "label", "crc_in", "crc_out", "evt_wait_time"] {
+    for k in [
+        "timestamp",
+        "duration",
+        "opcode",
+        "label",
+        "crc_in",
+        "crc_out",
+        "evt_wait_time",
+    ] {
         assert_eq!(f5.ins.get(k), (1155, 1155), "v5 instruction {k}");
     }
     assert_eq!(f5.sem_rows, (2966, 2966), "v5 semaphore rows");
-    assert_eq!(f5.sem.get("timestamp"), (2964, 2966), "v5 semaphore timestamp");
-    assert_eq!(f5.sem.get("timestamp±1"), (2966, 2966), "v5 semaphore ±1 ns");
+    assert_eq!(
+        f5.sem.get("timestamp"),
+        (2964, 2966),
+        "v5 semaphore timestamp"
+    );
+    assert_eq!(
+        f5.sem.get("timestamp±1"),
+        (2966, 2966),
+        "v5 semaphore ±1 ns"
+    );
     assert_eq!(f5.sem.get("value"), (2966, 2966), "v5 semaphore value");
 }
 
@@ -518,6 +576,9 @@ fn every_sample_decodes() {
     let files = all_ntffs();
     assert_eq!(files.len(), 50, "50 NTFFs in INDEX.tsv");
     let mut by_version: HashMap<u8, usize> = HashMap::new();
+    let mut foreign: BTreeMap<u8, u64> = BTreeMap::new();
+    let mut raw_kev = std::collections::BTreeSet::new();
+    let mut raw_other = std::collections::BTreeSet::new();
     for p in &files {
         let src = FileSource::open(p).unwrap();
         let info = ntff::read_info(&src).unwrap().expect("non-empty");
@@ -547,6 +608,51 @@ fn every_sample_decodes() {
             p.display(),
             rep.problems
         );
+        // Device-memory usage: categories in the fixed order (ntff.md §3.3.3); v4 stores the index
+        // in field 11.1 instead of the text; some v4 files list only the first 19.
+        for sg in &info.subgraphs {
+            let cats: Vec<&str> = sg.mem_usage.iter().map(|(c, _)| c.as_str()).collect();
+            let n = cats.len();
+            assert!(
+                n == 22 || (info.version == 4 && n == 19),
+                "{}: {n}",
+                p.display()
+            );
+            assert_eq!(cats, ntff::MEM_CATEGORIES[..n].to_vec(), "{}", p.display());
+        }
+        *foreign.entry(info.version).or_default() +=
+            rep.cores.iter().map(|c| c.foreign_records).sum::<u64>();
+        for c in &rep.cores {
+            // Every end record finds a start (ntff.md §4.1).
+            assert_eq!(c.unpaired_ends, 0, "{} {}", p.display(), c.name);
+            if info.version == 6 {
+                // Exactly one start per core stays open (blocked when capture stopped).
+                assert_eq!(c.unpaired_starts, 1, "{} {}", p.display(), c.name);
+            }
+        }
+        let b = t.concat("Instruction").unwrap();
+        let raw: std::collections::BTreeSet<String> = col_str(&b, "opcode")
+            .into_iter()
+            .flatten()
+            .filter(|o| o.starts_with("0x"))
+            .collect();
+        if p.to_string_lossy().contains("KevGomes") {
+            raw_kev.extend(raw);
+        } else {
+            raw_other.extend(raw);
+        }
+        if info.version < 6 {
+            // Every pre-v6 sample has a PE start-of-execution NOTIFY, run once.
+            assert!(
+                matches!(
+                    rep.origin,
+                    Some(TimeOrigin::StartNotify { executions: 1, .. })
+                ),
+                "{}: {:?}",
+                p.display(),
+                rep.origin
+            );
+        }
         if info.version == 6 {
             assert_eq!(rep.origin, Some(TimeOrigin::ExecutionRecord));
             // 15.1 = NEFF-node field 5 (ntff.md §3.1).
@@ -554,7 +660,10 @@ fn every_sample_decodes() {
                 info.full_uuid.map(|u| u.to_vec()),
                 info.executions.first().map(|x| x.neff_uuid.clone())
             );
-            assert!(info.instance_id.as_deref().is_some_and(|s| s.starts_with("i-")));
+            assert!(info
+                .instance_id
+                .as_deref()
+                .is_some_and(|s| s.starts_with("i-")));
         }
         println!(
             "{}: v{} {} cores, {} instructions, {} semaphore updates, origin {:?}, problems {:?}",
@@ -564,9 +673,20 @@ fn every_sample_decodes() {
             rep.instructions,
             rep.semaphore_updates,
             rep.origin,
-            rep.problems.iter().map(|p| p.message.as_str()).collect::<Vec<_>>()
+            rep.problems
+                .iter()
+                .map(|p| p.message.as_str())
+                .collect::<Vec<_>>()
         );
     }
+    println!("foreign instruction records per version: {foreign:?}; unnamed opcodes: KevGomes {raw_kev:?}, others {raw_other:?}");
+    // Records outside their code block (ntff.md §4.2): 264 v4, 8 364 v5, none in v6.
+    assert_eq!(foreign.get(&4), Some(&264));
+    assert_eq!(foreign.get(&5), Some(&8364));
+    assert_eq!(foreign.get(&6), Some(&0));
+    // Opcode bytes no export names, executed in the KevGomes files (ntff.md §7), written raw.
+    let kev: Vec<&str> = raw_kev.iter().map(String::as_str).collect();
+    assert_eq!(kev, ["0x41", "0x49", "0x92", "0xA7", "0xA8"]);
     assert_eq!(by_version.get(&4), Some(&5));
     assert_eq!(by_version.get(&5), Some(&32));
     assert_eq!(by_version.get(&6), Some(&13));
@@ -587,11 +707,17 @@ fn uuid_cstr_cases() {
     assert_eq!(&full[..4], a.uuid_cstr.as_deref().unwrap());
     let b = info("allenkchau-trainium-kernel-fusion/profiling/artifacts/baseline_bf16_s512/baseline_exec_2.ntff");
     assert_eq!(b.uuid_cstr.as_ref().map(Vec::len), Some(18));
-    assert_eq!(&b.uuid_cstr.as_deref().unwrap()[..16], &b.full_uuid.unwrap());
+    assert_eq!(
+        &b.uuid_cstr.as_deref().unwrap()[..16],
+        &b.full_uuid.unwrap()
+    );
     let c = info("cs149-riya-ranjan/part2/my_convpool_kernel_float32_smaller.ntff");
     assert_eq!(c.uuid_cstr, None, "absent when the uuid starts with 0x00");
     assert_eq!(c.version, 5);
-    assert_eq!(c.runtime_version.as_deref().map(|s| s.starts_with("2.")), Some(true));
+    assert_eq!(
+        c.runtime_version.as_deref().map(|s| s.starts_with("2.")),
+        Some(true)
+    );
 }
 
 /// Garbage never panics: truncations and bit flips of a v6 and a v5 sample.
@@ -605,7 +731,12 @@ fn truncated_and_flipped_never_panic() {
         let bytes = std::fs::read(root.join(rel)).unwrap();
         let run = |b: &[u8]| {
             let mut t = Tables::default();
-            let _ = ntff::decode(&SliceSource(b), &DecodeContext::default(), &mut t, &mut |_, _| {});
+            let _ = ntff::decode(
+                &SliceSource(b),
+                &DecodeContext::default(),
+                &mut t,
+                &mut |_, _| {},
+            );
         };
         let n = bytes.len();
         let mut cuts: Vec<usize> = (0..300).chain((0..n).step_by(n / 97 + 1)).collect();
@@ -630,4 +761,49 @@ fn truncated_and_flipped_never_panic() {
             run(&b);
         }
     }
+}
+
+/// A ≥ 200 MB synthetic NTFF written and decoded by streaming (no timing asserted; run with
+/// `--ignored --release`, watch peak memory with `/usr/bin/time -v`).
+#[test]
+#[ignore]
+fn large_synthetic_streams() {
+    use neuronscope::ntff::write::{write_ntff, NtffSpec};
+    use neuronscope::tables::{TableDef, TableSink};
+    let dir = std::env::temp_dir().join(format!("nscope-ntff-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("large.ntff");
+    let spec = NtffSpec::default().with_min_bytes(200 << 20);
+    let summary = {
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+        write_ntff(&spec, &mut f).unwrap()
+    };
+    assert!(summary.bytes >= 200 << 20);
+    /// Counts rows without keeping batches.
+    struct Count(u64);
+    impl TableSink for Count {
+        fn batch(
+            &mut self,
+            def: &'static TableDef,
+            b: arrow_array::RecordBatch,
+        ) -> neuronscope::Result<()> {
+            if def.name == "Instruction" {
+                self.0 += b.num_rows() as u64;
+            }
+            Ok(())
+        }
+    }
+    let src = FileSource::open(&path).unwrap();
+    let mut sink = Count(0);
+    let mut last = (0, 0);
+    let r = ntff::decode(&src, &DecodeContext::default(), &mut sink, &mut |d, t| {
+        last = (d, t)
+    })
+    .unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    let expected: u64 = summary.instructions_in_window.iter().flatten().sum();
+    assert_eq!(r.instructions, expected);
+    assert_eq!(sink.0, expected);
+    assert_eq!(last.0, last.1, "progress reaches the total");
+    println!("{} bytes, {} instructions", summary.bytes, r.instructions);
 }

@@ -18,11 +18,14 @@ pub const CHUNK: usize = 4 * 1024 * 1024;
 /// Open start records kept per (engine, pc) before the oldest is dropped (the samples never
 /// have more than one, ntff.md §4.1).
 pub const MAX_OPEN_PER_PC: usize = 16;
+/// Open start records kept per core in total (bounds memory on corrupt input, ~40 MiB); further
+/// starts are counted as unpaired and dropped.
+pub const MAX_OPEN_TOTAL: usize = 1 << 20;
 /// Slots read per code block: pcs are 20 bits wide (ntff.md §4.2), so slots beyond 2²⁰ are
 /// unreachable.
 pub const MAX_SLOTS: u64 = 1 << 20;
-/// Runtime pc of the PE instruction whose end is the inf2 v4/v5 time origin (ntff.md §5.3).
-pub const V5_ORIGIN_PE_PC: u32 = 40;
+/// Opcode of the PE NOTIFY whose end is the v4/v5 time origin (ntff.md §5.3, §7).
+pub const START_NOTIFY_OPCODE: u8 = 0xA6;
 /// Fixed names of semaphores 3 – 6 in the exports (ntff.md §4.3, every v6 and v5 export).
 pub const FIXED_SEMAPHORE_NAMES: [(u32, &str); 4] =
     [(3, "GpSimd"), (4, "Scalar"), (5, "Tensor"), (6, "Vector")];
@@ -47,11 +50,11 @@ pub struct DecodeContext {
 pub enum TimeOrigin {
     /// v6: info field 15.2 (t0); the window closes at 15.3 (t1).
     ExecutionRecord,
-    /// v4/v5: end of the PE instruction at runtime pc 40; `candidates` such ends were found
-    /// (the last one in time is used).
-    PePc40 { candidates: u32 },
-    /// v4/v5 without a PE pc-40 instruction: the earliest instruction start record in any code
-    /// block (documented fallback, flagged by a Warning).
+    /// v4/v5: end of the PE start-of-execution NOTIFY at runtime `pc` (40 on inf2), executed
+    /// `executions` times (the last one in time is used).
+    StartNotify { pc: u32, executions: u32 },
+    /// v4/v5 without a start-of-execution NOTIFY: the earliest instruction start record in any
+    /// code block (documented fallback, flagged by a Warning).
     FirstInstruction,
     /// No instruction record at all: raw ticks / 1000.
     RawTicks,
@@ -195,7 +198,7 @@ struct Window {
 
 impl Window {
     fn ns(&self, fs: i128) -> i64 {
-        clamp_i64((fs - self.t0).div_euclid(1_000_000))
+        clamp_i64(fs.saturating_sub(self.t0).div_euclid(1_000_000))
     }
     fn contains(&self, fs: i128) -> bool {
         fs >= self.t0 && self.t1.is_none_or(|t1| fs <= t1)
@@ -364,7 +367,7 @@ fn stream_buffer<S: ByteSource + ?Sized>(
         ));
         size = avail;
     }
-    if size % 16 != 0 {
+    if !size.is_multiple_of(16) {
         problems.push(Problem {
             severity: Severity::Warning,
             code: "NTFF_BAD_BUFFER".into(),
@@ -428,7 +431,12 @@ fn load_code<S: ByteSource + ?Sized>(
         ops: Vec::new(),
     };
     if !cb.inline.is_empty() {
-        code.ops = cb.inline.chunks(64).take(slots as usize).map(|s| s[0]).collect();
+        code.ops = cb
+            .inline
+            .chunks(64)
+            .take(slots as usize)
+            .map(|s| s[0])
+            .collect();
         return code;
     }
     let Some(start) = blob.checked_add(cb.blob_offset) else {
@@ -443,7 +451,7 @@ fn load_code<S: ByteSource + ?Sized>(
         let Some(piece) = chunk.get_mut(..n) else {
             break;
         };
-        if let Err(e) = src.read_at(start + done, piece) {
+        if let Err(e) = src.read_at(start.saturating_add(done), piece) {
             problems.push(Problem::from_error(
                 Severity::Warning,
                 "NTFF_BAD_CODE_BLOCK",
@@ -486,8 +494,12 @@ fn event_buffers(sg: &SubgraphInfo) -> impl Iterator<Item = &TraceBuffer> {
         .filter(|b| b.trace_type == 1 && b.block_type == 0 && b.size > 0)
 }
 
-/// v4/v5 origin (ntff.md §5.3): the end of the PE instruction at runtime pc 40, calibrated;
-/// the last one in time when there are several. Falls back to the earliest in-block start.
+/// v4/v5 origin (ntff.md §5.3, generalised in docs/formats.md): the end of the PE
+/// start-of-execution NOTIFY — the executed PE NOTIFY (opcode `0xA6`) slot with the second-highest
+/// pc, the highest being the end-of-execution NOTIFY — calibrated; the last execution of it when
+/// there are several. On the nine inf2 exports this is the PE instruction at runtime pc 40 (NOTIFY
+/// pcs 0, 17, 40, 67), the exports' zero. The first subgraph that has one decides (one clock on
+/// trn2). Falls back to the earliest in-block start record.
 fn find_v5_origin<S: ByteSource + ?Sized>(
     src: &S,
     info: &NtffInfo,
@@ -496,10 +508,11 @@ fn find_v5_origin<S: ByteSource + ?Sized>(
     problems: &mut Vec<Problem>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<(i128, TimeOrigin)> {
-    let mut pc40: Option<i128> = None;
-    let mut candidates = 0u32;
     let mut earliest: Option<i128> = None;
+    let mut found: Option<(u32, u32, i128)> = None;
     for (sg, code) in info.subgraphs.iter().zip(codes) {
+        // Executed PE NOTIFY ends: pc → (count, latest end).
+        let mut notify: BTreeMap<u32, (u32, i128)> = BTreeMap::new();
         for buf in instruction_buffers(sg) {
             stream_buffer(src, info.blob_offset, buf, file, problems, progress, |r| {
                 let Some((e, is_end)) = instruction_kind(r.w0) else {
@@ -511,34 +524,52 @@ fn find_v5_origin<S: ByteSource + ?Sized>(
                 let Some(pc) = record_pc(r.w0, c) else {
                     return Ok(());
                 };
-                let t = sg.calibration.engines.get(e).copied().unwrap_or_default().fs(r.ts);
+                let t = sg
+                    .calibration
+                    .engines
+                    .get(e)
+                    .copied()
+                    .unwrap_or_default()
+                    .fs(r.ts);
                 if !is_end {
                     earliest = Some(earliest.map_or(t, |x| x.min(t)));
-                } else if e == 0 && pc == V5_ORIGIN_PE_PC {
-                    candidates += 1;
-                    pc40 = Some(pc40.map_or(t, |x| x.max(t)));
+                } else if e == 0 && c.ops.get(pc as usize) == Some(&START_NOTIFY_OPCODE) {
+                    let n = notify.entry(pc).or_insert((0, t));
+                    n.0 += 1;
+                    n.1 = n.1.max(t);
                 }
                 Ok(())
             })?;
         }
-    }
-    if let Some(t) = pc40 {
-        if candidates > 1 {
-            problems.push(Problem::new(
-                Severity::Warning,
-                "NTFF_TIME_ORIGIN",
-                Some(file),
-                format!("{file}: {candidates} executions of the PE instruction at runtime pc 40 (the v4/v5 start-of-execution marker); the time origin is the end of the last one"),
-            ));
+        if found.is_none() && notify.len() >= 2 {
+            if let Some((&pc, &(n, t))) = notify.iter().rev().nth(1) {
+                found = Some((pc, n, t));
+            }
         }
-        return Ok((t, TimeOrigin::PePc40 { candidates }));
+    }
+    if let Some((pc, executions, t)) = found {
+        let (sev, what) = if executions == 1 {
+            (Severity::Info, "its end".to_string())
+        } else {
+            (
+                Severity::Warning,
+                format!("the end of the last of its {executions} executions"),
+            )
+        };
+        problems.push(Problem::new(
+            sev,
+            "NTFF_TIME_ORIGIN",
+            Some(file),
+            format!("{file}: no execution record (NTFF v4/v5); times are relative to the PE start-of-execution NOTIFY at runtime pc {pc}, {what} (the inf2 JSON exports use this origin; ntff.md §5.3)"),
+        ));
+        return Ok((t, TimeOrigin::StartNotify { pc, executions }));
     }
     problems.push(Problem::new(
         Severity::Warning,
         "NTFF_TIME_ORIGIN",
         Some(file),
         match earliest {
-            Some(_) => format!("{file}: no PE instruction at runtime pc 40 (the v4/v5 start-of-execution marker); times are relative to the earliest instruction start instead"),
+            Some(_) => format!("{file}: no PE start-of-execution NOTIFY found (NTFF v4/v5); times are relative to the earliest instruction start instead"),
             None => format!("{file}: no instruction records; times are raw ticks / 1000"),
         },
     ));
@@ -561,7 +592,8 @@ struct Open {
 /// bytes (counted once per pass; v4/v5 read the instruction buffers twice).
 ///
 /// Times: ns relative to the origin of ntff.md §5.3 (v6: info field 15.2; v4/v5: end of the PE
-/// instruction at runtime pc 40, else a fallback with a Warning), floored; durations are
+/// start-of-execution NOTIFY — runtime pc 40 on inf2 — else a fallback with a Warning), floored;
+/// durations are
 /// ⌊(raw end − raw start) / 1000⌋ and `end_ts` = `start_ts` + `duration_ns`.
 ///
 /// Errors: those of [`read_info`] (nothing is written then) and sink errors. Damaged trace
@@ -674,6 +706,7 @@ pub fn decode<S: ByteSource + ?Sized>(
         };
         let mut last_end_fs: Option<i128> = None;
         let mut open: HashMap<(usize, u32), VecDeque<Open>> = HashMap::new();
+        let mut open_total = 0usize;
         let cal = &sg.calibration;
         for buf in instruction_buffers(sg) {
             stream_buffer(src, info.blob_offset, buf, file, problems, &mut prog, |r| {
@@ -690,10 +723,16 @@ pub fn decode<S: ByteSource + ?Sized>(
                 };
                 let fs = cal.engines.get(e).copied().unwrap_or_default().fs(r.ts);
                 if !is_end {
+                    if open_total >= MAX_OPEN_TOTAL && !open.contains_key(&(e, pc)) {
+                        cs.unpaired_starts += 1;
+                        return Ok(());
+                    }
                     let q = open.entry((e, pc)).or_default();
                     if q.len() >= MAX_OPEN_PER_PC {
                         q.pop_front();
                         cs.unpaired_starts += 1;
+                    } else {
+                        open_total += 1;
                     }
                     q.push_back(Open {
                         ts: r.ts,
@@ -702,17 +741,29 @@ pub fn decode<S: ByteSource + ?Sized>(
                     });
                     return Ok(());
                 }
-                let Some(s) = open.get_mut(&(e, pc)).and_then(VecDeque::pop_front) else {
+                let popped = match open.get_mut(&(e, pc)) {
+                    Some(q) => {
+                        let s = q.pop_front();
+                        if q.is_empty() {
+                            // Keep only keys with open starts: memory ∝ open starts.
+                            open.remove(&(e, pc));
+                        }
+                        s
+                    }
+                    None => None,
+                };
+                let Some(s) = popped else {
                     cs.unpaired_ends += 1;
                     return Ok(());
                 };
+                open_total = open_total.saturating_sub(1);
                 // Window: start ≥ t0 and end ≤ t1 (ntff.md §5.3).
                 if s.fs < window.t0 || window.t1.is_some_and(|t1| fs > t1) {
                     return Ok(());
                 }
                 let engine = Engine::from_ntff(e as u32).unwrap_or(Engine::Pe);
                 let start_ns = window.ns(s.fs);
-                let dur = clamp_i64((fs - s.fs).div_euclid(1_000_000));
+                let dur = clamp_i64(fs.saturating_sub(s.fs).div_euclid(1_000_000));
                 let end_ns = start_ns.saturating_add(dur);
                 let op = c.ops.get(pc as usize).copied();
                 let ic = &out.ic;
@@ -776,12 +827,15 @@ pub fn decode<S: ByteSource + ?Sized>(
                 }
                 let n = r.w0 & 0xFF;
                 let ts = window.ns(fs);
-                let name = names.and_then(|m| m.get(&n)).map(String::as_str).or_else(|| {
-                    FIXED_SEMAPHORE_NAMES
-                        .iter()
-                        .find(|(i, _)| *i == n)
-                        .map(|(_, s)| *s)
-                });
+                let name = names
+                    .and_then(|m| m.get(&n))
+                    .map(String::as_str)
+                    .or_else(|| {
+                        FIXED_SEMAPHORE_NAMES
+                            .iter()
+                            .find(|(i, _)| *i == n)
+                            .map(|(_, s)| *s)
+                    });
                 let id = match name {
                     Some(nm) => format!("S[{n}] ({nm})"),
                     None => n.to_string(),
@@ -805,9 +859,10 @@ pub fn decode<S: ByteSource + ?Sized>(
         if let Some(le) = last_end_fs {
             cs.last_instruction_end_ns = Some(window.ns(le));
             // ⌊ps × clock / 1000⌋ with clock = 1.2 or 1.4 as an exact decimal (tenths).
-            let ps = (le - window.t0).div_euclid(1000);
+            let ps = le.saturating_sub(window.t0).div_euclid(1000);
             let tenths = (hw.clock_others * 10.0).round() as i128;
-            cs.neuroncore_cycle_count = u64::try_from((ps * tenths).div_euclid(10_000)).ok();
+            cs.neuroncore_cycle_count =
+                u64::try_from(ps.saturating_mul(tenths).div_euclid(10_000)).ok();
         }
         if cs.unpaired_starts > 1 || cs.unpaired_ends > 0 {
             problems.push(Problem::new(
@@ -900,7 +955,10 @@ fn write_metadata(
         (!info.instance_type.is_empty()).then_some(info.instance_type.as_str()),
     );
     b.str(c("runtime_version"), info.runtime_version.as_deref());
-    b.str(c("collectives_version"), info.collectives_version.as_deref());
+    b.str(
+        c("collectives_version"),
+        info.collectives_version.as_deref(),
+    );
     b.str(c("driver_version"), info.driver_version.as_deref());
     b.str(c("compiler_version"), ctx.compiler_version.as_deref());
     b.bool(c("is_simulation"), Some(false));
@@ -929,7 +987,10 @@ fn write_execution_info(
     for (i, x) in info.executions.iter().enumerate() {
         b.i32(c("execution_index"), Some(i as i32));
         b.str(c("neff_name"), Some(&info.neff_name));
-        b.i64(c("execution_start_ts"), Some(window.ns(x.start as i128 * 1000)));
+        b.i64(
+            c("execution_start_ts"),
+            Some(window.ns(x.start as i128 * 1000)),
+        );
         b.i64(c("execution_end_ts"), Some(window.ns(x.end as i128 * 1000)));
         b.i32(c("num_subgraphs"), Some(nsg));
         // Rows are only attributed when there is a single execution.

@@ -26,6 +26,33 @@ pub const MAX_VERSION: u8 = 6;
 /// engine code, still well below this). Larger values are treated as corruption.
 pub const MAX_INFO_LEN: u64 = 256 * 1024 * 1024;
 
+/// Device-memory usage categories in their fixed order (ntff.md §3.3.3); v4 files give the index
+/// (subgraph field 11.1) instead of the text (11.3).
+pub const MEM_CATEGORIES: [&str; 22] = [
+    "generic",
+    "pe",
+    "act",
+    "pool",
+    "io",
+    "spill",
+    "weight",
+    "profiler buffers",
+    "act table",
+    "dve",
+    "sp",
+    "shared scratchpad",
+    "tensor",
+    "ucode",
+    "pool stdio",
+    "collectives",
+    "scratchpad",
+    "xt cc",
+    "dma rings runtime",
+    "dma rings spill",
+    "dma rings io",
+    "dma rings collectives",
+];
+
 /// Summary of an NTFF's header and info section (ntff.md §2–3).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct NtffInfo {
@@ -79,7 +106,8 @@ pub struct SubgraphInfo {
     pub calibration: Calibration,
     /// Field 7: DMA queue names by (DMA engine, queue).
     pub dma_queues: Vec<DmaQueueInfo>,
-    /// Field 11: device-memory usage `(category, bytes)` in file order (ntff.md §3.3.3).
+    /// Field 11: device-memory usage `(category, bytes)` in file order (ntff.md §3.3.3); the
+    /// category is the v5/v6 text or, in v4, the [`MEM_CATEGORIES`] name of the index.
     pub mem_usage: Vec<(String, u64)>,
 }
 
@@ -152,7 +180,12 @@ impl ClockCal {
         if self.actual == self.expected {
             return d * 1000;
         }
-        (d * self.expected as i128 * 1000).div_euclid(self.actual.max(1) as i128)
+        // Corrupt values could overflow i128 (2⁶⁴ × 2⁶⁴ × 1000): saturate instead.
+        d.checked_mul(self.expected as i128)
+            .and_then(|x| x.checked_mul(1000))
+            .map_or(if d < 0 { i128::MIN } else { i128::MAX }, |x| {
+                x.div_euclid(self.actual.max(1) as i128)
+            })
     }
     fn from_pb(c: &Option<proto::ClockCalibration>) -> ClockCal {
         match c {
@@ -379,11 +412,7 @@ fn subgraph_from_pb(sg: &proto::Subgraph) -> SubgraphInfo {
             ],
             event: ClockCal::from_pb(&c.event),
             throttle: ClockCal::from_pb(&c.throttle),
-            dma: c
-                .dma
-                .iter()
-                .map(|d| ClockCal::from_pb(&Some(*d)))
-                .collect(),
+            dma: c.dma.iter().map(|d| ClockCal::from_pb(&Some(*d))).collect(),
         },
         None => Calibration::default(),
     };
@@ -407,7 +436,17 @@ fn subgraph_from_pb(sg: &proto::Subgraph) -> SubgraphInfo {
         mem_usage: sg
             .mem_usage
             .iter()
-            .map(|m| (lossy(&m.category), m.bytes))
+            .map(|m| {
+                // v4 writes the category as its index (field 1), v5/v6 as text (field 3).
+                let cat = if m.category.is_empty() {
+                    MEM_CATEGORIES
+                        .get(m.category_index as usize)
+                        .map_or_else(|| format!("#{}", m.category_index), |s| (*s).to_string())
+                } else {
+                    lossy(&m.category)
+                };
+                (cat, m.bytes)
+            })
             .collect(),
     }
 }
@@ -450,5 +489,11 @@ mod tests {
         assert_eq!(c.fs(1100), 999_972);
         assert_eq!(ClockCal::IDENTITY.fs(5), 5000);
         assert_eq!(c.fs(0), -99_998, "floored toward −∞");
+        let huge = ClockCal {
+            init: 0,
+            actual: 1,
+            expected: u64::MAX,
+        };
+        assert_eq!(huge.fs(u64::MAX), i128::MAX, "saturates, no overflow");
     }
 }

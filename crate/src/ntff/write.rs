@@ -1,1 +1,859 @@
-//! Synthetic NTFF writer (placeholder).
+//! Writer for synthetic v6 NTFFs (round-trip tests, benchmarks, the app's demo capture).
+//!
+//! Layout as in ntff.md §2/§10: a 128-byte header (version 6, u64 info length), the info section
+//! encoded with prost from `proto/ntff.proto`, then the blob section: the engine code blocks of
+//! every core, then per core its instruction, event, error, DMA and throttle buffers (the last
+//! three empty). Each core's runtime code stream follows ntff.md §7: a 50-slot runtime prologue
+//! (PE NOTIFY at runtime pc 49), the NEFF's slot 0, NEFF slots 2.. (opcode `0xD4` rewritten to
+//! `0xB8`), a 10-slot epilogue — so it pairs with a synthetic NEFF holding the same opcode bytes.
+//!
+//! Timeline per core (raw ticks are picoseconds, one clock, identity calibration as on trn2):
+//! every engine runs prologue pcs 40 – 49 before t0 (t0 = 9.17 ns after the PE NOTIFY at pc 49
+//! starts, as in the samples), then `iterations` passes over its body (runtime slots o − 1 ..),
+//! one period apart, then two epilogue instructions inside the window, one straddling t1 and two
+//! after it, plus one PE start left open (blocked when capture stopped). Semaphore updates: five
+//! per iteration (ids 3 – 6 and a queue semaphore) and one non-listed event record. Records are
+//! generated on the fly, so files of any size stream through `out` with bounded memory.
+
+use std::io::Write;
+
+use prost::Message;
+
+use crate::engine::Engine;
+use crate::proto;
+
+/// Runtime prologue length in slots (the samples have 49 – 67).
+pub const PROLOGUE_SLOTS: u32 = 50;
+/// Runtime epilogue length in slots (the samples have 9 – 11).
+pub const EPILOGUE_SLOTS: u32 = 10;
+/// Runtime pc of the PE start-of-execution NOTIFY (ntff.md §5.3).
+pub const START_NOTIFY_PC: u32 = 49;
+/// Executed prologue pcs (first) before t0.
+const PROLOGUE_RUN_FROM: u32 = 40;
+/// Offset of t0 after the start of the PE NOTIFY at pc 49, ps (ntff.md §5.3: 9.17 ns).
+const T0_AFTER_NOTIFY_PS: u64 = 9_170;
+
+/// One physical core of a synthetic capture.
+#[derive(Debug, Clone)]
+pub struct NtffSubgraphSpec {
+    /// Subgraph name (`sg00`, `sg01`).
+    pub name: String,
+    /// Physical NeuronCore index (subgraph field 3 and descriptor field 7), e.g. 4 and 5.
+    pub core: u32,
+    /// NEFF-side opcode bytes (byte 0 of each 64-byte slot) per engine, in [`Engine`] order:
+    /// the same bytes the paired synthetic NEFF stores in its engine streams. Slot 0 should be
+    /// `0xB1` (SET_ORDERING_MODE) and slot 1 `0xCC`, as compilers write them (ntff.md §7).
+    pub neff_opcodes: [Vec<u8>; 5],
+    /// Semaphore index of a DMA queue of this core (named in the NEFF `def.json`), used for one
+    /// update per iteration (the samples' `S[24] (qSyncDynamicHW)`).
+    pub queue_semaphore: u32,
+}
+
+/// What to write. `Default` is a small two-core trn2 demo.
+#[derive(Debug, Clone)]
+pub struct NtffSpec {
+    /// NEFF network name (info field 1 = NEFF header `name`).
+    pub neff_name: String,
+    /// NEFF uuid (info fields 2 as a C string, 4.5 and 15.1 in full).
+    pub neff_uuid: [u8; 16],
+    /// EC2 instance type (field 9).
+    pub instance_type: String,
+    /// EC2 instance id (field 17).
+    pub instance_id: String,
+    /// Runtime version (major, minor, patch, git hash) (field 8).
+    pub runtime_version: (u64, u64, u64, String),
+    /// One or two physical cores.
+    pub subgraphs: Vec<NtffSubgraphSpec>,
+    /// Passes over each engine's body inside the execution window (scales the file size).
+    pub iterations: u64,
+    /// Raw tick (ps) at which the first prologue instruction starts.
+    pub base_ps: u64,
+    /// Seed of the deterministic pseudo-random waits, CRCs and jitter.
+    pub seed: u64,
+}
+
+impl Default for NtffSpec {
+    fn default() -> Self {
+        NtffSpec::demo(
+            "synthetic.neff",
+            *b"neuronscope-demo",
+            &[[40, 24, 16, 24, 12], [40, 24, 16, 24, 12]],
+            4,
+        )
+    }
+}
+
+/// What [`write_ntff`] wrote: what a decoder must find.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WriteSummary {
+    /// Bytes written.
+    pub bytes: u64,
+    /// Instruction pairs inside the execution window, per core and engine.
+    pub instructions_in_window: Vec<[u64; 5]>,
+    /// Event records with w0[15:8] = 1 inside the window (SemaphoreUpdate rows), per core.
+    pub semaphore_updates: Vec<u64>,
+    /// All event records inside the window, per core.
+    pub events_in_window: Vec<u64>,
+    /// Execution window t0, t1 (raw ps).
+    pub t0: u64,
+    pub t1: u64,
+}
+
+/// Opcode bytes for a synthetic NEFF engine stream of `slots` slots: slot 0 `0xB1`, slot 1
+/// `0xCC`, then a per-engine mix of the §7 opcodes (DMA triggers as the NEFF spells them, `0xD4`).
+pub fn default_neff_opcodes(engine: Engine, slots: usize) -> Vec<u8> {
+    let pattern: &[u8] = match engine {
+        Engine::Pe => &[0xA0, 0x01, 0x02, 0x01, 0x02, 0x01, 0x02, 0xA6, 0xB0],
+        Engine::Act => &[0x23, 0xA0, 0x21, 0x46, 0xD4, 0x47, 0xA2],
+        Engine::Pool => &[0xA0, 0xD4, 0xAB, 0xA4, 0xA5],
+        Engine::Dve => &[0xA0, 0x42, 0x43, 0x46, 0x47, 0x48, 0xA2],
+        Engine::Sp => &[0xD4, 0xA0, 0xA5, 0xA2],
+    };
+    (0..slots)
+        .map(|i| match i {
+            0 => 0xB1,
+            1 => 0xCC,
+            _ => pattern[(i - 2) % pattern.len()],
+        })
+        .collect()
+}
+
+impl NtffSpec {
+    /// A trn2 capture of `slots.len()` cores (`sg00`, `sg01` on cores 4, 5) whose NEFF streams
+    /// have `slots[core][engine]` slots filled by [`default_neff_opcodes`].
+    pub fn demo(name: &str, uuid: [u8; 16], slots: &[[usize; 5]], iterations: u64) -> Self {
+        let subgraphs = slots
+            .iter()
+            .enumerate()
+            .map(|(i, s)| NtffSubgraphSpec {
+                name: format!("sg{i:02}"),
+                core: 4 + i as u32,
+                neff_opcodes: std::array::from_fn(|e| default_neff_opcodes(Engine::ALL[e], s[e])),
+                queue_semaphore: 24,
+            })
+            .collect();
+        NtffSpec {
+            neff_name: name.into(),
+            neff_uuid: uuid,
+            instance_type: "trn2.3xlarge".into(),
+            instance_id: "i-0123456789abcdef0".into(),
+            runtime_version: (2, 30, 51, "faafe26f0401e2d1d9cec138".into()),
+            subgraphs,
+            iterations,
+            base_ps: 2_566_277_910_022_000,
+            seed: 1,
+        }
+    }
+
+    /// Sets `iterations` so the file is at least `bytes` long (for benchmarks).
+    pub fn with_min_bytes(mut self, bytes: u64) -> Self {
+        let per_iter: u64 = self
+            .subgraphs
+            .iter()
+            .map(|s| {
+                let streams = runtime_streams(s);
+                let ins: u64 = streams.iter().map(|r| body_len(r) as u64 * 32).sum();
+                ins + EVENTS_PER_ITER * 16
+            })
+            .sum();
+        self.iterations = bytes.div_ceil(per_iter.max(1)).max(1);
+        self
+    }
+}
+
+const EVENTS_PER_ITER: u64 = 6;
+
+/// A runtime engine stream: opcode bytes and where the body (slot o − 1 ..) starts and ends.
+struct Runtime {
+    ops: Vec<u8>,
+    body_start: u32,
+    body_end: u32,
+}
+
+fn body_len(r: &Runtime) -> u32 {
+    r.body_end - r.body_start
+}
+
+fn prologue_op(engine: usize, pc: u32) -> u8 {
+    if engine == 0 && pc == START_NOTIFY_PC {
+        return 0xA6; // NOTIFY
+    }
+    match pc % 10 {
+        0..=4 => 0xA4, // NOP
+        5 => 0xA5,     // WRITE
+        6 => 0xA2,     // DRAIN
+        7 => 0xAA,     // TENSOR_LOAD
+        8 => 0xA9,     // COMPARE_BRANCH
+        _ => 0xA0,     // EVENT_SEMAPHORE
+    }
+}
+
+const EPILOGUE: [u8; EPILOGUE_SLOTS as usize] =
+    [0xA2, 0xA0, 0xA6, 0xB0, 0xA4, 0xA5, 0xA2, 0xA9, 0xB1, 0xA4];
+
+fn runtime_streams(sg: &NtffSubgraphSpec) -> Vec<Runtime> {
+    (0..5)
+        .map(|e| {
+            let neff = &sg.neff_opcodes[e];
+            let mut ops: Vec<u8> = (0..PROLOGUE_SLOTS).map(|pc| prologue_op(e, pc)).collect();
+            let body_start = PROLOGUE_SLOTS;
+            if let Some(&s0) = neff.first() {
+                ops.push(s0);
+                ops.extend(
+                    neff.iter()
+                        .skip(2)
+                        .map(|&b| if b == 0xD4 { 0xB8 } else { b }),
+                );
+            }
+            let body_end = ops.len() as u32;
+            ops.extend_from_slice(&EPILOGUE);
+            Runtime {
+                ops,
+                body_start,
+                body_end,
+            }
+        })
+        .collect()
+}
+
+fn splitmix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+fn h(seed: u64, a: u64, b: u64, c: u64) -> u64 {
+    splitmix(seed ^ splitmix(a ^ splitmix(b ^ splitmix(c))))
+}
+
+/// Duration of an instruction by opcode, ps (a plausible spread, not measured).
+fn duration_ps(op: u8, jitter: u64) -> u64 {
+    let base = match op {
+        0x02 => 180_000,
+        0x01 => 64_000,
+        0x21 => 350_000,
+        0x23 => 1_200_000,
+        0x42..=0x48 => 220_000,
+        0xB8 => 45_000,
+        0xA6 => 30_000,
+        _ => 25_000,
+    };
+    base + jitter % (base / 4 + 1)
+}
+
+/// Engine `e`'s code block device address on `core` (64-byte aligned, distinct per engine).
+fn code_address(core: u32, e: usize) -> u64 {
+    0x8005_C000_0000 + ((core as u64) << 24) + 0x40_8000 + (e as u64) * 0x8000
+}
+
+/// Per-instruction timing inside one pass: (start offset, duration) in ps from the pass start.
+struct Pass {
+    times: Vec<(u64, u64)>,
+    len: u64,
+}
+
+fn pass_times(seed: u64, core: u32, e: usize, ops: &[u8]) -> Pass {
+    let mut t = 0u64;
+    let mut times = Vec::with_capacity(ops.len());
+    let mut prev: Option<(u64, u64, u8)> = None;
+    for (i, &op) in ops.iter().enumerate() {
+        let r = h(seed, core as u64, e as u64, i as u64);
+        let d = duration_ps(op, r);
+        // PE pipelines MATMUL after LDWEIGHTS: it starts before the previous one ends.
+        let start = match prev {
+            Some((ps, pd, 0x01)) if op == 0x02 => ps + pd / 2,
+            _ => t,
+        };
+        times.push((start, d));
+        t = t.max(start + d) + 5_000 + (r >> 20) % 15_000;
+        prev = Some((start, d, op));
+    }
+    Pass { times, len: t }
+}
+
+/// Buffers records and writes them to `out` in 1 MiB pieces.
+struct RecWriter<'a, W: Write> {
+    out: &'a mut W,
+    buf: Vec<u8>,
+    written: u64,
+}
+
+impl<W: Write> RecWriter<'_, W> {
+    fn rec(&mut self, w0: u32, w1: u32, ts: u64) -> std::io::Result<()> {
+        self.buf.extend_from_slice(&w0.to_le_bytes());
+        self.buf.extend_from_slice(&w1.to_le_bytes());
+        self.buf.extend_from_slice(&ts.to_le_bytes());
+        if self.buf.len() >= 1 << 20 {
+            self.flush()?;
+        }
+        Ok(())
+    }
+    fn bytes(&mut self, b: &[u8]) -> std::io::Result<()> {
+        self.buf.extend_from_slice(b);
+        if self.buf.len() >= 1 << 20 {
+            self.flush()?;
+        }
+        Ok(())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.write_all(&self.buf)?;
+        self.written += self.buf.len() as u64;
+        self.buf.clear();
+        Ok(())
+    }
+}
+
+/// One engine's records in time order, with at most one end held back so that a pipelined
+/// start is written before the previous end (as the hardware does).
+struct EngineEmitter {
+    kind_base: u32,
+    addr_base: u32,
+    pending_end: Option<(u32, u32, u64)>,
+}
+
+impl EngineEmitter {
+    fn instr<W: Write>(
+        &mut self,
+        w: &mut RecWriter<W>,
+        pc: u32,
+        start: u64,
+        end: u64,
+        wait_cycles: u32,
+        crc: u32,
+    ) -> std::io::Result<()> {
+        let addr = self.addr_base.wrapping_add(pc) & 0xF_FFFF;
+        let s = (self.kind_base << 24) | addr;
+        let e = ((self.kind_base + 1) << 24) | addr;
+        if let Some((pw0, pw1, pts)) = self.pending_end {
+            if pts <= start {
+                w.rec(pw0, pw1, pts)?;
+                w.rec(s, wait_cycles << 16, start)?;
+            } else {
+                w.rec(s, wait_cycles << 16, start)?;
+                w.rec(pw0, pw1, pts)?;
+            }
+        } else {
+            w.rec(s, wait_cycles << 16, start)?;
+        }
+        self.pending_end = Some((e, crc, end));
+        Ok(())
+    }
+    fn open_start<W: Write>(
+        &mut self,
+        w: &mut RecWriter<W>,
+        pc: u32,
+        start: u64,
+    ) -> std::io::Result<()> {
+        self.flush(w)?;
+        let addr = self.addr_base.wrapping_add(pc) & 0xF_FFFF;
+        w.rec((self.kind_base << 24) | addr, 0, start)
+    }
+    fn flush<W: Write>(&mut self, w: &mut RecWriter<W>) -> std::io::Result<()> {
+        if let Some((a, b, c)) = self.pending_end.take() {
+            w.rec(a, b, c)?;
+        }
+        Ok(())
+    }
+}
+
+/// Everything about one core's timeline, computed before writing.
+struct CorePlan {
+    streams: Vec<Runtime>,
+    passes: Vec<Pass>,
+    /// ps from window start to the first epilogue instruction.
+    period: u64,
+}
+
+fn plan(spec: &NtffSpec, sg: &NtffSubgraphSpec) -> CorePlan {
+    let streams = runtime_streams(sg);
+    let passes: Vec<Pass> = streams
+        .iter()
+        .enumerate()
+        .map(|(e, r)| {
+            let ops = r
+                .ops
+                .get(r.body_start as usize..r.body_end as usize)
+                .unwrap_or(&[]);
+            pass_times(spec.seed, sg.core, e, ops)
+        })
+        .collect();
+    let period = passes.iter().map(|p| p.len).max().unwrap_or(0) + 100_000;
+    CorePlan {
+        streams,
+        passes,
+        period,
+    }
+}
+
+/// Writes a v6 NTFF for `spec` to `out`, streaming (memory independent of `iterations`).
+/// Returns what a decoder must find. Errors: those of `out`.
+pub fn write_ntff(spec: &NtffSpec, out: &mut impl Write) -> std::io::Result<WriteSummary> {
+    let plans: Vec<CorePlan> = spec.subgraphs.iter().map(|s| plan(spec, s)).collect();
+    let prologue_len: u64 = 2_000_000; // prologue pcs 40 – 49 fit well inside 2 µs
+                                       // t0: 9.17 ns after the PE NOTIFY (pc 49, last prologue instruction) starts.
+    let notify_start = spec.base_ps + prologue_len - 100_000;
+    let t0 = notify_start + T0_AFTER_NOTIFY_PS;
+    let window_body = plans
+        .iter()
+        .map(|p| p.period * spec.iterations)
+        .max()
+        .unwrap_or(0);
+    // Epilogue inside the window: two instructions of ≤ 60 ns each, then one straddling t1.
+    let epi_start = t0 + 200_000 + window_body;
+    let t1 = epi_start + 300_000;
+
+    // Sizes first (the info section needs every offset).
+    let code_lens: Vec<Vec<u64>> = plans
+        .iter()
+        .map(|p| p.streams.iter().map(|r| r.ops.len() as u64 * 64).collect())
+        .collect();
+    let ins_records = |p: &CorePlan| -> u64 {
+        let per_engine: u64 = p
+            .streams
+            .iter()
+            .map(|r| {
+                let pro = u64::from(START_NOTIFY_PC - PROLOGUE_RUN_FROM + 1);
+                2 * (pro + spec.iterations * u64::from(body_len(r)) + 5)
+            })
+            .sum();
+        per_engine + 1 // the open PE start
+    };
+    let ev_records = |_: &CorePlan| -> u64 { 2 + spec.iterations * EVENTS_PER_ITER + 2 };
+
+    let mut off = 0u64;
+    let mut code_offsets: Vec<Vec<u64>> = Vec::new();
+    for lens in &code_lens {
+        let mut v = Vec::new();
+        for l in lens {
+            v.push(off);
+            off += l;
+        }
+        code_offsets.push(v);
+    }
+    let mut descriptors = Vec::new();
+    let mut buf_offsets = Vec::new();
+    for (sg, p) in spec.subgraphs.iter().zip(&plans) {
+        let ins = ins_records(p) * 16;
+        let ev = ev_records(p) * 16;
+        buf_offsets.push((off, off + ins));
+        let core = u64::from(sg.core);
+        let d = |t: u64, block: u64, offset: u64, size: u64| proto::TraceBufferDescriptor {
+            trace_type: t,
+            block_type: block,
+            block_index: 0,
+            offset,
+            size,
+            core,
+        };
+        descriptors.push(d(0, 0, off, ins));
+        descriptors.push(d(1, 0, off + ins, ev));
+        descriptors.push(d(2, 0, off + ins + ev, 0));
+        descriptors.push(d(4, 1, off + ins + ev, 0));
+        descriptors.push(d(5, 0, off + ins + ev, 0));
+        off += ins + ev;
+    }
+
+    let subgraphs_pb: Vec<proto::Subgraph> = spec
+        .subgraphs
+        .iter()
+        .enumerate()
+        .map(|(i, sg)| proto::Subgraph {
+            name: sg.name.clone().into_bytes(),
+            core: u64::from(sg.core),
+            code_blocks: (0..5)
+                .map(|e| proto::EngineCodeBlock {
+                    engine: e as u64,
+                    address: code_address(sg.core, e),
+                    code: Vec::new(),
+                    blob_offset: code_offsets[i][e],
+                    blob_len: code_lens[i][e],
+                })
+                .collect(),
+            calibration: Some(identity_calibration()),
+            total_time_ps: if i == 0 {
+                t1 - t0
+            } else {
+                plans[i].period * spec.iterations
+            },
+            ..Default::default()
+        })
+        .collect();
+    let uuid = spec.neff_uuid.to_vec();
+    let cstr: Vec<u8> = match spec.neff_uuid.iter().position(|&b| b == 0) {
+        Some(k) => spec.neff_uuid[..k].to_vec(),
+        // No zero byte: the runtime's copy runs on into whatever follows (pairing.md §4.2).
+        None => [spec.neff_uuid.as_slice(), &[0xA4, 0x1B]].concat(),
+    };
+    let ver = |v: (u64, u64, u64, &str)| proto::Version {
+        major: v.0,
+        minor: v.1,
+        patch: v.2,
+        git_hash: v.3.as_bytes().to_vec(),
+    };
+    let info = proto::NtffInfoPb {
+        neff_name: spec.neff_name.clone().into_bytes(),
+        uuid_cstr: (!cstr.is_empty()).then_some(cstr),
+        unknown3: 10001,
+        neff_nodes: vec![proto::NeffNode {
+            device: Some(proto::DeviceNode {
+                subgraphs: subgraphs_pb,
+            }),
+            uuid: uuid.clone(),
+        }],
+        physical_cores: spec.subgraphs.len() as u64,
+        capture_time_s: 0,
+        runtime_version: Some(ver((
+            spec.runtime_version.0,
+            spec.runtime_version.1,
+            spec.runtime_version.2,
+            &spec.runtime_version.3,
+        ))),
+        instance_type: spec.instance_type.clone().into_bytes(),
+        unknown10: 2,
+        driver_version: Some(ver((2, 26, 0, ""))),
+        collectives_version: Some(ver((2, 30, 59, ""))),
+        notification_buffer_sizes: Vec::new(),
+        unknown14: Some(proto::Unknown14 {
+            value4: 0xFFFF_FFFF,
+        }),
+        executions: vec![proto::ExecutionRecord {
+            neff_uuid: uuid,
+            start: t0,
+            end: t1,
+        }],
+        trace_buffers: descriptors,
+        instance_id: spec.instance_id.clone().into_bytes(),
+        unknown18: 31_737,
+    };
+    let info_bytes = info.encode_to_vec();
+
+    let mut w = RecWriter {
+        out,
+        buf: Vec::with_capacity(1 << 20),
+        written: 0,
+    };
+    let mut header = [0u8; 128];
+    header[0] = 6;
+    header[1..9].copy_from_slice(&(info_bytes.len() as u64).to_le_bytes());
+    header[9..17].copy_from_slice(&[0, 0, 4, 0, 0, 0, 0, 0xA0]);
+    w.bytes(&header)?;
+    w.bytes(&info_bytes)?;
+
+    // Code blocks: byte 0 opcode, byte 1 0x10 (as in real streams), rest zero.
+    for p in &plans {
+        for r in &p.streams {
+            for &op in &r.ops {
+                let mut slot = [0u8; 64];
+                slot[0] = op;
+                slot[1] = 0x10;
+                w.bytes(&slot)?;
+            }
+        }
+    }
+
+    let mut summary = WriteSummary {
+        t0,
+        t1,
+        ..Default::default()
+    };
+    for (ci, (sg, p)) in spec.subgraphs.iter().zip(&plans).enumerate() {
+        let mut in_window = [0u64; 5];
+        let start_bytes = w.written + w.buf.len() as u64;
+        let mut ems: Vec<EngineEmitter> = (0..5)
+            .map(|e| EngineEmitter {
+                kind_base: 0x84 + 4 * e as u32,
+                addr_base: ((code_address(sg.core, e) >> 6) & 0xF_FFFF) as u32,
+                pending_end: None,
+            })
+            .collect();
+        let seed = spec.seed;
+        let jitter = |e: usize, pc: u32, k: u64| {
+            h(seed, (u64::from(sg.core) << 8) | e as u64, u64::from(pc), k)
+        };
+        // Prologue pcs 40 – 49 before t0 (the PE NOTIFY at 49 straddles t0).
+        for (e, em) in ems.iter_mut().enumerate() {
+            for (j, pc) in (PROLOGUE_RUN_FROM..=START_NOTIFY_PC).enumerate() {
+                let (s, d) = if e == 0 && pc == START_NOTIFY_PC {
+                    (notify_start, 30_000)
+                } else {
+                    (spec.base_ps + j as u64 * 150_000 + e as u64 * 7_000, 40_000)
+                };
+                let r = jitter(e, pc, u64::MAX);
+                em.instr(&mut w, pc, s, s + d, (r % 2000) as u32, 0xFFFF_FFFF)?;
+            }
+            em.flush(&mut w)?;
+        }
+        // Body passes, iteration-major, engines interleaved per iteration.
+        for k in 0..spec.iterations {
+            let pass0 = t0 + 100_000 + k * p.period;
+            for (e, em) in ems.iter_mut().enumerate() {
+                let r = &p.streams[e];
+                for (i, &(so, d)) in p.passes[e].times.iter().enumerate() {
+                    let pc = r.body_start + i as u32;
+                    let x = jitter(e, pc, k);
+                    let wait = if x % 5 == 0 { (x >> 8) % 60_000 } else { 0 } as u32;
+                    let crc = if x % 3 == 0 {
+                        0xFFFF_FFFF
+                    } else {
+                        (x >> 16) as u32
+                    };
+                    em.instr(&mut w, pc, pass0 + so, pass0 + so + d, wait, crc)?;
+                    in_window[e] += 1;
+                }
+                em.flush(&mut w)?;
+            }
+        }
+        // Epilogue: 2 inside the window, 1 straddling t1, 2 after it.
+        for (e, em) in ems.iter_mut().enumerate() {
+            let r = &p.streams[e];
+            let pc0 = r.body_end;
+            let times = [
+                (epi_start, 50_000),
+                (epi_start + 100_000, 60_000),
+                (t1 - 20_000, 40_000),
+                (t1 + 100_000, 30_000),
+                (t1 + 200_000, 30_000),
+            ];
+            for (j, (s, d)) in times.into_iter().enumerate() {
+                em.instr(
+                    &mut w,
+                    pc0 + j as u32,
+                    s + e as u64 * 1_000,
+                    s + e as u64 * 1_000 + d,
+                    0,
+                    0xFFFF_FFFF,
+                )?;
+            }
+            em.flush(&mut w)?;
+            in_window[e] += 2;
+        }
+        // One PE start still open when capture stopped.
+        ems[0].open_start(&mut w, p.streams[0].body_end + 6, t1 + 400_000)?;
+        summary.instructions_in_window.push(in_window);
+
+        // Events: 2 before t0, 6 per iteration (5 listed updates + 1 event set), 2 after t1.
+        let ev = |src: u32, mode: u32, listed: bool, id: u32| -> u32 {
+            ((0x83 | (src << 2)) << 24) | (mode << 16) | (u32::from(listed) << 8) | (id & 0xFF)
+        };
+        w.rec(ev(1, 0xF1, true, 2), 1, spec.base_ps + 10_000)?;
+        w.rec(ev(5, 0xF3, true, 2), 0, spec.base_ps + 20_000)?;
+        let mut updates = 0u64;
+        for k in 0..spec.iterations {
+            let base = t0 + 100_000 + k * p.period + p.period / 2;
+            let v = (k % 200) as u32 + 1;
+            for (j, (src, id)) in [
+                (3u32, 3u32),
+                (2, 4),
+                (1, 5),
+                (4, 6),
+                (6, sg.queue_semaphore),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                w.rec(ev(src, 0xF4, true, id), v, base + j as u64 * 3_000)?;
+                updates += 1;
+            }
+            w.rec(ev(6, 0x07, false, 1), 0, base + 20_000)?;
+        }
+        w.rec(ev(1, 0xF1, true, 2), 0, t1 + 50_000)?;
+        w.rec(ev(1, 0xF1, true, 2), 1, t1 + 60_000)?;
+        summary.semaphore_updates.push(updates);
+        summary
+            .events_in_window
+            .push(spec.iterations * EVENTS_PER_ITER);
+        let wrote = w.written + w.buf.len() as u64 - start_bytes;
+        debug_assert_eq!(
+            wrote,
+            (ins_records(p) + ev_records(p)) * 16,
+            "core {ci}: record count plan"
+        );
+    }
+    w.flush()?;
+    summary.bytes = w.written;
+    Ok(summary)
+}
+
+fn identity_calibration() -> proto::Calibration {
+    let one = proto::ClockCalibration {
+        init: 0,
+        actual: 1,
+        expected: 1,
+    };
+    let id = Some(one);
+    proto::Calibration {
+        pe: id,
+        act: id,
+        dve: id,
+        pool: id,
+        sp: id,
+        event: id,
+        throttle: id,
+        dma: vec![one; 16],
+        unknown9: id,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ntff::{decode, read_info, DecodeContext};
+    use crate::source::SliceSource;
+    use crate::tables::Tables;
+    use arrow_array::{Array, Int64Array, StringArray};
+
+    fn roundtrip(spec: &NtffSpec) -> (Vec<u8>, WriteSummary, Tables, crate::ntff::DecodeReport) {
+        let mut bytes = Vec::new();
+        let s = write_ntff(spec, &mut bytes).unwrap();
+        assert_eq!(s.bytes, bytes.len() as u64);
+        let mut t = Tables::default();
+        let mut names = std::collections::BTreeMap::new();
+        names.insert(24u32, "qSyncDynamicHW".to_string());
+        let ctx = DecodeContext {
+            file_name: "synthetic.ntff".into(),
+            compiler_version: Some("2.23.6484.0+3b612583".into()),
+            semaphore_names: vec![names],
+            first_instruction_id: 1000,
+        };
+        let r = decode(&SliceSource(&bytes), &ctx, &mut t, &mut |_, _| {}).unwrap();
+        (bytes, s, t, r)
+    }
+
+    #[test]
+    fn demo_roundtrips() {
+        let spec = NtffSpec::default();
+        let (bytes, s, t, r) = roundtrip(&spec);
+        assert!(r.problems.is_empty(), "{:?}", r.problems);
+        let info = read_info(&SliceSource(&bytes)).unwrap().unwrap();
+        assert_eq!(info.version, 6);
+        assert_eq!(info.neff_name, "synthetic.neff");
+        assert_eq!(info.full_uuid, Some(*b"neuronscope-demo"));
+        // No zero byte in the uuid: the C-string copy runs past 16 bytes (pairing.md §4.2).
+        assert_eq!(info.uuid_cstr.as_ref().map(Vec::len), Some(18));
+        assert_eq!(info.executions[0].neff_uuid, b"neuronscope-demo".to_vec());
+        assert_eq!(info.runtime_version.as_deref(), Some("2.30.51 (faafe)"));
+        assert_eq!(info.subgraphs.len(), 2);
+        assert_eq!(info.subgraphs[1].core, 5);
+        // PE runtime stream: prologue 50 + NEFF slot 0 + 38 body + epilogue 10.
+        assert_eq!(info.subgraphs[0].code_blocks[0].slots(), 50 + 1 + 38 + 10);
+        // Runtime code layout of ntff.md §7: prologue, NEFF slot 0, NEFF slots 2.. (0xD4 → 0xB8).
+        for (e, cb) in info.subgraphs[0].code_blocks.iter().enumerate() {
+            let start = (info.blob_offset + cb.blob_offset) as usize;
+            let ops: Vec<u8> = bytes[start..start + cb.len as usize]
+                .chunks(64)
+                .map(|s| s[0])
+                .collect();
+            let neff = &spec.subgraphs[0].neff_opcodes[e];
+            let p = PROLOGUE_SLOTS as usize;
+            assert_eq!(ops[p], 0xB1);
+            let body: Vec<u8> = neff[2..]
+                .iter()
+                .map(|&b| if b == 0xD4 { 0xB8 } else { b })
+                .collect();
+            assert_eq!(&ops[p + 1..p + 1 + body.len()], body.as_slice());
+            assert_eq!(ops[START_NOTIFY_PC as usize] == 0xA6, e == 0);
+        }
+        for (i, per) in s.instructions_in_window.iter().enumerate() {
+            assert_eq!(&r.instructions_per_engine[i], per, "core {i}");
+            assert_eq!(r.cores[i].semaphore_updates, s.semaphore_updates[i]);
+            assert_eq!(r.cores[i].event_count, s.events_in_window[i]);
+            assert_eq!(
+                r.cores[i].unpaired_starts, 1,
+                "one PE start left open per core"
+            );
+        }
+        assert_eq!(r.total_time_ps, Some(s.t1 - s.t0));
+        assert_eq!(r.last_hw_timestamp_ns, ((s.t1 - s.t0) / 1000) as i64);
+        let b = t.concat("Instruction").unwrap();
+        assert_eq!(b.num_rows() as u64, r.instructions);
+        let op = b.column_by_name("opcode").unwrap();
+        let op = op.as_any().downcast_ref::<StringArray>().unwrap();
+        let track = b.column_by_name("timeline_track").unwrap();
+        let track = track.as_any().downcast_ref::<StringArray>().unwrap();
+        let id = b.column_by_name("id").unwrap();
+        let id = id.as_any().downcast_ref::<Int64Array>().unwrap();
+        assert_eq!(id.value(0), 1000);
+        assert_eq!(id.value(b.num_rows() - 1), 1000 + b.num_rows() as i64 - 1);
+        let mut seen = std::collections::BTreeSet::new();
+        for i in 0..b.num_rows() {
+            assert!(!op.is_null(i));
+            seen.insert(op.value(i).to_string());
+            assert_eq!(op.value(i) == "MATMUL", track.value(i) == "TensorMatrix");
+        }
+        for m in [
+            "MATMUL",
+            "LDWEIGHTS",
+            "DMA_DIRECT2D",
+            "ACTIVATE",
+            "SET_ORDERING_MODE",
+        ] {
+            assert!(seen.contains(m), "{m} in {seen:?}");
+        }
+        let start = b.column_by_name("start_ts").unwrap();
+        let start = start.as_any().downcast_ref::<Int64Array>().unwrap();
+        assert!((0..b.num_rows()).all(|i| start.value(i) >= 0));
+        let sem = t.concat("SemaphoreUpdate").unwrap();
+        let ids = sem.column_by_name("id").unwrap();
+        let ids = ids.as_any().downcast_ref::<StringArray>().unwrap();
+        let texts: std::collections::BTreeSet<&str> =
+            (0..sem.num_rows()).map(|i| ids.value(i)).collect();
+        assert!(texts.contains("S[24] (qSyncDynamicHW)"), "{texts:?}");
+        assert!(texts.contains("S[5] (Tensor)"));
+        assert_eq!(t.rows("Metadata"), 1);
+        assert_eq!(t.rows("ExecutionInfo"), 1);
+    }
+
+    #[test]
+    fn single_core_empty_engine_and_zero_uuid() {
+        let mut spec = NtffSpec::demo("one.neff", [0u8; 16], &[[10, 0, 3, 1, 2]], 3);
+        spec.neff_uuid[0] = 0;
+        let (bytes, s, _t, r) = roundtrip(&spec);
+        let info = read_info(&SliceSource(&bytes)).unwrap().unwrap();
+        assert_eq!(
+            info.uuid_cstr, None,
+            "uuid starting with 0x00 → field 2 absent"
+        );
+        assert_eq!(r.instructions_per_engine[0], s.instructions_in_window[0]);
+        assert_eq!(
+            s.instructions_in_window[0][1], 2,
+            "empty engine: only the epilogue pair"
+        );
+        assert_eq!(r.problems, vec![]);
+    }
+
+    #[test]
+    fn synthetic_garbage_never_panics() {
+        let spec = NtffSpec::demo("g.neff", *b"0123456789abcdef", &[[6, 4, 4, 4, 4]], 2);
+        let mut bytes = Vec::new();
+        write_ntff(&spec, &mut bytes).unwrap();
+        let run = |b: &[u8]| {
+            let mut t = Tables::default();
+            let _ = decode(
+                &SliceSource(b),
+                &DecodeContext::default(),
+                &mut t,
+                &mut |_, _| {},
+            );
+        };
+        for cut in (0..bytes.len()).step_by(7) {
+            run(&bytes[..cut]);
+        }
+        let mut x = 12345u64;
+        for _ in 0..2000 {
+            x = splitmix(x);
+            let mut b = bytes.clone();
+            let p = (x as usize) % b.len();
+            b[p] ^= 1 << (x >> 61);
+            run(&b);
+        }
+    }
+
+    #[test]
+    fn min_bytes_sizing() {
+        let spec = NtffSpec::default().with_min_bytes(3 << 20);
+        let mut sink = std::io::sink();
+        let s = write_ntff(&spec, &mut sink).unwrap();
+        assert!(s.bytes >= 3 << 20 && s.bytes < 4 << 20, "{}", s.bytes);
+    }
+}

@@ -129,9 +129,7 @@ impl TableDef {
 /// Values of the enums of explorer-schema.md §4.2, for `SchemaFields.field_enum_values`.
 pub fn enum_values(name: &str) -> &'static str {
     match name {
-        "DmaQueueType" => {
-            "instruction,input,output,data,software_dynamic,hardware_dynamic,unknown"
-        }
+        "DmaQueueType" => "instruction,input,output,data,software_dynamic,hardware_dynamic,unknown",
         "ErrorType" => "Custom Notification,Errors,Warnings",
         "PerformanceMode" => "2x,4x",
         "MemoryBandwidthDirection" => "host_to_device,device_to_host,bidirectional",
@@ -576,7 +574,10 @@ mod tests {
         let ins = table_def("Instruction").unwrap();
         assert_eq!(ins.fields[0].name, "start_ts");
         assert_eq!(ins.fields[0].unit, "ns");
-        assert_eq!(ins.schema().field(ins.col("pc")).data_type(), &DataType::Int64);
+        assert_eq!(
+            ins.schema().field(ins.col("pc")).data_type(),
+            &DataType::Int64
+        );
     }
 
     #[test]
