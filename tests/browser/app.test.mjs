@@ -18,6 +18,7 @@ import {
   serve,
   timelineColouredPixels,
   waitReady,
+  zipEntryNames,
 } from './harness.mjs';
 
 let server;
@@ -87,7 +88,7 @@ test('fused_bf16_s512: Device profile, paired, counts equal the JSON export, Par
       const dpr = c.width / c.clientWidth;
       const { data, width, height } = ctx.getImageData(0, 0, c.width, c.height);
       for (let y = Math.floor(30 * dpr); y < height; y += 4) {
-        for (let x = Math.floor(120 * dpr); x < width; x += 2) {
+        for (let x = Math.floor(155 * dpr); x < width; x += 2) {
           const i = (y * width + x) * 4;
           if (Math.max(data[i], data[i + 1], data[i + 2]) - Math.min(data[i], data[i + 1], data[i + 2]) > 40) {
             return { x: x / dpr, y: y / dpr };
@@ -114,6 +115,14 @@ test('fused_bf16_s512: Device profile, paired, counts equal the JSON export, Par
     const rows = await parquetReadObjects({ file: buf, columns: ['start_ts', 'engine'] });
     assert.equal(rows.length, expected, 'Parquet rows read back');
     assert.ok(rows.every((r) => typeof r.engine === 'string' && r.engine.length > 0), 'every row has an engine');
+
+    // "Download all": a zip with one <Table>.parquet per table offered in the browser.
+    const offered = await page.$$eval('[data-testid=table-select] option', (os) => os.map((o) => o.value));
+    const [zipDl] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid=download-all]')]);
+    assert.match(zipDl.suggestedFilename(), /\.zip$/);
+    const names = zipEntryNames(readFileSync(await zipDl.path()));
+    const tablesInZip = names.map((n) => n.replace(/^.*\//, '')).sort();
+    assert.deepEqual(tablesInZip, offered.map((t) => `${t}.parquet`).sort(), 'zip holds every offered table as Parquet');
 
     await page.screenshot({ path: join(SHOTS, 'fused_bf16_s512.png'), fullPage: true });
 
@@ -175,6 +184,32 @@ test('demo capture (?demo) renders a timeline', async () => {
     assert.ok((await timelineColouredPixels(page)) > 0, 'still drawn after zoom');
 
     await page.screenshot({ path: join(SHOTS, 'demo.png'), fullPage: true });
+    assert.deepEqual(foreignRequests(b.requests, server.origin), [], 'no request left 127.0.0.1');
+    assert.deepEqual(b.errors, [], 'no uncaught page errors');
+  } finally {
+    await b.close();
+  }
+});
+
+test('dropping loose files (NEFF + NTFF) opens the same profile', async () => {
+  const dir = sample('allenkchau-trainium-kernel-fusion/profiling/artifacts/fused_bf16_s512');
+  const expected = jsonInstructionCount(await fullJsonExport(dir));
+  const files = ['fused.neff', 'fused_exec_2.ntff'].map((name) => ({ name, b64: readFileSync(join(dir, name)).toString('base64') }));
+  const b = await launch();
+  try {
+    const { page } = b;
+    await page.goto(`${server.origin}/`);
+    await page.waitForFunction(() => document.body.dataset.state === 'idle', null, { timeout: 30_000 });
+    const dt = await page.evaluateHandle((list) => {
+      const t = new DataTransfer();
+      for (const f of list) t.items.add(new File([Uint8Array.from(atob(f.b64), (c) => c.charCodeAt(0))], f.name));
+      return t;
+    }, files);
+    await page.dispatchEvent('body', 'drop', { dataTransfer: dt });
+    await waitReady(page);
+    assert.equal(await page.locator('[data-testid=profile]').first().getAttribute('data-profile-type'), 'Device');
+    assert.equal(await page.locator('[data-testid=device]').first().getAttribute('data-pairing'), 'Paired');
+    assert.equal(await instructionCountShown(page), expected);
     assert.deepEqual(foreignRequests(b.requests, server.origin), [], 'no request left 127.0.0.1');
     assert.deepEqual(b.errors, [], 'no uncaught page errors');
   } finally {

@@ -164,3 +164,21 @@ export async function fullJsonExport(dir) {
   if (names.length !== 1) throw new Error(`expected one *_profile_full.json in ${jr}, found ${names.join(', ') || 'none'}`);
   return join(jr, names[0]);
 }
+
+/** File names in a zip's central directory (signature PK\x01\x02; name length at +28, name at +46). */
+export function zipEntryNames(bytes) {
+  const names = [];
+  const eocd = bytes.lastIndexOf(Buffer.from([0x50, 0x4b, 0x05, 0x06]));
+  if (eocd < 0) throw new Error('not a zip: no end-of-central-directory record');
+  const count = bytes.readUInt16LE(eocd + 10);
+  let off = bytes.readUInt32LE(eocd + 16);
+  for (let i = 0; i < count; i++) {
+    if (bytes.readUInt32LE(off) !== 0x02014b50) throw new Error(`bad central directory entry at ${off}`);
+    const nameLen = bytes.readUInt16LE(off + 28);
+    const extraLen = bytes.readUInt16LE(off + 30);
+    const commentLen = bytes.readUInt16LE(off + 32);
+    names.push(bytes.subarray(off + 46, off + 46 + nameLen).toString('utf8'));
+    off += 46 + nameLen + extraLen + commentLen;
+  }
+  return names;
+}

@@ -137,6 +137,8 @@ export interface WasmSession {
   table_ipc(key: string, table: string): Uint8Array;
   table_parquet(key: string, table: string): Uint8Array;
   bundle_zip(key: string): Uint8Array;
+  /** Drops a processed profile's tables (frees wasm memory). */
+  release(key: string): void;
   free(): void;
 }
 

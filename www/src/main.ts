@@ -49,7 +49,9 @@ function progress(stage: string | null, done = 0, total = 0): void {
   const frac = total > 0 ? Math.min(1, done / total) : 0;
   byId('progress-fill').style.width = total > 0 ? `${(frac * 100).toFixed(1)}%` : '100%';
   byId('progress-fill').classList.toggle('indeterminate', total <= 0);
-  byId('progress-label').textContent = total > 0 ? `${stage} · ${bytes(done)} of ${bytes(total)}` : stage;
+  // Stages report bytes (NTFF) or steps (NEFF 0/1): bytes only when they look like bytes.
+  byId('progress-label').textContent =
+    total > 4096 ? `${stage} · ${bytes(done)} of ${bytes(total)}` : total > 1 ? `${stage} · ${done}/${total}` : stage;
   box.dataset['stage'] = stage;
 }
 
@@ -103,12 +105,21 @@ function showInventory(inv: Inventory): void {
   const first = candidates.find((c) => c.ok) ?? candidates[0];
   if (first !== undefined) void openDevice(first.p, first.i);
   else {
+    const sys = inv.profiles.filter((p) => (p.system_files?.length ?? 0) > 0);
+    byId('summary').replaceChildren(
+      h('h2', {}, 'No device trace'),
+      h('p', { class: 'muted' }, sys.length > 0
+        ? 'This folder holds a system trace but no .ntff device trace; this version shows device profiles only. System files found:'
+        : 'No .ntff device trace was found in this folder.'),
+      h('ul', { class: 'mono small' }, sys.flatMap((p) => (p.system_files ?? []).map((f) => h('li', {}, f)))),
+    );
     progress(null);
     setState('ready');
   }
 }
 
 function clearWorkspace(): void {
+  document.body.classList.remove('has-result');
   byId('summary').replaceChildren(h('div', { class: 'muted' }, 'Pick a device profile on the left.'));
   timeline.setModel(null);
   browser.setSource(null, []);
@@ -128,7 +139,7 @@ async function openDevice(profile: ProfileEntry, deviceIndex: number): Promise<v
   progress('Processing');
   let result: ProcessResult;
   try {
-    result = await client.process(profile.id, deviceIndex, (stage, done, total) => progress(stage, done, total));
+    result = await client.process(profile.id, deviceIndex, (stage, done, total) => progress(`Decoding ${stage}`, done, total));
   } catch (e) {
     progress(null);
     clearWorkspace();
@@ -136,7 +147,9 @@ async function openDevice(profile: ProfileEntry, deviceIndex: number): Promise<v
     return;
   }
   if (selected?.profileId !== profile.id || selected.deviceIndex !== deviceIndex) return;
-  renderSummary(byId('summary'), `${profile.profile_type} profile · ${name}`, result);
+  const where = profile.root ? `${profile.root} · ` : '';
+  renderSummary(byId('summary'), `${profile.profile_type} profile · ${where}${name}`, result);
+  document.body.classList.add('has-result');
   const source = tableSource(result, name);
   browser.setSource(source, result.tables);
   try {

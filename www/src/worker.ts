@@ -16,6 +16,8 @@ const scope = self as unknown as WorkerScope;
 
 let wasm: WasmModule | null = null;
 let session: WasmSession | null = null;
+/** Key of the processed profile the page shows; released when another one is opened. */
+let shown: string | null = null;
 /** Set after a wasm trap: the instance may be inconsistent, so refuse further calls. */
 let crashed: string | null = null;
 
@@ -43,6 +45,7 @@ function newSession(): WasmSession {
   const m = core();
   session?.free();
   session = new m.Session();
+  shown = null;
   return session;
 }
 
@@ -85,9 +88,13 @@ async function handle(msg: Envelope): Promise<void> {
     }
     case 'process': {
       const s = current();
+      // The page shows one device profile at a time: free the previous one's tables first.
+      if (shown !== null) s.release(shown);
+      shown = null;
       const result = s.process(msg.profileId, msg.deviceIndex, (stage, done, total) => {
         post({ kind: 'progress', id, stage, done: Number(done), total: Number(total) });
       });
+      shown = result.key;
       post({ kind: 'reply', id, ok: true, value: result });
       return;
     }

@@ -48,7 +48,7 @@ export function pairingText(d: DeviceEntry): string {
       return `paired with ${basename(d.neff) || 'its NEFF'}${by}`;
     }
     case 'MissingNeff':
-      return 'no NEFF found: an NTFF cannot be decoded without the NEFF it executed';
+      return 'no matching NEFF: timing only (add the .neff it ran for names, source and tensors)';
     case 'UuidMismatch': {
       const neff = typeof data['neff'] === 'string' ? ` ${basename(data['neff'])}` : '';
       return `the NEFF${neff} is from a different compilation (uuid mismatch, ERROR_PROCESS_INCOMPLETE)`;
@@ -89,6 +89,17 @@ export function problemList(problems: Problem[] | undefined): HTMLElement | null
   const order = { error: 0, warning: 1, info: 2 } as const;
   const sorted = [...problems].sort((a, b) => (order[a.severity] ?? 3) - (order[b.severity] ?? 3));
   return h('ul', { class: 'problems' }, sorted.map(problemItem));
+}
+
+/** Problems folded under a summary line when there are many and none is an error. */
+export function foldedProblems(problems: Problem[] | undefined): HTMLElement | null {
+  const list = problemList(problems);
+  if (list === null || problems === undefined) return null;
+  const errors = problems.filter((p) => p.severity === 'error').length;
+  const warnings = problems.filter((p) => p.severity === 'warning').length;
+  if (problems.length <= 2 || errors > 0) return list;
+  const parts = [errors ? `${errors} error${errors === 1 ? '' : 's'}` : '', warnings ? `${warnings} warning${warnings === 1 ? '' : 's'}` : '', problems.length - errors - warnings ? `${problems.length - errors - warnings} note${problems.length - errors - warnings === 1 ? '' : 's'}` : ''];
+  return h('details', { class: 'problem-fold' }, h('summary', {}, parts.filter(Boolean).join(', ')), list);
 }
 
 export interface ProfileListOptions {
@@ -138,7 +149,7 @@ export function renderProfiles(root: HTMLElement, inv: Inventory, opts: ProfileL
       devices.length > 0
         ? h('ul', { class: 'devices' }, devices)
         : h('div', { class: 'muted small' }, 'no device profile (system trace only)'),
-      problemList(p.problems),
+      foldedProblems(p.problems),
     );
   });
   root.replaceChildren(
@@ -147,6 +158,6 @@ export function renderProfiles(root: HTMLElement, inv: Inventory, opts: ProfileL
     inv.profiles.length === 0
       ? h('div', { class: 'empty-note' }, 'No profile found. Pick the folder the Neuron profiler wrote: it holds .ntff files with their .neff, or a capture directory with trace_info.pb and ntrace.pb.')
       : h('ul', { class: 'profiles' }, items),
-    problemList(inv.problems),
+    foldedProblems(inv.problems),
   ));
 }

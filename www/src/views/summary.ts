@@ -59,7 +59,8 @@ export function renderSummary(root: HTMLElement, title: string, r: ProcessResult
   const neff = s.neff;
   const neffBlock = neff
     ? h('dl', { class: 'kv' },
-        h('dt', {}, 'NEFF'), h('dd', { 'data-testid': 'neff-name' }, neff.name ?? '—'),
+        neff.file ? [h('dt', {}, 'file'), h('dd', { 'data-testid': 'neff-file' }, neff.file)] : null,
+        h('dt', {}, 'network'), h('dd', { 'data-testid': 'neff-name' }, neff.name ?? '—'),
         h('dt', {}, 'uuid'), h('dd', { class: 'mono', 'data-testid': 'neff-uuid' }, neff.uuid ?? '—'),
         h('dt', {}, 'compiler'), h('dd', { 'data-testid': 'neff-compiler' }, neff.compiler_version ?? '—'))
     : h('div', { class: 'muted' }, 'No NEFF information.');

@@ -21,6 +21,8 @@ export interface Track {
   ops: Uint16Array;
   /** Longest slice, ns: how far before a window a slice can start and still reach into it. */
   maxDur: number;
+  /** busy[k] = summed duration of slices 0..k-1, ns (length = slices + 1). */
+  busy: Float64Array;
 }
 
 export interface TimelineModel {
@@ -86,29 +88,42 @@ export function buildTimeline(table: Table): TimelineModel {
   const opcodes: string[] = [];
   const ops = codeColumn(table, 'opcode', opcodes, new Map());
 
-  // Group rows by (pcore, engine).
-  const groups = new Map<string, { pcore: number; engine: string; rows: number[] }>();
+  // Group rows by (pcore, engine) in two passes over typed arrays (no per-row allocation).
+  const groupOf = new Int32Array(n).fill(-1);
+  const keys = new Map<number, number>();
+  const groups: { pcore: number; engine: string; count: number; rows: Uint32Array }[] = [];
   for (let i = 0; i < n; i++) {
-    const s = starts[i] ?? NaN;
-    const e = ends[i] ?? NaN;
-    if (!Number.isFinite(s) || !Number.isFinite(e)) continue;
-    const pc = pcores === null || !Number.isFinite(pcores[i] ?? NaN) ? 0 : (pcores[i] ?? 0);
-    const eng = engDict[engines[i] ?? 0] ?? '';
-    const key = `${pc}\u0000${eng}`;
-    let g = groups.get(key);
+    if (!Number.isFinite(starts[i] ?? NaN) || !Number.isFinite(ends[i] ?? NaN)) continue;
+    const raw = pcores === null ? 0 : (pcores[i] ?? 0);
+    const pc = Number.isFinite(raw) ? raw : 0;
+    const code = engines[i] ?? 0;
+    const key = pc * 65536 + code;
+    let g = keys.get(key);
     if (g === undefined) {
-      g = { pcore: pc, engine: eng, rows: [] };
-      groups.set(key, g);
+      g = groups.length;
+      keys.set(key, g);
+      groups.push({ pcore: pc, engine: engDict[code] ?? '', count: 0, rows: new Uint32Array(0) });
     }
-    g.rows.push(i);
+    groupOf[i] = g;
+    const grp = groups[g];
+    if (grp !== undefined) grp.count++;
+  }
+  for (const g of groups) g.rows = new Uint32Array(g.count);
+  const fill = new Uint32Array(groups.length);
+  for (let i = 0; i < n; i++) {
+    const g = groupOf[i] ?? -1;
+    const grp = groups[g];
+    if (grp === undefined) continue;
+    grp.rows[fill[g] ?? 0] = i;
+    fill[g] = (fill[g] ?? 0) + 1;
   }
 
   let lo = Infinity;
   let hi = -Infinity;
   const tracks: Track[] = [];
-  for (const g of groups.values()) {
-    const idx = Uint32Array.from(g.rows);
-    idx.sort((a, b) => (starts[a] ?? 0) - (starts[b] ?? 0) || a - b);
+  for (const g of groups) {
+    const idx = g.rows;
+    if (!sortedBy(idx, starts)) idx.sort((a, b) => (starts[a] ?? 0) - (starts[b] ?? 0) || a - b);
     const m = idx.length;
     const t: Track = {
       label: `${coreLabel(g.pcore)} ${engineLabel(g.engine)}`,
@@ -119,6 +134,7 @@ export function buildTimeline(table: Table): TimelineModel {
       rows: idx,
       ops: new Uint16Array(m),
       maxDur: 0,
+      busy: new Float64Array(m + 1),
     };
     for (let k = 0; k < m; k++) {
       const r = idx[k] ?? 0;
@@ -128,6 +144,7 @@ export function buildTimeline(table: Table): TimelineModel {
       t.ends[k] = e;
       t.ops[k] = ops[r] ?? 0;
       if (e - s > t.maxDur) t.maxDur = e - s;
+      t.busy[k + 1] = (t.busy[k] ?? 0) + (e - s);
       if (s < lo) lo = s;
       if (e > hi) hi = e;
     }
@@ -141,6 +158,12 @@ export function buildTimeline(table: Table): TimelineModel {
   return { tracks, start: lo, end: Math.max(hi, lo + 1), opcodes, table };
 }
 
+/** True when `starts[idx[k]]` is non-decreasing (skips the sort for the common, ordered case). */
+function sortedBy(idx: Uint32Array, starts: Float64Array): boolean {
+  for (let k = 1; k < idx.length; k++) if ((starts[idx[k] ?? 0] ?? 0) < (starts[idx[k - 1] ?? 0] ?? 0)) return false;
+  return true;
+}
+
 /** First index k in [lo, hi) with arr[k] >= v (arr ascending). */
 export function lowerBound(arr: Float64Array, v: number, lo = 0, hi = arr.length): number {
   let a = lo;
@@ -151,4 +174,23 @@ export function lowerBound(arr: Float64Array, v: number, lo = 0, hi = arr.length
     else b = mid;
   }
   return a;
+}
+
+/**
+ * Time in [t0, t1] covered by the track's slices, ns: slices starting inside the window, clipped
+ * at t1, plus the part of earlier slices that reaches in. Overlapping slices count twice.
+ */
+export function busyIn(tr: Track, t0: number, t1: number): number {
+  const k0 = lowerBound(tr.starts, t0);
+  const k1 = lowerBound(tr.starts, t1, k0);
+  let sum = (tr.busy[k1] ?? 0) - (tr.busy[k0] ?? 0);
+  // Clip slices that run past t1 (only those that start within maxDur of it can).
+  for (let k = k1 - 1; k >= k0 && (tr.starts[k] ?? 0) > t1 - tr.maxDur; k--) {
+    sum -= Math.max(0, (tr.ends[k] ?? 0) - t1);
+  }
+  // Add the tails of slices that started before t0.
+  for (let k = k0 - 1; k >= 0 && (tr.starts[k] ?? 0) >= t0 - tr.maxDur; k--) {
+    sum += Math.max(0, Math.min(tr.ends[k] ?? 0, t1) - t0);
+  }
+  return sum;
 }

@@ -9,11 +9,11 @@
 
 import { h, nodes } from '../dom.ts';
 import { cell, int, ns, tick } from '../format.ts';
-import { lowerBound, type TimelineModel, type Track } from './timeline-model.ts';
+import { busyIn, lowerBound, type TimelineModel, type Track } from './timeline-model.ts';
 
 const AXIS_H = 28;
 const ROW_H = 24;
-const GUTTER = 116;
+const GUTTER = 150;
 const PAD_BOTTOM = 6;
 
 /** Engine hues (HSL degrees). */
@@ -75,7 +75,7 @@ export class TimelineView {
     if (ctx === null) throw new Error('canvas 2d context unavailable');
     this.ctx = ctx;
     this.tooltip = h('div', { class: 'tooltip', 'data-testid': 'timeline-tooltip', hidden: true });
-    this.status = h('span', { class: 'muted' });
+    this.status = h('span', { class: 'muted status' });
     this.details = h('div', { class: 'details', 'data-testid': 'instruction-details' },
       h('div', { class: 'muted' }, 'Click an instruction to see all its fields.'));
     const fit = h('button', { class: 'btn small', onclick: () => this.fit(), title: 'Show the whole profile (key: 0)' }, 'Fit');
@@ -90,7 +90,7 @@ export class TimelineView {
     });
     this.root = h('div', { class: 'timeline' },
       h('div', { class: 'timeline-bar' }, fit, zin, zout, this.filter, this.filterInfo,
-        h('span', { class: 'muted small hint' }, 'wheel: zoom · drag: pan · W/S/A/D · click: details'), this.status),
+        h('span', { class: 'muted small hint', title: 'Mouse wheel zooms around the cursor, drag pans, W/S zoom, A/D pan, 0 fits. The % beside each row is the share of the visible time that engine was busy.' }, 'wheel zoom · drag pan · click for details · % busy in view'), this.status),
       h('div', { class: 'timeline-wrap' }, this.canvas, this.tooltip),
       this.details);
 
@@ -242,6 +242,14 @@ export class TimelineView {
       }
       ctx.fillStyle = TEXT;
       ctx.fillText(tr.label, 8, y + ROW_H / 2);
+      // Share of the visible time this engine was busy.
+      const pct = Math.min(100, (100 * busyIn(tr, Math.max(t0, m.start), Math.min(t1, m.end))) / Math.max(1e-9, Math.min(t1, m.end) - Math.max(t0, m.start)));
+      ctx.fillStyle = MUTED;
+      ctx.textAlign = 'right';
+      ctx.font = '11px system-ui, sans-serif';
+      ctx.fillText(`${pct < 10 ? pct.toFixed(1) : pct.toFixed(0)}%`, GUTTER - 6, y + ROW_H / 2);
+      ctx.font = '12px system-ui, sans-serif';
+      ctx.textAlign = 'left';
     });
 
     // Grid and axis.

@@ -1,0 +1,123 @@
+// Unit tests of the front end's pure logic (timeline model, busy time, axis labels, pairing
+// wording), run in Node: the TypeScript modules are bundled on the fly with esbuild (Vite's own).
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { build } from 'esbuild';
+import { tableFromArrays } from 'apache-arrow';
+import { REPO } from './harness.mjs';
+
+/** Bundles a www/src module (apache-arrow left external) and imports it. */
+async function load(rel) {
+  const out = await build({
+    entryPoints: [join(REPO, 'www', 'src', rel)],
+    bundle: true,
+    format: 'esm',
+    platform: 'neutral',
+    write: false,
+    external: ['apache-arrow'],
+    logLevel: 'silent',
+  });
+  const code = out.outputFiles[0].text.replace(/from\s*"apache-arrow"/g, `from ${JSON.stringify(import.meta.resolve('apache-arrow'))}`);
+  return import(`data:text/javascript;base64,${Buffer.from(code).toString('base64')}`);
+}
+
+const model = await load('views/timeline-model.ts');
+const format = await load('format.ts');
+const profiles = await load('views/profiles.ts');
+
+/** Deterministic pseudo-random numbers (xorshift32). */
+function rng(seed) {
+  let x = seed >>> 0 || 1;
+  return () => {
+    x ^= x << 13;
+    x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
+    return x / 2 ** 32;
+  };
+}
+
+test('buildTimeline: one track per (pcore, engine), ordered like Explorer, slices sorted by start', () => {
+  const table = tableFromArrays({
+    start_ts: BigInt64Array.from([30n, 10n, 5n, 20n, 7n]),
+    end_ts: BigInt64Array.from([40n, 15n, 9n, 25n, 8n]),
+    engine: ['tensor', 'tensor', 'sync', 'vector', 'tensor'],
+    pcore_idx: BigInt64Array.from([0n, 0n, 0n, 0n, 1n]),
+    opcode: ['MATMUL', 'NOP', 'DRAIN', 'NOP', 'WRITE'],
+  });
+  const m = model.buildTimeline(table);
+  assert.deepEqual(m.tracks.map((t) => t.label), ['sg00 Tensor', 'sg00 Vector', 'sg00 Sync', 'sg01 Tensor']);
+  const t0 = m.tracks[0];
+  assert.deepEqual(Array.from(t0.starts), [10, 30]);
+  assert.deepEqual(Array.from(t0.ends), [15, 40]);
+  assert.deepEqual(Array.from(t0.rows), [1, 0], 'rows point back into the table');
+  assert.deepEqual(Array.from(t0.ops, (o) => m.opcodes[o]), ['NOP', 'MATMUL']);
+  assert.equal(t0.maxDur, 10);
+  assert.deepEqual(Array.from(t0.busy), [0, 5, 15]);
+  assert.equal(m.start, 5);
+  assert.equal(m.end, 40);
+});
+
+test('busyIn equals a brute-force sum of clipped slices', () => {
+  const r = rng(7);
+  const n = 400;
+  const starts = [];
+  let t = 0;
+  for (let i = 0; i < n; i++) {
+    t += Math.floor(r() * 50);
+    starts.push(t);
+  }
+  const ends = starts.map((s) => s + 1 + Math.floor(r() * (r() < 0.05 ? 500 : 40)));
+  const table = tableFromArrays({
+    start_ts: BigInt64Array.from(starts, BigInt),
+    end_ts: BigInt64Array.from(ends, BigInt),
+    engine: starts.map(() => 'vector'),
+  });
+  const tr = model.buildTimeline(table).tracks[0];
+  for (let q = 0; q < 200; q++) {
+    const a = r() * (t + 100) - 50;
+    const b = a + r() * 2000;
+    let want = 0;
+    for (let i = 0; i < n; i++) want += Math.max(0, Math.min(ends[i], b) - Math.max(starts[i], a));
+    assert.ok(Math.abs(model.busyIn(tr, a, b) - want) < 1e-6, `window [${a}, ${b}]: ${model.busyIn(tr, a, b)} vs ${want}`);
+  }
+});
+
+test('lowerBound finds the first element not below the value', () => {
+  const a = Float64Array.from([1, 2, 2, 2, 5, 9]);
+  assert.equal(model.lowerBound(a, 0), 0);
+  assert.equal(model.lowerBound(a, 2), 1);
+  assert.equal(model.lowerBound(a, 3), 4);
+  assert.equal(model.lowerBound(a, 10), 6);
+  assert.equal(model.lowerBound(a, 2, 3), 3);
+});
+
+test('axis tick labels tell neighbouring ticks apart at every zoom level', () => {
+  for (const step of [0.5, 1, 20, 500, 1e3, 2e3, 5e4, 1e6, 2e7, 1e9]) {
+    for (const base of [0, 123_456_789, 2_201_000]) {
+      const t = Math.ceil(base / step) * step;
+      const labels = [0, 1, 2, 3].map((k) => format.tick(t + k * step, step));
+      assert.equal(new Set(labels).size, 4, `step ${step} at ${base}: ${labels.join(' | ')}`);
+    }
+  }
+  assert.equal(format.tick(2_201_000, 1000), '2.201 ms');
+  assert.equal(format.ns(812), '812 ns');
+  assert.equal(format.ns(12_350), '12.35 µs');
+});
+
+test('pairing results read as sentences, for serde-tagged and externally tagged forms', () => {
+  const d = (pairing, extra = {}) => ({ name: 'x', ntff: 'a/x.ntff', neff: 'a/x.neff', pairing, ...extra });
+  assert.equal(profiles.pairingKind({ status: 'Paired', by: 'uuid' }), 'Paired');
+  assert.equal(profiles.pairingKind('MissingNeff'), 'MissingNeff');
+  assert.equal(profiles.pairingKind({ UuidMismatch: { neff: 'b.neff' } }), 'UuidMismatch');
+  assert.equal(profiles.isPaired(d({ status: 'Paired', by: 'uuid' })), true);
+  assert.equal(profiles.isPaired(d({ status: 'MissingNeff' })), false);
+  assert.equal(profiles.pairingText(d({ status: 'Paired', by: 'uuid' })), 'paired with x.neff by uuid');
+  assert.match(profiles.pairingText(d({ status: 'UuidMismatch', neff: 'dir/other.neff' })), /other\.neff.*uuid mismatch/);
+  assert.match(profiles.pairingText(d({ status: 'Ambiguous', candidates: ['p/a.neff', 'q/b.neff'] })), /a\.neff, b\.neff/);
+  assert.match(profiles.pairingText(d({ status: 'Unreadable', message: 'at offset 4: expected magic' })), /offset 4/);
+  assert.match(profiles.pairingText(d({ status: 'SomethingNew', detail: 1 })), /something new/);
+});
