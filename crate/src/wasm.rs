@@ -155,7 +155,7 @@ impl Session {
             .map(|(p, f)| {
                 let size = match f {
                     Input::Blob(b) => b.size() as u64,
-                    Input::Bytes(b) => b.len() as u64,
+                    Input::Bytes(b) => b.as_slice().len() as u64,
                 };
                 (p.clone(), size)
             })
