@@ -22,12 +22,12 @@ step "TypeScript (strict)"
 npm run --silent typecheck
 
 step "Rust tests (unit, golden against AWS JSON exports, pairing, samples)"
-cargo test --release -- --nocapture
+cargo test --profile ci -- --nocapture
 
 step "Parquet written by the CLI opens in pyarrow"
 rm -rf target/pq && mkdir -p target/pq
-./target/release/neuronscope convert ../shared/samples/allenkchau-trainium-kernel-fusion/profiling/artifacts/fused_bf16_s512 -o target/pq/fused >/dev/null
-./target/release/neuronscope convert ../shared/samples/KevGomes-nki-moe-megakernel/output/i-0af76a70a6d3864dd_pid_713479 -o target/pq/kev >/dev/null
+./target/ci/neuronscope convert ../shared/samples/allenkchau-trainium-kernel-fusion/profiling/artifacts/fused_bf16_s512 -o target/pq/fused >/dev/null
+./target/ci/neuronscope convert ../shared/samples/KevGomes-nki-moe-megakernel/output/i-0af76a70a6d3864dd_pid_713479 -o target/pq/kev >/dev/null
 python3 tests/parquet_check.py target/pq
 
 step "wasm + web build"

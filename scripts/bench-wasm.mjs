@@ -1,0 +1,99 @@
+// Decode throughput of the wasm core in headless Chromium, on the real user path: files picked
+// through a webkitdirectory input, passed as Blobs to a module Web Worker, read by slices with
+// FileReaderSync, scanned, paired and decoded into Arrow tables (Session.process), then encoded as
+// Parquet (Session.table_parquet for every table).
+//
+// usage: node scripts/bench-wasm.mjs DIR [DIR...]       (needs `npm run build` first)
+// Prints per folder: NTFF bytes, seconds, MB/s, rows, rows/s, wasm memory high-water mark.
+
+import { statSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { launch, requireBuild, serve } from '../tests/browser/harness.mjs';
+
+async function ntffBytes(dir) {
+  let n = 0;
+  for (const e of await readdir(dir, { recursive: true })) {
+    if (e.endsWith('.ntff')) n += statSync(join(dir, e)).size;
+  }
+  return n;
+}
+
+const dirs = process.argv.slice(2).map((d) => resolve(d));
+if (dirs.length === 0) {
+  console.error('usage: node scripts/bench-wasm.mjs DIR [DIR...]');
+  process.exit(2);
+}
+requireBuild();
+const server = await serve();
+const b = await launch();
+try {
+  const { page } = b;
+  await page.goto(`${server.origin}/`);
+  console.log('input\tntff_bytes\tseconds\tMB/s\trows\trows/s\tparquet_s\twasm_memory_bytes');
+  for (const dir of dirs) {
+    await page.evaluate(() => {
+      document.querySelector('#nscope-bench')?.remove();
+      const i = document.createElement('input');
+      i.type = 'file';
+      i.id = 'nscope-bench';
+      i.webkitdirectory = true;
+      i.multiple = true;
+      document.body.append(i);
+    });
+    await page.setInputFiles('#nscope-bench', dir);
+    const r = await page.evaluate(async (origin) => {
+      const src = `
+        import init, { Session } from '${origin}/pkg/neuronscope.js';
+        const wasm = await init();
+        self.onmessage = (ev) => {
+          try {
+            const s = new Session();
+            for (const f of ev.data) s.add_file(f.webkitRelativePath || f.name, f);
+            const t0 = performance.now();
+            const inv = s.scan();
+            let rows = 0, key = null, tParquet = 0;
+            for (const p of inv.profiles) {
+              p.devices.forEach((d, i) => {
+                if (!d.ntff || !d.pairing || d.pairing.status !== 'Paired') return;
+                const res = s.process(p.id, i, () => {});
+                for (const t of res.tables) rows += t.rows;
+                key = res.key;
+                const tp = performance.now();
+                for (const t of res.tables) s.table_parquet(res.key, t.name);
+                tParquet += performance.now() - tp;
+                s.release(res.key);
+              });
+            }
+            const ms = performance.now() - t0 - tParquet;
+            self.postMessage({ ms, rows, parquetMs: tParquet, memory: wasm.memory.buffer.byteLength });
+          } catch (e) {
+            self.postMessage({ error: String(e) });
+          }
+        };
+        self.postMessage({ ready: true });`;
+      const url = URL.createObjectURL(new Blob([src], { type: 'text/javascript' }));
+      const w = new Worker(url, { type: 'module' });
+      const files = Array.from(document.querySelector('#nscope-bench').files);
+      return await new Promise((ok) => {
+        w.onmessage = (ev) => {
+          if (ev.data.ready) w.postMessage(files);
+          else {
+            ok(ev.data);
+            w.terminate();
+          }
+        };
+        w.onerror = (e) => ok({ error: e.message });
+      });
+    }, server.origin);
+    if (r.error) throw new Error(`${dir}: ${r.error}`);
+    const bytes = await ntffBytes(dir);
+    const s = r.ms / 1000;
+    console.log(
+      `${dir}\t${bytes}\t${s.toFixed(3)}\t${(bytes / 1e6 / s).toFixed(1)}\t${r.rows}\t${Math.round(r.rows / s)}\t${(r.parquetMs / 1000).toFixed(3)}\t${r.memory}`,
+    );
+  }
+} finally {
+  await b.close();
+  await server.close();
+}
