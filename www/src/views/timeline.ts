@@ -359,7 +359,13 @@ export class TimelineView {
           }
         }
         ctx.fillStyle = style;
-        ctx.fillRect(GUTTER + px, y, Math.min(xe, this.plotWidth() + 1) - px, hgt);
+        // Opacity follows how busy the engine was inside the merged pixels, so a sparse engine
+        // does not look solid when zoomed out.
+        const w = Math.min(xe, this.plotWidth() + 1) - px;
+        const frac = Math.min(1, ((tr.busy[j] ?? 0) - (tr.busy[k] ?? 0)) / Math.max(1e-9, w * npp));
+        ctx.globalAlpha = 0.25 + 0.75 * frac;
+        ctx.fillRect(GUTTER + px, y, w, hgt);
+        ctx.globalAlpha = 1;
         drawn++;
         k = j;
       }
