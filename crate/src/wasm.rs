@@ -12,7 +12,8 @@ use wasm_bindgen::prelude::*;
 use crate::error::{Error, Result};
 use crate::inventory::{self, Inventory};
 use crate::source::{check_range, ByteSource};
-use crate::tables::Tables;
+use crate::tables::{TableDef, Tables};
+use arrow_array::RecordBatch;
 
 /// Size of the window a [`BlobSource`] reads at once: small decoder reads (headers, 16-byte
 /// records) are served from it instead of one `FileReaderSync` call each.
@@ -231,6 +232,84 @@ impl Session {
     pub fn release(&mut self, key: &str) {
         self.results.remove(key);
     }
+    /// Only `columns` of table `table` (names absent from the table are skipped) as an Arrow IPC
+    /// stream: the timeline needs 5 of Instruction's ~60 columns, and the whole table of a
+    /// multi-million-instruction profile does not fit beside itself in wasm memory.
+    pub fn table_ipc_columns(
+        &self,
+        key: &str,
+        table: &str,
+        columns: Vec<String>,
+    ) -> std::result::Result<Vec<u8>, JsError> {
+        let (def, batches) = self.table_batches(key, table)?;
+        let schema = def.schema();
+        let idx: Vec<usize> = columns
+            .iter()
+            .filter_map(|c| schema.index_of(c).ok())
+            .collect();
+        let projected = schema.project(&idx).map_err(|e| js_err(e.into()))?;
+        let parts = batches
+            .iter()
+            .map(|b| b.project(&idx))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| js_err(e.into()))?;
+        ipc_of(&projected, &parts).map_err(js_err)
+    }
+    /// Rows `offset .. offset + count` (clamped to the table) of table `table`, every column, as
+    /// an Arrow IPC stream (table pager, instruction details).
+    pub fn table_ipc_rows(
+        &self,
+        key: &str,
+        table: &str,
+        offset: usize,
+        count: usize,
+    ) -> std::result::Result<Vec<u8>, JsError> {
+        let (def, batches) = self.table_batches(key, table)?;
+        let mut parts = Vec::new();
+        let (mut start, mut left) = (offset, count);
+        for b in batches {
+            if left == 0 {
+                break;
+            }
+            let n = b.num_rows();
+            if start >= n {
+                start -= n;
+                continue;
+            }
+            let take = left.min(n - start);
+            parts.push(b.slice(start, take));
+            left -= take;
+            start = 0;
+        }
+        ipc_of(&def.schema(), &parts).map_err(js_err)
+    }
+}
+
+impl Session {
+    fn table_batches(
+        &self,
+        key: &str,
+        table: &str,
+    ) -> std::result::Result<(&'static TableDef, &[RecordBatch]), JsError> {
+        let (def, batches) = self
+            .tables(key)?
+            .tables
+            .get(table)
+            .ok_or_else(|| JsError::new(&format!("no table {table}")))?;
+        Ok((*def, batches.as_slice()))
+    }
+}
+
+/// `batches` (all of `schema`) as one uncompressed Arrow IPC stream.
+fn ipc_of(schema: &arrow_schema::Schema, batches: &[RecordBatch]) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut w = arrow_ipc::writer::StreamWriter::try_new(&mut out, schema)?;
+    for b in batches {
+        w.write(b)?;
+    }
+    w.finish()?;
+    drop(w);
+    Ok(out)
 }
 
 impl Default for Session {

@@ -150,6 +150,10 @@ test('KevGomes capture directory: System+Device, paired, Instruction rows = coun
     const count = await instructionCountShown(page);
     assert.ok(count > 0, `instruction count ${count} > 0`);
     assert.equal(await selectTable(page, 'Instruction'), count, 'Instruction table rows = instruction count shown');
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid=download-parquet]')]);
+    const bytes = readFileSync(await download.path());
+    const meta = parquetMetadata(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+    assert.equal(Number(meta.num_rows), count, 'Instruction.parquet rows = instruction count shown');
 
     const coloured = await timelineColouredPixels(page);
     assert.ok(coloured > 500, `timeline draws instruction slices (${coloured} coloured pixels)`);

@@ -137,6 +137,10 @@ export interface WasmSession {
   table_ipc(key: string, table: string): Uint8Array;
   table_parquet(key: string, table: string): Uint8Array;
   bundle_zip(key: string): Uint8Array;
+  /** Only these columns of a table, Arrow IPC (absent names skipped). */
+  table_ipc_columns?(key: string, table: string, columns: string[]): Uint8Array;
+  /** Rows offset .. offset + count of a table, every column, Arrow IPC. */
+  table_ipc_rows?(key: string, table: string, offset: number, count: number): Uint8Array;
   /** Drops a processed profile's tables (frees wasm memory). */
   release(key: string): void;
   free(): void;

@@ -80,6 +80,14 @@ export class CoreClient {
   tableParquet(key: string, table: string): Promise<Uint8Array> {
     return this.call({ op: 'table', key, table, format: 'parquet' });
   }
+  /** Only `columns` of a table (Arrow IPC). */
+  tableColumns(key: string, table: string, columns: string[]): Promise<Uint8Array> {
+    return this.call({ op: 'columns', key, table, columns });
+  }
+  /** Rows offset .. offset + count of a table (Arrow IPC; a core without row ranges sends all rows). */
+  tableRows(key: string, table: string, offset: number, count: number): Promise<Uint8Array> {
+    return this.call({ op: 'rows', key, table, offset, count });
+  }
   bundle(key: string): Promise<Uint8Array> {
     return this.call({ op: 'bundle', key });
   }

@@ -155,7 +155,8 @@ async function openDevice(profile: ProfileEntry, deviceIndex: number): Promise<v
   try {
     progress('Drawing the timeline');
     const hasInstr = result.tables.some((t) => t.name === 'Instruction');
-    timeline.setModel(hasInstr ? buildTimeline(await source.table('Instruction')) : null);
+    timeline.rowLoader = (row) => source.page('Instruction', row, 1);
+    timeline.setModel(hasInstr ? buildTimeline(await source.columns('Instruction', TIMELINE_COLUMNS)) : null);
     progress(null);
     setState('ready');
   } catch (e) {
@@ -164,20 +165,21 @@ async function openDevice(profile: ProfileEntry, deviceIndex: number): Promise<v
   }
 }
 
-function tableSource(result: ProcessResult, deviceName: string): TableSource {
-  const cache = new Map<string, Promise<Table>>();
+/** Instruction columns the timeline draws from or shows on hover (the rest load per click). */
+const TIMELINE_COLUMNS = ['start_ts', 'end_ts', 'engine', 'pcore_idx', 'opcode', 'pc', 'evt_wait_time_ns', 'bir_instruction_name'];
+
+function tableSource(result: ProcessResult, deviceName: string): TableSource & { columns(name: string, cols: string[]): Promise<Table> } {
   let descs: Promise<Map<string, Map<string, string>>> | null = null;
-  const table = (name: string): Promise<Table> => {
-    let t = cache.get(name);
-    if (t === undefined) {
-      t = client.tableIpc(result.key, name).then((b) => tableFromIPC(b));
-      cache.set(name, t);
-    }
-    return t;
+  const page = async (name: string, offset: number, count: number): Promise<Table> => {
+    const t = tableFromIPC(await client.tableRows(result.key, name, offset, count));
+    // A core without row ranges sends the whole table: cut the page here.
+    return t.numRows > count ? t.slice(offset, offset + count) : t;
   };
+  const table = (name: string): Promise<Table> => client.tableIpc(result.key, name).then((b) => tableFromIPC(b));
   const safe = deviceName.replace(/^.*\//, '').replace(/\.[^.]*$/, '').replace(/[^A-Za-z0-9._-]+/g, '_') || 'profile';
   return {
-    table,
+    page,
+    columns: async (name, cols) => tableFromIPC(await client.tableColumns(result.key, name, cols)),
     async downloadParquet(name) {
       try {
         download(await client.tableParquet(result.key, name), `${name}.parquet`);

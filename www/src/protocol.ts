@@ -20,6 +20,8 @@ export type Request =
   | { op: 'demo' }
   | { op: 'process'; profileId: string; deviceIndex: number }
   | { op: 'table'; key: string; table: string; format: 'ipc' | 'parquet' }
+  | { op: 'columns'; key: string; table: string; columns: string[] }
+  | { op: 'rows'; key: string; table: string; offset: number; count: number }
   | { op: 'bundle'; key: string };
 
 /** What each request resolves to. */
@@ -29,6 +31,8 @@ export interface ReplyMap {
   demo: Inventory;
   process: ProcessResult;
   table: Uint8Array;
+  columns: Uint8Array;
+  rows: Uint8Array;
   bundle: Uint8Array;
 }
 

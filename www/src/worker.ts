@@ -104,6 +104,18 @@ async function handle(msg: Envelope): Promise<void> {
       replyBytes(id, bytes);
       return;
     }
+    case 'columns': {
+      // Older cores lack the projection: fall back to the whole table.
+      const s = current();
+      replyBytes(id, s.table_ipc_columns ? s.table_ipc_columns(msg.key, msg.table, msg.columns) : s.table_ipc(msg.key, msg.table));
+      return;
+    }
+    case 'rows': {
+      const s = current();
+      if (s.table_ipc_rows) replyBytes(id, s.table_ipc_rows(msg.key, msg.table, msg.offset, msg.count));
+      else replyBytes(id, s.table_ipc(msg.key, msg.table));
+      return;
+    }
     case 'bundle': {
       replyBytes(id, current().bundle_zip(msg.key));
       return;

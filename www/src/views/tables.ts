@@ -9,8 +9,8 @@ import { cell, int } from '../format.ts';
 const PAGE = 100;
 
 export interface TableSource {
-  /** Loads (and caches) a table as Arrow. */
-  table(name: string): Promise<Table>;
+  /** Rows offset .. offset + count of a table as Arrow (row 0 of the result = row `offset`). */
+  page(name: string, offset: number, count: number): Promise<Table>;
   downloadParquet(name: string): Promise<void>;
   downloadAll(): Promise<void>;
   /** field name → description for a table, from SchemaFields when present. */
@@ -26,7 +26,9 @@ export class TableBrowser {
   private readonly next: HTMLButtonElement;
   private source: TableSource | null = null;
   private tables: TableInfo[] = [];
+  /** The rows on screen (row 0 = table row `offset`) and the table's total row count. */
   private current: Table | null = null;
+  private total = 0;
   private offset = 0;
   private seq = 0;
 
@@ -60,14 +62,19 @@ export class TableBrowser {
   }
 
   private async open(name: string): Promise<void> {
+    this.offset = 0;
+    this.total = Number(this.tables.find((t) => t.name === name)?.rows ?? 0);
+    await this.load(name);
+  }
+
+  private async load(name: string): Promise<void> {
     if (this.source === null) return;
     const seq = ++this.seq;
     this.info.textContent = 'loading…';
     try {
-      const [table, desc] = await Promise.all([this.source.table(name), this.source.descriptions(name)]);
+      const [table, desc] = await Promise.all([this.source.page(name, this.offset, PAGE), this.source.descriptions(name)]);
       if (seq !== this.seq) return;
       this.current = table;
-      this.offset = 0;
       this.render(desc);
     } catch (e) {
       if (seq !== this.seq) return;
@@ -77,23 +84,22 @@ export class TableBrowser {
   }
 
   private page(dir: number): void {
-    const t = this.current;
-    if (t === null) return;
     const next = this.offset + dir * PAGE;
-    if (next < 0 || next >= t.numRows) return;
+    if (next < 0 || next >= this.total) return;
     this.offset = next;
-    void this.source?.descriptions(this.select.value).then((d) => this.render(d));
+    void this.load(this.select.value);
   }
 
   private render(desc: Map<string, string>): void {
     const t = this.current;
     if (t === null) return;
     const fields = t.schema.fields;
-    const end = Math.min(t.numRows, this.offset + PAGE);
-    this.info.textContent = t.numRows === 0 ? 'no rows' : `rows ${int(this.offset + 1)}–${int(end)} of ${int(t.numRows)}`;
-    this.info.dataset['rows'] = String(t.numRows);
+    const end = this.offset + t.numRows;
+    this.info.textContent = this.total === 0 ? 'no rows' : `rows ${int(this.offset + 1)}–${int(end)} of ${int(this.total)}`;
+    this.info.dataset['rows'] = String(this.total);
+    this.info.dataset['pageRows'] = String(t.numRows);
     this.prev.disabled = this.offset === 0;
-    this.next.disabled = end >= t.numRows;
+    this.next.disabled = end >= this.total;
     const head = h('tr', {}, h('th', { class: 'num rowno' }, '#'), fields.map((f) => {
       const unit = f.metadata.get('unit') ?? '';
       const d = desc.get(f.name) ?? '';
@@ -102,8 +108,8 @@ export class TableBrowser {
     }));
     const cols = fields.map((f) => t.getChild(f.name));
     const rows: HTMLElement[] = [];
-    for (let i = this.offset; i < end; i++) {
-      rows.push(h('tr', {}, h('td', { class: 'num rowno' }, i), cols.map((c) => {
+    for (let i = 0; i < t.numRows; i++) {
+      rows.push(h('tr', {}, h('td', { class: 'num rowno' }, this.offset + i), cols.map((c) => {
         const v: unknown = c?.get(i);
         const numeric = typeof v === 'number' || typeof v === 'bigint';
         return h('td', { class: numeric ? 'num' : '' }, cell(v));

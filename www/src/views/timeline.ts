@@ -7,6 +7,7 @@
 // nsPerPx × plotWidth]. Wheel zooms around the cursor, drag pans, hover shows a tooltip, click
 // selects and fills the details panel with every field of that Instruction row.
 
+import type { Schema, Table } from 'apache-arrow';
 import { h, nodes } from '../dom.ts';
 import { cell, int, ns, tick } from '../format.ts';
 import { busyIn, lowerBound, type TimelineModel, type Track } from './timeline-model.ts';
@@ -358,7 +359,13 @@ export class TimelineView {
           }
         }
         ctx.fillStyle = style;
-        ctx.fillRect(GUTTER + px, y, Math.min(xe, this.plotWidth() + 1) - px, hgt);
+        // Opacity follows how busy the engine was inside the merged pixels, so a sparse engine
+        // does not look solid when zoomed out.
+        const w = Math.min(xe, this.plotWidth() + 1) - px;
+        const frac = Math.min(1, ((tr.busy[j] ?? 0) - (tr.busy[k] ?? 0)) / Math.max(1e-9, w * npp));
+        ctx.globalAlpha = 0.25 + 0.75 * frac;
+        ctx.fillRect(GUTTER + px, y, w, hgt);
+        ctx.globalAlpha = 1;
         drawn++;
         k = j;
       }
@@ -423,24 +430,44 @@ export class TimelineView {
     this.tooltip.style.top = `${yCss + 14}px`;
   }
 
+  /** Loads one Instruction row with every column (the model holds only the drawing columns). */
+  rowLoader: ((row: number) => Promise<Table | null>) | null = null;
+  private detailSeq = 0;
+
   private showDetails(hit: Hit): void {
     const tr = this.model?.tracks[hit.track];
     if (tr === undefined) return;
-    const o = this.rowObject(hit);
-    const schema = this.model?.table.schema;
-    const entries = Object.entries(o).filter(([, v]) => v !== null && v !== undefined && v !== '');
-    const unitOf = (name: string): string => schema?.fields.find((f) => f.name === name)?.metadata.get('unit') ?? '';
-    this.details.replaceChildren(
-      h('div', { class: 'details-head' }, `${tr.label} · instruction ${hit.k + 1} of ${tr.starts.length} on this row · table row ${tr.rows[hit.k] ?? 0}`),
-      h('dl', { class: 'kv details-grid' },
-        entries.flatMap(([k, v]) => {
-          const unit = unitOf(k);
-          const isTime = unit === 'ns' && (typeof v === 'bigint' || typeof v === 'number');
-          return [
-            h('dt', { title: unit ? `unit: ${unit}` : '' }, k),
-            h('dd', { 'data-field': k }, cell(v), isTime ? h('span', { class: 'muted' }, `  (${ns(Number(v))})`) : unit && unit !== '–' ? h('span', { class: 'muted' }, ` ${unit}`) : null),
-          ];
-        })),
+    const row = tr.rows[hit.k] ?? 0;
+    const head = h('div', { class: 'details-head' }, `${tr.label} · instruction ${hit.k + 1} of ${tr.starts.length} on this row · table row ${row}`);
+    const seq = ++this.detailSeq;
+    const render = (o: Record<string, unknown>, schema: Schema | undefined): void => {
+      if (seq !== this.detailSeq) return;
+      const entries = Object.entries(o).filter(([, v]) => v !== null && v !== undefined && v !== '');
+      const unitOf = (name: string): string => schema?.fields.find((f) => f.name === name)?.metadata.get('unit') ?? '';
+      this.details.replaceChildren(head,
+        h('dl', { class: 'kv details-grid' },
+          entries.flatMap(([k, v]) => {
+            const unit = unitOf(k);
+            const isTime = unit === 'ns' && (typeof v === 'bigint' || typeof v === 'number');
+            return [
+              h('dt', { title: unit ? `unit: ${unit}` : '' }, k),
+              h('dd', { 'data-field': k }, cell(v), isTime ? h('span', { class: 'muted' }, `  (${ns(Number(v))})`) : unit && unit !== '–' ? h('span', { class: 'muted' }, ` ${unit}`) : null),
+            ];
+          })),
+      );
+    };
+    // Show what the model has at once, then every field when the full row arrives.
+    render(this.rowObject(hit), this.model?.table.schema);
+    const load = this.rowLoader;
+    if (load === null) return;
+    load(row).then(
+      (t) => {
+        const r = t?.get(0);
+        if (t && r) render(r.toJSON() as Record<string, unknown>, t.schema);
+      },
+      (e: unknown) => {
+        if (seq === this.detailSeq) this.details.append(h('div', { class: 'error-inline' }, `Could not load the row: ${e instanceof Error ? e.message : String(e)}`));
+      },
     );
   }
 
