@@ -8,12 +8,11 @@ use std::rc::Rc;
 
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 
 use crate::error::{Error, Result};
 use crate::inventory::{self, Inventory};
 use crate::source::{check_range, ByteSource};
-use crate::tables::{TableDef, Tables};
-use arrow_array::RecordBatch;
 
 /// Size of the window a [`BlobSource`] reads at once: small decoder reads (headers, 16-byte
 /// records) are served from it instead of one `FileReaderSync` call each.
@@ -96,12 +95,21 @@ enum Input {
     Bytes(Rc<Vec<u8>>),
 }
 
+/// A processed table kept as an in-memory Parquet file: all-null columns and repeated values
+/// cost almost nothing, so a multi-million-instruction profile fits in wasm32's 4 GiB where
+/// decoded Arrow batches (8 bytes per cell even when null) would not. Views read back only the
+/// columns or rows they show.
+struct StoredTable {
+    parquet: bytes::Bytes,
+    rows: u64,
+}
+
 /// One picked folder: its files, the inventory and the processed results.
 #[wasm_bindgen]
 pub struct Session {
     files: BTreeMap<String, Input>,
     inventory: Option<Inventory>,
-    results: BTreeMap<String, Tables>,
+    results: BTreeMap<String, BTreeMap<&'static str, StoredTable>>,
 }
 
 fn to_js<T: Serialize>(v: &T) -> std::result::Result<JsValue, JsError> {
@@ -121,10 +129,25 @@ impl Session {
             None => Err(Error::Other(format!("{path}: not among the picked files"))),
         }
     }
-    fn tables(&self, key: &str) -> std::result::Result<&Tables, JsError> {
+    fn table(&self, key: &str, table: &str) -> std::result::Result<&StoredTable, JsError> {
         self.results
             .get(key)
-            .ok_or_else(|| JsError::new(&format!("no processed profile {key}")))
+            .ok_or_else(|| JsError::new(&format!("no processed profile {key}")))?
+            .get(table)
+            .ok_or_else(|| JsError::new(&format!("no table {table}")))
+    }
+    fn ipc(
+        &self,
+        key: &str,
+        table: &str,
+        columns: Option<&[String]>,
+        offset: usize,
+        limit: Option<usize>,
+    ) -> std::result::Result<Vec<u8>, JsError> {
+        let t = self.table(key, table)?;
+        let (schema, batches) =
+            crate::sink::read_parquet(t.parquet.clone(), columns, offset, limit).map_err(js_err)?;
+        crate::sink::ipc_of(&schema, &batches).map_err(js_err)
     }
 }
 
@@ -166,9 +189,9 @@ impl Session {
         self.inventory = Some(inv);
         Ok(js)
     }
-    /// Decodes device profile `device_index` of profile `profile_id` into tables kept in the
-    /// session. `progress(stage, done, total)` is called as bytes are decoded. Returns
-    /// `{key, tables: [{name, rows}], summary, problems}`.
+    /// Decodes device profile `device_index` of profile `profile_id`; its tables are kept in the
+    /// session as in-memory Parquet files. `progress(stage, done, total)` is called as bytes are
+    /// decoded. Returns `{key, tables: [{name, rows}], summary, problems, wasm_memory_bytes}`.
     pub fn process(
         &mut self,
         profile_id: String,
@@ -179,7 +202,7 @@ impl Session {
             .inventory
             .as_ref()
             .ok_or_else(|| JsError::new("scan() first"))?;
-        let mut tables = Tables::default();
+        let mut sink = crate::sink::ParquetSink::new(|_t: &str| Ok(Vec::<u8>::new()));
         let mut cb = |stage: &str, done: u64, total: u64| {
             let _ = progress.call3(
                 &JsValue::NULL,
@@ -193,67 +216,55 @@ impl Session {
             &profile_id,
             device_index,
             &|p: &str| self.open(p),
-            &mut tables,
+            &mut sink,
             &mut cb,
         )
         .map_err(js_err)?;
+        let stored = sink
+            .into_outputs()
+            .map_err(js_err)?
+            .into_iter()
+            .map(|(name, (bytes, rows))| {
+                (
+                    name,
+                    StoredTable {
+                        parquet: bytes::Bytes::from(bytes),
+                        rows,
+                    },
+                )
+            })
+            .collect();
         let key = format!("{profile_id}#{device_index}");
         let js = to_js(&out.with_key(&key))?;
-        self.results.insert(key, tables);
+        let mem = wasm_bindgen::memory()
+            .dyn_into::<js_sys::WebAssembly::Memory>()
+            .map(|m| {
+                m.buffer()
+                    .unchecked_into::<js_sys::ArrayBuffer>()
+                    .byte_length()
+            })
+            .unwrap_or(0);
+        let _ = js_sys::Reflect::set(
+            &js,
+            &"wasm_memory_bytes".into(),
+            &JsValue::from_f64(mem as f64),
+        );
+        self.results.insert(key, stored);
         Ok(js)
     }
     /// Table `table` of processed profile `key` as an uncompressed Arrow IPC stream.
     pub fn table_ipc(&self, key: &str, table: &str) -> std::result::Result<Vec<u8>, JsError> {
-        let t = self.tables(key)?;
-        let (def, batches) = t
-            .tables
-            .get(table)
-            .ok_or_else(|| JsError::new(&format!("no table {table}")))?;
-        crate::sink::ipc_stream(def, batches).map_err(js_err)
-    }
-    /// Table `table` of processed profile `key` as Parquet bytes (`<Table>.parquet`).
-    pub fn table_parquet(&self, key: &str, table: &str) -> std::result::Result<Vec<u8>, JsError> {
-        let t = self.tables(key)?;
-        let (def, batches) = t
-            .tables
-            .get(table)
-            .ok_or_else(|| JsError::new(&format!("no table {table}")))?;
-        crate::sink::parquet_bytes(def, batches).map_err(js_err)
-    }
-    /// Every table of processed profile `key` as Parquet files in one zip.
-    pub fn bundle_zip(&self, key: &str) -> std::result::Result<Vec<u8>, JsError> {
-        let t = self.tables(key)?;
-        let prefix = format!("{}/", crate::util::safe_name(key));
-        let cur = crate::sink::zip_bundle(t, &prefix, std::io::Cursor::new(Vec::new()))
-            .map_err(js_err)?;
-        Ok(cur.into_inner())
-    }
-    /// Drops a processed profile's tables (frees memory).
-    pub fn release(&mut self, key: &str) {
-        self.results.remove(key);
+        self.ipc(key, table, None, 0, None)
     }
     /// Only `columns` of table `table` (names absent from the table are skipped) as an Arrow IPC
-    /// stream: the timeline needs 5 of Instruction's ~60 columns, and the whole table of a
-    /// multi-million-instruction profile does not fit beside itself in wasm memory.
+    /// stream: the timeline needs a handful of Instruction's ~60 columns.
     pub fn table_ipc_columns(
         &self,
         key: &str,
         table: &str,
         columns: Vec<String>,
     ) -> std::result::Result<Vec<u8>, JsError> {
-        let (def, batches) = self.table_batches(key, table)?;
-        let schema = def.schema();
-        let idx: Vec<usize> = columns
-            .iter()
-            .filter_map(|c| schema.index_of(c).ok())
-            .collect();
-        let projected = schema.project(&idx).map_err(|e| js_err(e.into()))?;
-        let parts = batches
-            .iter()
-            .map(|b| b.project(&idx))
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(|e| js_err(e.into()))?;
-        ipc_of(&projected, &parts).map_err(js_err)
+        self.ipc(key, table, Some(&columns), 0, None)
     }
     /// Rows `offset .. offset + count` (clamped to the table) of table `table`, every column, as
     /// an Arrow IPC stream (table pager, instruction details).
@@ -264,52 +275,38 @@ impl Session {
         offset: usize,
         count: usize,
     ) -> std::result::Result<Vec<u8>, JsError> {
-        let (def, batches) = self.table_batches(key, table)?;
-        let mut parts = Vec::new();
-        let (mut start, mut left) = (offset, count);
-        for b in batches {
-            if left == 0 {
-                break;
-            }
-            let n = b.num_rows();
-            if start >= n {
-                start -= n;
-                continue;
-            }
-            let take = left.min(n - start);
-            parts.push(b.slice(start, take));
-            left -= take;
-            start = 0;
-        }
-        ipc_of(&def.schema(), &parts).map_err(js_err)
+        self.ipc(key, table, None, offset, Some(count))
     }
-}
-
-impl Session {
-    fn table_batches(
-        &self,
-        key: &str,
-        table: &str,
-    ) -> std::result::Result<(&'static TableDef, &[RecordBatch]), JsError> {
-        let (def, batches) = self
-            .tables(key)?
-            .tables
-            .get(table)
-            .ok_or_else(|| JsError::new(&format!("no table {table}")))?;
-        Ok((*def, batches.as_slice()))
+    /// Rows of table `table` of processed profile `key`.
+    pub fn table_rows(&self, key: &str, table: &str) -> std::result::Result<f64, JsError> {
+        Ok(self.table(key, table)?.rows as f64)
     }
-}
-
-/// `batches` (all of `schema`) as one uncompressed Arrow IPC stream.
-fn ipc_of(schema: &arrow_schema::Schema, batches: &[RecordBatch]) -> Result<Vec<u8>> {
-    let mut out = Vec::new();
-    let mut w = arrow_ipc::writer::StreamWriter::try_new(&mut out, schema)?;
-    for b in batches {
-        w.write(b)?;
+    /// Table `table` of processed profile `key` as Parquet bytes (`<Table>.parquet`).
+    pub fn table_parquet(&self, key: &str, table: &str) -> std::result::Result<Vec<u8>, JsError> {
+        Ok(self.table(key, table)?.parquet.to_vec())
     }
-    w.finish()?;
-    drop(w);
-    Ok(out)
+    /// Every table of processed profile `key` as Parquet files in one zip.
+    pub fn bundle_zip(&self, key: &str) -> std::result::Result<Vec<u8>, JsError> {
+        let tables = self
+            .results
+            .get(key)
+            .ok_or_else(|| JsError::new(&format!("no processed profile {key}")))?;
+        let prefix = crate::util::safe_name(key);
+        let names: Vec<(String, &[u8])> = tables
+            .iter()
+            .map(|(n, t)| (format!("{prefix}/{n}.parquet"), t.parquet.as_ref()))
+            .collect();
+        let cur = crate::sink::zip_files(
+            names.iter().map(|(n, b)| (n.as_str(), *b)),
+            std::io::Cursor::new(Vec::new()),
+        )
+        .map_err(js_err)?;
+        Ok(cur.into_inner())
+    }
+    /// Drops a processed profile's tables (frees memory).
+    pub fn release(&mut self, key: &str) {
+        self.results.remove(key);
+    }
 }
 
 impl Default for Session {

@@ -15,16 +15,7 @@ use crate::tables::{TableDef, TableSink, Tables};
 /// Encodes `batches` as an uncompressed Arrow IPC stream (apache-arrow JS `tableFromIPC` reads it
 /// without codec registration; spec/README.md "Implementation notes").
 pub fn ipc_stream(def: &TableDef, batches: &[RecordBatch]) -> Result<Vec<u8>> {
-    let schema = def.schema();
-    let mut out = Vec::new();
-    {
-        let mut w = arrow_ipc::writer::StreamWriter::try_new(&mut out, &schema)?;
-        for b in batches {
-            w.write(b)?;
-        }
-        w.finish()?;
-    }
-    Ok(out)
+    ipc_of(&def.schema(), batches)
 }
 
 /// Writer properties for every Parquet file we write: Snappy (pure Rust, works in wasm),
@@ -72,6 +63,16 @@ impl<W: Write + Send, F: FnMut(&str) -> Result<W>> ParquetSink<W, F> {
         }
         Ok(self.rows)
     }
+    /// Closes every writer and hands back each table's output with its row count (e.g. the
+    /// in-memory Parquet files the web page keeps instead of decoded batches).
+    pub fn into_outputs(self) -> Result<BTreeMap<&'static str, (W, u64)>> {
+        let mut out = BTreeMap::new();
+        for (name, w) in self.writers {
+            let rows = self.rows.get(name).copied().unwrap_or(0);
+            out.insert(name, (w.into_inner()?, rows));
+        }
+        Ok(out)
+    }
 }
 
 impl<W: Write + Send, F: FnMut(&str) -> Result<W>> TableSink for ParquetSink<W, F> {
@@ -93,17 +94,78 @@ impl<W: Write + Send, F: FnMut(&str) -> Result<W>> TableSink for ParquetSink<W, 
 /// Writes every table of `tables` as `<prefix><Table>.parquet` into a zip archive (stored, not
 /// deflated: Parquet pages are already compressed).
 pub fn zip_bundle<W: Write + Seek>(tables: &Tables, prefix: &str, out: W) -> Result<W> {
+    let mut files = Vec::new();
+    for (name, (def, batches)) in &tables.tables {
+        files.push((
+            format!("{prefix}{name}.parquet"),
+            parquet_bytes(def, batches)?,
+        ));
+    }
+    zip_files(files.iter().map(|(n, b)| (n.as_str(), b.as_slice())), out)
+}
+
+/// Writes `(path, bytes)` entries into a zip archive, stored (the entries are Parquet files,
+/// already compressed).
+pub fn zip_files<'a, W: Write + Seek>(
+    files: impl Iterator<Item = (&'a str, &'a [u8])>,
+    out: W,
+) -> Result<W> {
     let mut z = zip::ZipWriter::new(out);
     let opts = zip::write::SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Stored)
         .large_file(true);
-    for (name, (def, batches)) in &tables.tables {
-        let bytes = parquet_bytes(def, batches)?;
-        z.start_file(format!("{prefix}{name}.parquet"), opts)
+    for (name, bytes) in files {
+        z.start_file(name, opts)
             .map_err(|e| Error::Other(format!("zip: {e}")))?;
-        z.write_all(&bytes)?;
+        z.write_all(bytes)?;
     }
     z.finish().map_err(|e| Error::Other(format!("zip: {e}")))
+}
+
+/// Reads batches back from an in-memory Parquet file: only the top-level `columns` (all when
+/// `None`), rows `offset .. offset + limit`. Memory: one batch of up to 64 Ki rows per call of
+/// the reader plus the result.
+pub fn read_parquet(
+    parquet: bytes::Bytes,
+    columns: Option<&[String]>,
+    offset: usize,
+    limit: Option<usize>,
+) -> Result<(arrow_schema::SchemaRef, Vec<RecordBatch>)> {
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use arrow_array::RecordBatchReader;
+    use parquet::arrow::ProjectionMask;
+    let mut b = ParquetRecordBatchReaderBuilder::try_new(parquet)?
+        .with_batch_size(crate::tables::BATCH_ROWS)
+        .with_offset(offset);
+    if let Some(n) = limit {
+        b = b.with_limit(n);
+    }
+    if let Some(cols) = columns {
+        let schema = b.schema().clone();
+        let idx: Vec<usize> = cols
+            .iter()
+            .filter_map(|c| schema.index_of(c).ok())
+            .collect();
+        let mask = ProjectionMask::roots(b.parquet_schema(), idx);
+        b = b.with_projection(mask);
+    }
+    let reader = b.build()?;
+    let schema = reader.schema();
+    let batches = reader.collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok((schema, batches))
+}
+
+/// `batches` (all of `schema`) as one uncompressed Arrow IPC stream.
+pub fn ipc_of(schema: &arrow_schema::Schema, batches: &[RecordBatch]) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    {
+        let mut w = arrow_ipc::writer::StreamWriter::try_new(&mut out, schema)?;
+        for b in batches {
+            w.write(b)?;
+        }
+        w.finish()?;
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -132,6 +194,15 @@ mod tests {
         .unwrap();
         let rows: usize = r.map(|b| b.unwrap().num_rows()).sum();
         assert_eq!(rows, 1);
+        let (schema, got) = read_parquet(
+            bytes::Bytes::from(parquet_bytes(&explorer::WARNING, batches).unwrap()),
+            Some(&["category".to_string()]),
+            0,
+            Some(5),
+        )
+        .unwrap();
+        assert_eq!(schema.fields().len(), 1);
+        assert_eq!(got[0].num_rows(), 1);
         let ipc = ipc_stream(&explorer::WARNING, batches).unwrap();
         let rd = arrow_ipc::reader::StreamReader::try_new(std::io::Cursor::new(ipc), None).unwrap();
         let got: Vec<_> = rd.map(|b| b.unwrap()).collect();
