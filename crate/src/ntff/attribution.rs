@@ -45,10 +45,15 @@ fn agrees(runtime: u8, neff: u8) -> bool {
 
 /// Aligns a runtime stream (byte 0 per slot, from the NTFF code block) with the NEFF stream
 /// (byte 0 per slot): among runtime slots right after a `0xB1` slot, the offset where runtime
-/// slots agree best with NEFF slots 2, 3, …; ties → the last candidate (ntff.md §7.3). `None`
-/// when the NEFF stream has no body or the runtime stream no anchor.
+/// slots agree best with NEFF slots 2, 3, …; ties → the last candidate (ntff.md §7.3). A NEFF
+/// stream of only slots 0 – 1 (the idle `sg01` streams) has an empty body: every candidate ties
+/// and the last `0xB1` is the copy of slot 0 (the export's `compiler_pc` 0 there, 35/35 rows).
+/// `None` when the NEFF stream is empty or the runtime stream has no anchor.
 pub fn align(runtime: &[u8], neff: &[u8]) -> Option<Alignment> {
-    let body = neff.get(2..).filter(|b| !b.is_empty())?;
+    if neff.is_empty() {
+        return None;
+    }
+    let body = neff.get(2..).unwrap_or(&[]);
     let mut best: Option<Alignment> = None;
     for (i, &op) in runtime.iter().enumerate() {
         if op != ANCHOR {
@@ -319,7 +324,12 @@ mod tests {
         // Ties → last candidate.
         let rt = [0xB1, 0x00, 0xB1, 0x00];
         assert_eq!(align(&rt, &[0xB1, 0xCC, 0x05]).unwrap().offset, 3);
-        assert_eq!(align(&rt, &[0xB1, 0xCC]), None);
+        let a = align(&rt, &[0xB1, 0xCC]).unwrap();
+        assert_eq!(
+            (a.offset, a.compiler_pc(2), a.compiler_pc(3)),
+            (3, Some(0), None)
+        );
+        assert_eq!(align(&rt, &[]), None);
         assert_eq!(align(&[], &neff), None);
     }
 
