@@ -5,7 +5,7 @@
 //! KevGomes: the three NEFFs with NKI kernel debug info and their paired NTFFs. Run with
 //! `--nocapture` to see the match rates.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -278,9 +278,24 @@ fn kevgomes_kernel_tables_and_links() {
         let dt = decode(&ntff_p, d);
         let b = dt.concat("Instruction").unwrap();
         let (mut named, mut with_kin, mut linked, mut nki) = (0, 0, 0, 0);
+        let mut upper: BTreeMap<&str, (u64, BTreeSet<String>)> = BTreeMap::new();
         for i in 0..b.num_rows() {
             if s_at(&b, "bir_instruction_name", i).is_some() {
                 named += 1;
+            }
+            for f in [
+                "hlo_name",
+                "layer",
+                "stack_frame_ids",
+                "nki_source_location",
+            ] {
+                if let Some(v) = s_at(&b, f, i) {
+                    let e = upper.entry(f).or_default();
+                    e.0 += 1;
+                    if e.1.len() < 3 {
+                        e.1.insert(v);
+                    }
+                }
             }
             if s_at(&b, "nki_source_location", i).is_some() {
                 nki += 1;
@@ -289,6 +304,11 @@ fn kevgomes_kernel_tables_and_links() {
                 with_kin += 1;
                 if kin.contains(&n) {
                     linked += 1;
+                } else if with_kin - linked <= 5 {
+                    eprintln!(
+                        "  unlinked: {n} (BIR {:?})",
+                        s_at(&b, "bir_instruction_name", i)
+                    );
                 }
             }
         }
@@ -303,6 +323,7 @@ fn kevgomes_kernel_tables_and_links() {
             t.rows("KernelIterationVariables"),
             sf.map(|s| (s.file_names.len(), s.frames.len()))
         );
+        eprintln!("  upper levels (rows, examples): {upper:?}");
         assert!(named > 0, "attribution found no BIR names");
         assert!(linked > 0, "no instruction links to KernelInstructions");
     }

@@ -855,3 +855,154 @@ pub fn write_debug_tables(d: &NeffDebug, sink: &mut dyn TableSink) -> Result<()>
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pb::{put_bytes, put_uint};
+    use crate::tables::Tables;
+
+    fn record(id: u64, name: &str, parents: &[u64], attrs: &[(&str, &str)]) -> Vec<u8> {
+        let mut r = Vec::new();
+        put_uint(&mut r, 1, id);
+        put_bytes(&mut r, 2, name.as_bytes());
+        let mut p = Vec::new();
+        for &x in parents {
+            pb::put_varint(&mut p, x);
+        }
+        if !p.is_empty() {
+            put_bytes(&mut r, 3, &p);
+        }
+        for (k, v) in attrs {
+            let mut kv = Vec::new();
+            put_bytes(&mut kv, 1, k.as_bytes());
+            put_bytes(&mut kv, 2, v.as_bytes());
+            put_bytes(&mut r, 7, &kv);
+        }
+        r
+    }
+
+    #[test]
+    fn dbg_file_roundtrip_and_truncation() {
+        let mut f = Vec::new();
+        put_bytes(&mut f, 1, b"Debug info for BIR");
+        put_bytes(&mut f, 2, b"debug_info_penguin.dbg");
+        put_bytes(
+            &mut f,
+            3,
+            &record(
+                249,
+                "I-60-0",
+                &[60],
+                &[("kernel_file", "0"), ("kernel_line", "17")],
+            ),
+        );
+        put_bytes(&mut f, 3, &record(0, "I-1-0", &[], &[]));
+        put_uint(&mut f, 4, 6);
+        put_bytes(&mut f, 5, b"k.py");
+        let mut s = Interner::default();
+        let (d, sfi, fault) = parse_dbg(&f, "x.dbg", &mut s);
+        assert!(fault.is_none() && sfi.is_none());
+        assert_eq!(d.parent, "debug_info_penguin.dbg");
+        assert_eq!(d.engine, Some(6));
+        assert_eq!(d.records.len(), 2);
+        let r = d.by_id(249).unwrap();
+        assert_eq!(s.get(r.name), "I-60-0");
+        assert_eq!(d.parents(r), &[60]);
+        assert_eq!(d.attr(&s, r, "kernel_line"), Some("17"));
+        assert_eq!(s.get(d.files[0]), "k.py");
+        assert!(d.by_id(0).is_some());
+        // Truncated: records before the fault are kept, the fault names an offset.
+        let (d, _, fault) = parse_dbg(&f[..f.len() - 3], "x.dbg", &mut s);
+        assert_eq!(d.records.len(), 2);
+        assert!(fault.unwrap().offset().is_some());
+    }
+
+    #[test]
+    fn stack_frame_index() {
+        let mut idx = Vec::new();
+        put_bytes(&mut idx, 1, b"model.py");
+        put_bytes(&mut idx, 2, b"forward");
+        let mut loc = Vec::new();
+        put_uint(&mut loc, 1, 1);
+        put_uint(&mut loc, 2, 1);
+        put_uint(&mut loc, 3, 42);
+        put_bytes(&mut idx, 3, &loc);
+        let mut fr = Vec::new();
+        put_uint(&mut fr, 1, 1);
+        put_bytes(&mut idx, 4, &fr);
+        let mut f = Vec::new();
+        put_bytes(&mut f, 6, &idx);
+        let mut s = Interner::default();
+        let (_, sfi, fault) = parse_dbg(&f, "sf.dbg", &mut s);
+        assert!(fault.is_none());
+        let sfi = sfi.unwrap();
+        assert_eq!(sfi.locations, vec![(1, 1, 42)]);
+        assert_eq!(sfi.frames, vec![(1, 0)]);
+        let d = NeffDebug {
+            stack_frames: Some(sfi),
+            ..Default::default()
+        };
+        let mut t = Tables::default();
+        write_debug_tables(&d, &mut t).unwrap();
+        for n in [
+            "StackFrame",
+            "StackFrameFileLocation",
+            "StackFrameFileName",
+            "StackFrameFunctionName",
+        ] {
+            assert_eq!(t.rows(n), 1, "{n}");
+        }
+    }
+
+    fn tree(json: &str, ptid: i64) -> KernelDebug {
+        let mut k = KernelDebug::default();
+        add_kernel_tree(&mut k, &serde_json::from_str(json).unwrap(), ptid);
+        k
+    }
+
+    #[test]
+    fn kernel_tree_shapes() {
+        // The sample shape (neff.md §10.2).
+        let k = tree(
+            r#"[{"lnc":1,"info":[{"func":{"name":"m.k","line":3,"file":"/k.py","children":[
+                {"iter":{"var":"i","val":"2","line":5,"children":[{"inst":{"name":"inst.7","line":6}}]}},
+                {"inst":{"line":9,"name":"inst.8"}}]}}]}]"#,
+            8,
+        );
+        assert_eq!(k.frames.len(), 1);
+        assert_eq!(k.iters[0].value, Some(2));
+        assert_eq!(k.iters[0].file.as_deref(), Some("/k.py"));
+        let i = &k.insts[k.by_name["inst.7:8"]];
+        assert_eq!(
+            (i.frame, i.frame_depth, i.iter, i.iter_depth),
+            (Some(0), 1, Some(0), 1)
+        );
+        assert_eq!((i.pcore_idx, i.line), (0, Some(6)));
+        let i = &k.insts[k.by_name["inst.8:8"]];
+        assert_eq!((i.iter, i.iter_depth), (None, 0));
+        // Top-level object wrapping the array; flat items with a `kind` discriminator;
+        // non-numeric iteration value.
+        let k = tree(
+            r#"{"version":2,"cores":[{"lnc":2,"info":[
+                {"kind":"func","name":"f","file":"/a.py","line":1,"children":[
+                  {"type":"iter","var":"j","val":"x","children":[{"kind":"inst","name":"inst.1"}]}]}]}]}"#,
+            0,
+        );
+        assert_eq!((k.frames.len(), k.iters.len(), k.insts.len()), (1, 1, 1));
+        assert_eq!(k.iters[0].value, None);
+        assert_eq!(k.insts[0].pcore_idx, 1);
+        assert_eq!(k.insts[0].kernel_instruction_name, "inst.1:0");
+        // Garbage shapes: nothing, no panic.
+        for j in [
+            "3",
+            "{}",
+            "[1,2]",
+            r#"[{"info":{"x":1}}]"#,
+            r#"[{"func":5}]"#,
+        ] {
+            let k = tree(j, 0);
+            assert!(k.insts.is_empty());
+        }
+    }
+}
