@@ -275,6 +275,20 @@ fn kevgomes_kernel_tables_and_links() {
             .map(|i| i.kernel_instruction_name.clone())
             .collect();
         let sf = d.stack_frames.clone();
+        if let Some(s) = sf.as_ref().filter(|s| !s.frames.is_empty()) {
+            assert_eq!(t.rows("StackFrame"), s.frames.len());
+            assert_eq!(t.rows("StackFrameFileName"), s.file_names.len());
+            assert!(t.rows("StackFrameFileLocation") > 0 && t.rows("StackFrameFunctionName") > 0);
+            // Every frame points at an existing location, every parent at an earlier frame.
+            for (i, &(loc, parent)) in s.frames.iter().enumerate() {
+                assert!(loc >= 1 && loc as usize <= s.locations.len(), "frame {i}");
+                assert!((parent as usize) <= s.frames.len(), "frame {i} parent");
+            }
+            for &(f, func, _) in &s.locations {
+                assert!(f >= 1 && f as usize <= s.file_names.len());
+                assert!(func >= 1 && func as usize <= s.function_names.len());
+            }
+        }
         let dt = decode(&ntff_p, d);
         let b = dt.concat("Instruction").unwrap();
         let (mut named, mut with_kin, mut linked, mut nki) = (0, 0, 0, 0);
@@ -353,6 +367,41 @@ fn corrupted_dbg_never_panics() {
             });
             let mut t = Tables::default();
             debug::write_debug_tables(&d, &mut t).unwrap();
+        }
+    }
+}
+
+#[test]
+fn corrupted_kernel_debug_never_panics() {
+    let (neff_p, _) = pairs("KevGomes")
+        .into_iter()
+        .next()
+        .expect("a KevGomes pair");
+    let src = FileSource::open(&neff_p).unwrap();
+    let opts = OpenOptions {
+        keep: Some(debug::keep_debug),
+        ..Default::default()
+    };
+    let n = neff::open_with(&src, &opts).unwrap();
+    for (name, bytes) in &n.kept {
+        let step = (bytes.len() / 24).max(1);
+        for cut in (0..bytes.len()).step_by(step) {
+            let mut flipped = bytes.clone();
+            flipped[cut] ^= 0x5A;
+            for b in [flipped, bytes[..cut].to_vec()] {
+                if name.contains(".dbg") {
+                    let mut s = debug::Interner::default();
+                    let _ = debug::parse_dbg(&b, name, &mut s);
+                    continue;
+                }
+                // JSON members: the whole load and the Kernel* tables.
+                let kept: BTreeMap<String, Vec<u8>> = [(name.clone(), b)].into();
+                let d = debug::from_members(&n, &|m| {
+                    kept.get(m).or_else(|| n.kept.get(m)).map(Vec::as_slice)
+                });
+                let mut t = Tables::default();
+                debug::write_debug_tables(&d, &mut t).unwrap();
+            }
         }
     }
 }

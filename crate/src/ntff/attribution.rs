@@ -195,6 +195,10 @@ pub fn resolve(d: &NeffDebug, sg: &SubgraphDebug, engine: usize, cpc: u32) -> Sl
     out
 }
 
+/// Streams up to this many slots get their names resolved once per slot (bounded memory:
+/// a few hundred bytes per slot); longer ones are resolved per row.
+pub const CACHE_SLOTS: u32 = 1 << 16;
+
 struct Cols {
     compiler_pc: usize,
     bir_name: usize,
@@ -216,7 +220,10 @@ struct Cols {
 pub struct Attributor<'a> {
     debug: &'a NeffDebug,
     cols: Cols,
-    /// Per engine: alignment and resolved slots (index = compiler pc).
+    /// Current subgraph.
+    sg: Option<&'a SubgraphDebug>,
+    /// Per engine: alignment and resolved slots (index = compiler pc); the slot cache is left
+    /// empty for streams over [`CACHE_SLOTS`] slots, which are resolved per row instead.
     engines: [Option<(Alignment, Vec<SlotInfo>)>; 5],
     /// Alignments found in the current subgraph (for reports and tests).
     pub alignments: Vec<(String, usize, Alignment)>,
@@ -243,6 +250,7 @@ impl<'a> Attributor<'a> {
                 bir_loc: i.col("bir_debug_info_source_location"),
                 kin: i.col("kernel_instruction_name"),
             },
+            sg: None,
             engines: Default::default(),
             alignments: Vec::new(),
         }
@@ -252,7 +260,8 @@ impl<'a> Attributor<'a> {
     /// A subgraph or engine the NEFF lacks gets no attribution.
     pub fn subgraph(&mut self, name: &str, runtime: [&[u8]; 5]) {
         self.engines = Default::default();
-        let Some(sg) = self.debug.subgraph(name) else {
+        self.sg = self.debug.subgraph(name);
+        let Some(sg) = self.sg else {
             return;
         };
         for (e, rt) in runtime.iter().enumerate() {
@@ -263,9 +272,13 @@ impl<'a> Attributor<'a> {
                 continue;
             };
             self.alignments.push((name.to_string(), e, a));
-            let slots = (0..a.neff_slots)
-                .map(|c| resolve(self.debug, sg, e, c))
-                .collect();
+            let slots = if a.neff_slots <= CACHE_SLOTS {
+                (0..a.neff_slots)
+                    .map(|c| resolve(self.debug, sg, e, c))
+                    .collect()
+            } else {
+                Vec::new()
+            };
             if let Some(x) = self.engines.get_mut(e) {
                 *x = Some((a, slots));
             }
@@ -286,8 +299,16 @@ impl<'a> Attributor<'a> {
         if cpc < 2 {
             return;
         }
-        let Some(s) = slots.get(cpc as usize) else {
-            return;
+        let owned;
+        let s = match slots.get(cpc as usize) {
+            Some(s) => s,
+            None => match self.sg {
+                Some(sg) => {
+                    owned = resolve(self.debug, sg, engine, cpc);
+                    &owned
+                }
+                None => return,
+            },
         };
         b.str(c.bir_name, s.bir_instruction_name.as_deref());
         b.str(c.bir_id, s.bir_id.as_deref());
