@@ -170,6 +170,7 @@ fn allenkchau_bir_names_match_the_exports() {
     let mut unnamed_with_name = 0u64;
     let mut unnamed_rows = 0u64;
     let mut cpc0 = (0u64, 0u64);
+    let mut multi = (0u64, 0u64);
     for (neff_p, ntff_p, json_p) in triples() {
         let d = load_debug(&neff_p);
         assert!(
@@ -178,6 +179,14 @@ fn allenkchau_bir_names_match_the_exports() {
             neff_p.display(),
             d.warnings
         );
+        for sg in &d.subgraphs {
+            for ed in sg.engines.iter().flatten() {
+                for f in ed.asm.iter().chain(ed.backend.iter()) {
+                    multi.0 += f.records.len() as u64;
+                    multi.1 += f.records.iter().filter(|r| f.parents(r).len() > 1).count() as u64;
+                }
+            }
+        }
         let t = decode(&ntff_p, d);
         let ours = ours(&t);
         let j: Value = serde_json::from_slice(&std::fs::read(&json_p).unwrap()).unwrap();
@@ -225,6 +234,10 @@ fn allenkchau_bir_names_match_the_exports() {
             }
         }
     }
+    eprintln!(
+        "asm+backend records: {}, with several parents: {}",
+        multi.0, multi.1
+    );
     eprintln!("named export rows: {rows}");
     for (f, (n, ok)) in &tot {
         eprintln!("  {f:<26} {ok:>5} / {n}");
@@ -275,6 +288,20 @@ fn kevgomes_kernel_tables_and_links() {
             .map(|i| i.kernel_instruction_name.clone())
             .collect();
         let sf = d.stack_frames.clone();
+        let mut multi = (0usize, 0usize);
+        for f in d
+            .subgraphs
+            .iter()
+            .flat_map(|s| s.engines.iter().flatten())
+            .flat_map(|e| e.asm.iter().chain(e.backend.iter()))
+        {
+            multi.0 += f.records.len();
+            multi.1 += f.records.iter().filter(|r| f.parents(r).len() > 1).count();
+        }
+        eprintln!(
+            "  asm+backend records {}, with several parents {}",
+            multi.0, multi.1
+        );
         if let Some(s) = sf.as_ref().filter(|s| !s.frames.is_empty()) {
             assert_eq!(t.rows("StackFrame"), s.frames.len());
             assert_eq!(t.rows("StackFrameFileName"), s.file_names.len());
