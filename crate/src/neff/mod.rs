@@ -12,6 +12,7 @@
 //! file, a `def.json`) are an [`Error`]; the hash is checked but never rejects a file.
 
 pub mod archive;
+pub mod debug;
 pub mod header;
 pub mod tables;
 pub mod write;

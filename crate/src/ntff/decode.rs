@@ -43,6 +43,9 @@ pub struct DecodeContext {
     pub semaphore_names: Vec<BTreeMap<u32, String>>,
     /// `Instruction.id` of the first row; rows are numbered sequentially from here.
     pub first_instruction_id: i64,
+    /// Debug info of the paired NEFF (`crate::neff::debug::load`): fills compiler_pc, BIR,
+    /// Penguin, HLO and NKI columns of `Instruction` (ntff.md §7.3, neff.md §9.3).
+    pub attribution: Option<std::sync::Arc<crate::neff::debug::NeffDebug>>,
 }
 
 /// Which zero point the timestamps use (ntff.md §5.3).
@@ -694,6 +697,10 @@ pub fn decode<S: ByteSource + ?Sized>(
     }
 
     let mut out = Out::new(sink);
+    let mut attr = ctx
+        .attribution
+        .as_deref()
+        .map(super::attribution::Attributor::new);
     let mut next_id = ctx.first_instruction_id;
     let mut max_end_ns: Option<i64> = None;
     let mut cores = Vec::new();
@@ -708,6 +715,14 @@ pub fn decode<S: ByteSource + ?Sized>(
         let mut open: HashMap<(usize, u32), VecDeque<Open>> = HashMap::new();
         let mut open_total = 0usize;
         let cal = &sg.calibration;
+        if let Some(a) = attr.as_mut() {
+            let ops = |e: usize| {
+                code.get(e)
+                    .and_then(Option::as_ref)
+                    .map_or(&[][..], |c| &c.ops[..])
+            };
+            a.subgraph(&sg.name, [ops(0), ops(1), ops(2), ops(3), ops(4)]);
+        }
         for buf in instruction_buffers(sg) {
             stream_buffer(src, info.blob_offset, buf, file, problems, &mut prog, |r| {
                 let Some((e, is_end)) = instruction_kind(r.w0) else {
@@ -791,6 +806,9 @@ pub fn decode<S: ByteSource + ?Sized>(
                 b.i64(ic.raw_s, i64::try_from(s.ts).ok());
                 b.i64(ic.raw_e, i64::try_from(r.ts).ok());
                 b.str(ic.sg, Some(&sg.name));
+                if let Some(a) = &attr {
+                    a.fill(b, e, pc);
+                }
                 out.end_ins()?;
                 next_id = next_id.wrapping_add(1);
                 if let Some(x) = cs.instructions_per_engine.get_mut(e) {

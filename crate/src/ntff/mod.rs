@@ -6,6 +6,7 @@
 //!   `SemaphoreUpdate`, `Metadata` and `ExecutionInfo`.
 //! - [`write`]: a writer for synthetic v6 NTFFs (tests, benchmarks, the app demo).
 
+pub mod attribution;
 pub mod decode;
 pub mod opcode;
 pub mod write;

@@ -715,6 +715,7 @@ mod tests {
             compiler_version: Some("2.23.6484.0+3b612583".into()),
             semaphore_names: vec![names],
             first_instruction_id: 1000,
+            attribution: None,
         };
         let r = decode(&SliceSource(&bytes), &ctx, &mut t, &mut |_, _| {}).unwrap();
         (bytes, s, t, r)
