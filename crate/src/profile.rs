@@ -175,8 +175,16 @@ pub fn process_device(
     };
     if let (Some(path), true) = (&dev.neff, neff_usable) {
         progress("NEFF", 0, 1);
-        match open(path).and_then(|src| crate::neff::open(&*src)) {
-            Ok(neff) => {
+        let opts = crate::neff::OpenOptions {
+            keep: Some(crate::neff::debug::keep_debug),
+            ..Default::default()
+        };
+        match open(path).and_then(|src| {
+            let neff = crate::neff::open_with(&*src, &opts)?;
+            let debug = crate::neff::debug::load(&*src, &neff);
+            Ok((neff, debug))
+        }) {
+            Ok((neff, debug)) => {
                 summary.neff = Some(NeffBrief {
                     file: path.clone(),
                     name: neff.header.name.clone(),
@@ -199,6 +207,30 @@ pub fn process_device(
                 }
                 if let Err(e) = crate::neff::write_tables(&neff, &mut sink) {
                     problems.push(Problem::from_error(Severity::Error, "NEFF", path, &e));
+                }
+                // Debug info names instructions (BIR → Penguin → HLO → framework, NKI lines);
+                // without it the rows keep their timing and the reason is a Warning.
+                match debug {
+                    Ok(d) => {
+                        for w in &d.warnings {
+                            problems.push(Problem::new(
+                                Severity::Warning,
+                                "NEFF_DEBUG_INFO",
+                                Some(path),
+                                format!("{path}: {w}"),
+                            ));
+                        }
+                        if let Err(e) = crate::neff::debug::write_debug_tables(&d, &mut sink) {
+                            problems.push(Problem::from_error(Severity::Error, "NEFF", path, &e));
+                        }
+                        ctx.attribution = Some(std::sync::Arc::new(d));
+                    }
+                    Err(e) => problems.push(Problem::from_error(
+                        Severity::Warning,
+                        "NEFF_DEBUG_INFO",
+                        path,
+                        &e,
+                    )),
                 }
             }
             Err(e) => problems.push(Problem::from_error(

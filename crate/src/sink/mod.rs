@@ -131,8 +131,8 @@ pub fn read_parquet(
     offset: usize,
     limit: Option<usize>,
 ) -> Result<(arrow_schema::SchemaRef, Vec<RecordBatch>)> {
-    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
     use arrow_array::RecordBatchReader;
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
     use parquet::arrow::ProjectionMask;
     let mut b = ParquetRecordBatchReaderBuilder::try_new(parquet)?
         .with_batch_size(crate::tables::BATCH_ROWS)
