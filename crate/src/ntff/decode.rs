@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
+use super::dma::{decode_dma_core, DmaCoreStats};
 use super::{opcode, read_info, CodeBlock, NtffInfo, SubgraphInfo, TraceBuffer};
 use crate::engine::Engine;
 use crate::error::{Error, Problem, Result, Severity};
@@ -35,6 +36,8 @@ pub const FIXED_SEMAPHORE_NAMES: [(u32, &str); 4] =
 pub struct DecodeContext {
     /// File name used in problems (relative to the picked folder).
     pub file_name: String,
+    /// `DmaPacket.id` of the first packet row; rows are numbered sequentially from here.
+    pub first_dma_id: i64,
     /// NEFF `info.json` tool version, copied to `Metadata.compiler_version`.
     pub compiler_version: Option<String>,
     /// per pcore_idx: semaphore index → queue name already renamed Explorer-style
@@ -83,6 +86,10 @@ pub struct CoreSummary {
     pub unpaired_starts: u64,
     /// End records without an open start.
     pub unpaired_ends: u64,
+    /// DMA and throttle numbers of this core (`DmaPacket`, `Throttle` rows).
+    pub dma: DmaCoreStats,
+    /// Instruction rows + `event_count` + DMA rows (JSON `model_info.trace_count`, ntff.md §5.2).
+    pub trace_count: u64,
 }
 
 /// What [`decode`] found, for a Summary view.
@@ -96,6 +103,14 @@ pub struct DecodeReport {
     pub instructions_per_engine: [[u64; 5]; 2],
     /// `SemaphoreUpdate` rows written.
     pub semaphore_updates: u64,
+    /// `DmaPacket` rows written, all cores.
+    pub dma_packets: u64,
+    /// Sum of `DmaPacket.transfer_bytes`, all cores.
+    pub dma_bytes: u64,
+    /// `Throttle` rows written, all cores.
+    pub throttles: u64,
+    /// Sum over cores of [`CoreSummary::trace_count`] (JSON `summary.trace_count`, ntff.md §5.2).
+    pub trace_count: u64,
     /// Execution time: subgraph field 14 of the first subgraph, ps (= JSON `summary.total_time`
     /// × 10¹², ntff.md §5.2).
     pub total_time_ps: Option<u64>,
@@ -191,21 +206,21 @@ struct EngineCode {
 
 /// Time window in femtoseconds (calibrated ps × 1000).
 #[derive(Debug, Clone, Copy)]
-struct Window {
-    t0: i128,
-    t1: Option<i128>,
+pub(super) struct Window {
+    pub(super) t0: i128,
+    pub(super) t1: Option<i128>,
 }
 
 impl Window {
-    fn ns(&self, fs: i128) -> i64 {
+    pub(super) fn ns(&self, fs: i128) -> i64 {
         clamp_i64(fs.saturating_sub(self.t0).div_euclid(1_000_000))
     }
-    fn contains(&self, fs: i128) -> bool {
+    pub(super) fn contains(&self, fs: i128) -> bool {
         fs >= self.t0 && self.t1.is_none_or(|t1| fs <= t1)
     }
 }
 
-fn clamp_i64(v: i128) -> i64 {
+pub(super) fn clamp_i64(v: i128) -> i64 {
     v.clamp(i64::MIN as i128, i64::MAX as i128) as i64
 }
 
@@ -307,10 +322,10 @@ impl<'a> Out<'a> {
 
 /// One 16-byte notification record (ntff.md §4).
 #[derive(Debug, Clone, Copy)]
-struct Rec {
-    w0: u32,
-    w1: u32,
-    ts: u64,
+pub(super) struct Rec {
+    pub(super) w0: u32,
+    pub(super) w1: u32,
+    pub(super) ts: u64,
 }
 
 /// Instruction record kind: `Some((engine, is_end))` for the ten start/end kind bytes
@@ -333,7 +348,7 @@ fn record_pc(w0: u32, code: &EngineCode) -> Option<u32> {
 /// Streams the records of `buf` (offsets relative to the blob at `blob`) through `f`.
 /// Returns the bytes consumed; read errors and a buffer running past the end of the file are
 /// reported in `problems` (records before the fault are kept).
-fn stream_buffer<S: ByteSource + ?Sized>(
+pub(super) fn stream_buffer<S: ByteSource + ?Sized>(
     src: &S,
     blob: u64,
     buf: &TraceBuffer,
@@ -652,7 +667,7 @@ pub fn decode<S: ByteSource + ?Sized>(
         .map(|b| b.size)
         .sum();
     let v6 = !info.executions.is_empty();
-    let total = ins_bytes + ev_bytes + if v6 { 0 } else { ins_bytes };
+    let total = ins_bytes + ev_bytes + if v6 { 0 } else { ins_bytes } + dma_bytes_total(&info);
     let mut done = 0u64;
     let mut prog = |n: u64| {
         done += n;
@@ -697,6 +712,9 @@ pub fn decode<S: ByteSource + ?Sized>(
     let mut next_id = ctx.first_instruction_id;
     let mut max_end_ns: Option<i64> = None;
     let mut cores = Vec::new();
+    let first_core = info.subgraphs.first().map_or(0, |s| s.core);
+    let mut next_dma_id = ctx.first_dma_id;
+    let mut last_ends: Vec<Option<i128>> = Vec::new();
 
     for (pcore, (sg, code)) in info.subgraphs.iter().zip(&codes).enumerate() {
         let mut cs = CoreSummary {
@@ -856,6 +874,21 @@ pub fn decode<S: ByteSource + ?Sized>(
                 Ok(())
             })?;
         }
+        decode_dma_core(
+            src,
+            &info,
+            sg,
+            pcore,
+            first_core,
+            window,
+            file,
+            problems,
+            &mut prog,
+            &mut *out.sink,
+            &mut next_dma_id,
+            &mut cs.dma,
+        )?;
+        last_ends.push(last_end_fs);
         if let Some(le) = last_end_fs {
             cs.last_instruction_end_ns = Some(window.ns(le));
             // ⌊ps × clock / 1000⌋ with clock = 1.2 or 1.4 as an exact decimal (tenths).
@@ -896,6 +929,18 @@ pub fn decode<S: ByteSource + ?Sized>(
     report.neuroncore_cycle_count = report
         .total_time_ps
         .map(|ps| (ps as u128 * tenths as u128 / 10_000) as u64);
+    decode_throttles(
+        src, &info, window, &last_ends, &report, file, problems, &mut prog, sink, &mut cores,
+    )?;
+    for c in cores.iter_mut() {
+        c.trace_count =
+            c.instructions_per_engine.iter().sum::<u64>() + c.event_count + c.dma.packets;
+        report.dma_packets += c.dma.packets;
+        report.dma_bytes += c.dma.bytes;
+        report.throttles += c.dma.throttles;
+        report.trace_count += c.trace_count;
+    }
+    super::dma::write_dma_queues_info(&info, sink)?;
     report.cores = cores;
     report.problems.append(&mut problem_list);
     write_metadata(&info, ctx, &report, hw, sink)?;
@@ -1064,4 +1109,60 @@ mod tests {
         assert_eq!(record_pc(0x8401_0600 + 100, &c), None);
         assert_eq!(record_pc(0x8401_05FF, &c), None, "wraps to 2²⁰ − 1");
     }
+}
+
+/// Trace-buffer bytes of the DMA and throttle buffers (progress total).
+fn dma_bytes_total(info: &NtffInfo) -> u64 {
+    info.subgraphs
+        .iter()
+        .map(|sg| {
+            super::dma::dma_buffers(sg)
+                .chain(super::dma::throttle_buffers(sg))
+                .map(|b| b.size)
+                .sum::<u64>()
+        })
+        .sum()
+}
+
+/// Throttle rows of every core and `ThrottleSummary` (ntff.md §4.5). The last record of a core
+/// lasts, in v6, to the end of the core's last exported instruction; in v4/v5 to
+/// `last_hw_timestamp` (the end of the window).
+#[allow(clippy::too_many_arguments)]
+fn decode_throttles<S: ByteSource + ?Sized>(
+    src: &S,
+    info: &NtffInfo,
+    window: Window,
+    last_ends: &[Option<i128>],
+    report: &DecodeReport,
+    file: &str,
+    problems: &mut Vec<Problem>,
+    progress: &mut dyn FnMut(u64),
+    sink: &mut dyn TableSink,
+    cores: &mut [CoreSummary],
+) -> Result<()> {
+    let mut totals = Vec::new();
+    for (pcore, (sg, cs)) in info.subgraphs.iter().zip(cores.iter_mut()).enumerate() {
+        let end = match window.t1 {
+            Some(_) => last_ends.get(pcore).copied().flatten(),
+            None => Some(window.t0 + i128::from(report.last_hw_timestamp_ns) * 1_000_000),
+        };
+        let t = super::dma::decode_throttle_core(
+            src,
+            info,
+            sg,
+            pcore,
+            window,
+            end,
+            file,
+            problems,
+            progress,
+            sink,
+            &mut cs.dma,
+        )?;
+        totals.push((sg.core, t));
+    }
+    let span = report
+        .total_time_ps
+        .map_or(report.last_hw_timestamp_ns, |ps| (ps / 1000) as i64);
+    super::dma::write_throttle_summary(&totals, span, sink)
 }

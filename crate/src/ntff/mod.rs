@@ -7,6 +7,7 @@
 //! - [`write`]: a writer for synthetic v6 NTFFs (tests, benchmarks, the app demo).
 
 pub mod decode;
+pub mod dma;
 pub mod opcode;
 pub mod write;
 
@@ -232,6 +233,11 @@ pub struct DmaQueueInfo {
     pub queue_type: u32,
     /// Queue name as in the NEFF (`qActDynamicHW`).
     pub name: String,
+    /// Field 5 as signed (−1 in every sample; JSON `q_event_id`).
+    pub event_id: i64,
+    /// Field 7: 2 on trn2, absent (0) on trn1/inf2; equals the JSON `q_dram_channel` of every
+    /// queue in all 16 exports (docs/formats.md "DMA").
+    pub dram_channel: u32,
 }
 
 /// A v6 execution record (info field 15): raw ticks, picoseconds on trn2.
@@ -431,6 +437,8 @@ fn subgraph_from_pb(sg: &proto::Subgraph) -> SubgraphInfo {
                 queue: u32c(q.queue),
                 queue_type: u32c(q.queue_type),
                 name: lossy(&q.name),
+                event_id: q.event_id,
+                dram_channel: u32c(q.unknown7),
             })
             .collect(),
         mem_usage: sg
