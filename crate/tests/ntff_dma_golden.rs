@@ -276,6 +276,11 @@ fn compare_dma(ours: Vec<DmaRow>, theirs: Vec<DmaRow>) -> Rates {
             r.add("subgroup", x.subgroup == y.subgroup);
             r.add("queue_type", x.queue_type == y.queue_type);
             r.add("transfer_rate", x.rate == y.rate);
+            if std::env::var("NSCOPE_DEBUG").is_ok()
+                && (x.rate != y.rate || x.packet_idx != y.packet_idx || x.ts != y.ts)
+            {
+                println!("    mismatch {k:?}: export ts {} dur {} size {} idx {} rate {:?} | ours ts {} dur {} idx {} rate {:?}", x.ts, x.dur, x.size, x.packet_idx, x.rate, y.ts, y.dur, y.packet_idx, y.rate);
+            }
             if x.variable.as_deref() == Some("unknown") {
                 r.add(
                     "variable(unknown)",
@@ -350,6 +355,9 @@ fn compare_ham(t: &Tables, j: &Value) -> Rates {
         };
         r.add("row_present", true);
         r.add("duration", x.2 == y.2);
+        if std::env::var("NSCOPE_DEBUG").is_ok() && x.2 != y.2 {
+            println!("    ham mismatch {x:?} ours {y:?}");
+        }
         r.add("k", x.3 == y.3);
         r.add("n", x.4 == y.4);
         r.add("type", x.5 == y.5);
@@ -447,15 +455,33 @@ fn dma_throttle_golden() {
         f.queues.merge(&compare_queues(&t, &j));
         let summ = first(&j, "summary");
         f.counts.add(
+            "trace_count+aggregated",
+            summ["trace_count"].as_u64() == Some(rep.trace_count + agg as u64),
+        );
+        f.counts.add(
             "summary.trace_count",
             summ["trace_count"].as_u64() == Some(rep.trace_count),
         );
         for m in j["model_info"].as_array().expect("model_info") {
             let name = m["sg_name"].as_str().unwrap_or("");
             let c = rep.cores.iter().find(|c| c.name == name).expect("core");
+            if std::env::var("NSCOPE_DEBUG").is_ok() {
+                println!(
+                    "    trace_count export {} ours {} (ins {:?} ev {} dma {})",
+                    m["trace_count"],
+                    c.trace_count,
+                    c.instructions_per_engine,
+                    c.event_count,
+                    c.dma.packets
+                );
+            }
             f.counts.add(
                 "model_info.trace_count",
                 m["trace_count"].as_u64() == Some(c.trace_count),
+            );
+            f.counts.add(
+                "trace_count+aggregated",
+                m["trace_count"].as_u64() == Some(c.trace_count + agg as u64),
             );
         }
     }
@@ -497,12 +523,33 @@ fn dma_throttle_golden() {
     }
     assert_eq!(f6.counts.get("model_info.trace_count"), (14, 14));
     assert_eq!(f6.counts.get("summary.trace_count"), (7, 7));
+    assert_eq!(f6.counts.get("trace_count+aggregated"), (21, 21));
 
     // v5 (inf2): 2 251 non-aggregated rows, 2 247 exact (ntff.md §10); 9 aggregated not rebuilt.
     let f5 = &fam[&5];
     assert_eq!(f5.aggregated, 9);
     assert_eq!(f5.rows.1, 2251);
-    assert_eq!(f5.dma.get("row_present"), (2251, 2251), "v5 dma rows found");
+    for k in [
+        "row_present",
+        "timestamp",
+        "duration",
+        "transfer_size",
+        "read_size",
+        "write_size",
+        "crc",
+        "packet_idx",
+        "subgroup",
+        "queue_type",
+        "transfer_rate",
+    ] {
+        assert_eq!(f5.dma.get(k), (2251, 2251), "v5 dma {k}");
+    }
+    assert_eq!(f5.ham_rows, (54, 54), "v5 ham rows");
+    for k in ["duration", "k", "n", "type"] {
+        assert_eq!(f5.ham.get(k), (54, 54), "v5 ham {k}");
+    }
+    // v5 trace_count also counts the one aggregated DMA row per file, which is not rebuilt.
+    assert_eq!(f5.counts.get("trace_count+aggregated"), (18, 18));
     for (k, (ok, n)) in &f5.queues.0 {
         assert_eq!(ok, n, "v5 dma_queues_info {k}");
     }
@@ -560,7 +607,7 @@ fn dma_garbage_never_panics() {
         .subgraphs
         .iter()
         .flat_map(|s| s.buffers.iter())
-        .filter(|b| b.trace_type == 4 || b.trace_type == 5)
+        .filter(|b| (b.trace_type == 4 || b.trace_type == 5) && b.size > 0)
         .map(|b| (info.blob_offset + b.offset, b.size))
         .collect();
     assert!(!bufs.is_empty());
@@ -585,7 +632,7 @@ fn dma_garbage_never_panics() {
                 seed ^= seed << 13;
                 seed ^= seed >> 7;
                 seed ^= seed << 17;
-                let pos = (off + seed % size.max(1)) as usize;
+                let pos = (off + seed % size) as usize;
                 b[pos] = (seed >> 40) as u8;
             }
             run(&b);

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use super::dma::{decode_dma_core, DmaCoreStats};
+use super::dma::{decode_dma_core, DmaCoreStats, ThrottleEnd};
 use super::{opcode, read_info, CodeBlock, NtffInfo, SubgraphInfo, TraceBuffer};
 use crate::engine::Engine;
 use crate::error::{Error, Problem, Result, Severity};
@@ -711,6 +711,8 @@ pub fn decode<S: ByteSource + ?Sized>(
     let mut out = Out::new(sink);
     let mut next_id = ctx.first_instruction_id;
     let mut max_end_ns: Option<i64> = None;
+    // The same in fs: the end of the last v4/v5 throttle row (ntff.md §4.5).
+    let mut max_end_fs: Option<i128> = None;
     let mut cores = Vec::new();
     let first_core = info.subgraphs.first().map_or(0, |s| s.core);
     let mut next_dma_id = ctx.first_dma_id;
@@ -817,6 +819,7 @@ pub fn decode<S: ByteSource + ?Sized>(
                 last_end_fs = Some(last_end_fs.map_or(fs, |x| x.max(fs)));
                 let end_abs = window.ns(fs);
                 max_end_ns = Some(max_end_ns.map_or(end_abs, |x| x.max(end_abs)));
+                max_end_fs = Some(max_end_fs.map_or(fs, |x| x.max(fs)));
                 Ok(())
             })?;
         }
@@ -840,6 +843,7 @@ pub fn decode<S: ByteSource + ?Sized>(
                 }
                 let t_ns = window.ns(fs);
                 max_end_ns = Some(max_end_ns.map_or(t_ns, |x| x.max(t_ns)));
+                max_end_fs = Some(max_end_fs.map_or(fs, |x| x.max(fs)));
                 if (r.w0 >> 8) & 0xFF != 1 {
                     return Ok(());
                 }
@@ -930,7 +934,8 @@ pub fn decode<S: ByteSource + ?Sized>(
         .total_time_ps
         .map(|ps| (ps as u128 * tenths as u128 / 10_000) as u64);
     decode_throttles(
-        src, &info, window, &last_ends, &report, file, problems, &mut prog, sink, &mut cores,
+        src, &info, window, &last_ends, max_end_fs, &report, file, problems, &mut prog, sink,
+        &mut cores,
     )?;
     for c in cores.iter_mut() {
         c.trace_count =
@@ -1133,6 +1138,7 @@ fn decode_throttles<S: ByteSource + ?Sized>(
     info: &NtffInfo,
     window: Window,
     last_ends: &[Option<i128>],
+    max_end_fs: Option<i128>,
     report: &DecodeReport,
     file: &str,
     problems: &mut Vec<Problem>,
@@ -1142,9 +1148,10 @@ fn decode_throttles<S: ByteSource + ?Sized>(
 ) -> Result<()> {
     let mut totals = Vec::new();
     for (pcore, (sg, cs)) in info.subgraphs.iter().zip(cores.iter_mut()).enumerate() {
-        let end = match window.t1 {
-            Some(_) => last_ends.get(pcore).copied().flatten(),
-            None => Some(window.t0 + i128::from(report.last_hw_timestamp_ns) * 1_000_000),
+        let end = match (window.t1, last_ends.get(pcore).copied().flatten()) {
+            (Some(_), Some(e)) => ThrottleEnd::Fs(e),
+            (Some(_), None) => ThrottleEnd::None,
+            (None, _) => max_end_fs.map_or(ThrottleEnd::None, ThrottleEnd::Fs),
         };
         let t = super::dma::decode_throttle_core(
             src,

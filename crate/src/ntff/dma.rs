@@ -181,6 +181,7 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
     let mut streams: HashMap<(u32, u32), Stream> = HashMap::new();
     let mut open_total = 0usize;
     let base = i64::from(first_core) * 16;
+    let v6 = window.t1.is_some();
     for buf in dma_buffers(sg) {
         stream_buffer(
             src,
@@ -203,7 +204,10 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
                     .copied()
                     .unwrap_or_default();
                 let fs = cal.fs(r.ts);
-                if !window.contains(fs) {
+                // v6: only records inside [t0, t1] take part (ntff.md §10 step 6). v4/v5: every
+                // record is paired and counted in packet_idx; rows are written from the origin
+                // on (the inf2 exports number packets from the start of the buffer).
+                if v6 && !window.contains(fs) {
                     return Ok(());
                 }
                 let s = streams.entry((field, queue)).or_insert_with(|| {
@@ -256,8 +260,13 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
                     return Ok(());
                 };
                 open_total = open_total.saturating_sub(1);
+                if fs1 < window.t0 {
+                    s.next_idx = s.next_idx.saturating_add(1);
+                    return Ok(());
+                }
                 let bytes = u64::from(r.w0 & 0xFF_FFFF);
-                let start = window.ns(fs1);
+                let start =
+                    clamp_i64((fs1.div_euclid(1000) - window.t0.div_euclid(1000)).div_euclid(1000));
                 let dfs = fs.saturating_sub(fs1);
                 let dur = clamp_i64(dfs.div_euclid(1_000_000));
                 b.i64(c.start, Some(start));
@@ -271,7 +280,9 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
                 b.i64(c.read, by);
                 b.i64(c.write, by);
                 b.i64(c.transfer, by);
-                b.f64(c.throughput, throughput(bytes, dfs).map(f64::from));
+                // Calibrated times are whole picoseconds in the exports (inf2 rates, ±0.5 ps).
+                let dps = fs.div_euclid(1000) - fs1.div_euclid(1000);
+                b.f64(c.throughput, throughput(bytes, dps * 1000).map(f64::from));
                 b.str(c.qtype, Some(s.queue_type));
                 b.str(c.variable, s.variable);
                 b.str(c.qname, Some(&s.queue_name));
@@ -340,9 +351,21 @@ pub fn throttle_type(code: i32) -> &'static str {
 /// Per (core, type) throttle totals for `ThrottleSummary`: (type code, active ns, Σ k/n × ns).
 pub type ThrottleTotals = Vec<(i32, i64, f64)>;
 
+/// Where the last throttle record of a core ends (ntff.md §4.5).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ThrottleEnd {
+    /// Calibrated fs; duration = ⌊(end − start) / 10⁶⌋. v6: the end of the core's last exported
+    /// instruction (24/24 v6 rows); v4/v5: the latest instruction-end or event record, i.e. the
+    /// record that gives `last_hw_timestamp` (54/54 inf2 rows; `last_hw_timestamp` − `timestamp`
+    /// in ns is 1 ns too long on 4 of 9 files).
+    Fs(i128),
+    /// Unknown: the duration is null.
+    None,
+}
+
 /// Streams the throttle buffers of one core into `Throttle` rows (ntff.md §4.5, §10 step 7).
-/// Each row lasts to the next record of the core; the last one to `last_end_fs` (v6: end of the
-/// core's last exported instruction; v4/v5: the end of the window). Returns per-type totals.
+/// Each row lasts to the next record of the core; the last one to `last_end`. Returns per-type
+/// totals.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn decode_throttle_core<S: ByteSource + ?Sized>(
     src: &S,
@@ -350,7 +373,7 @@ pub(super) fn decode_throttle_core<S: ByteSource + ?Sized>(
     sg: &SubgraphInfo,
     pcore: usize,
     window: Window,
-    last_end_fs: Option<i128>,
+    last_end: ThrottleEnd,
     file: &str,
     problems: &mut Vec<Problem>,
     progress: &mut dyn FnMut(u64),
@@ -373,8 +396,12 @@ pub(super) fn decode_throttle_core<S: ByteSource + ?Sized>(
     );
     let mut totals: ThrottleTotals = Vec::new();
     let mut pending: Option<Ham> = None;
-    let mut emit = |b: &mut TableBuilder, h: Ham, end: Option<i128>| -> Result<()> {
-        let dur = end.map(|e| clamp_i64(e.saturating_sub(h.fs).div_euclid(1_000_000)));
+    let mut emit = |b: &mut TableBuilder, h: Ham, end: ThrottleEnd| -> Result<()> {
+        let dur = match end {
+            ThrottleEnd::Fs(e) => Some(clamp_i64(e.saturating_sub(h.fs).div_euclid(1_000_000))),
+            ThrottleEnd::None => None,
+        }
+        .map(|d| d.max(0));
         b.i64(c_dur, dur);
         b.i32(c_k, Some(h.k));
         b.i32(c_n, Some(h.n));
@@ -436,14 +463,14 @@ pub(super) fn decode_throttle_core<S: ByteSource + ?Sized>(
                     }
                 };
                 if let Some(p) = pending.replace(h) {
-                    emit(&mut b, p, Some(fs))?;
+                    emit(&mut b, p, ThrottleEnd::Fs(fs))?;
                 }
                 Ok(())
             },
         )?;
     }
     if let Some(p) = pending {
-        emit(&mut b, p, last_end_fs.map(|e| e.max(p.fs)))?;
+        emit(&mut b, p, last_end)?;
     }
     let batch = b.take_batch()?;
     if batch.num_rows() > 0 {
