@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use super::dma::{decode_dma_core, DmaCoreStats, ThrottleEnd};
+use super::dma::{decode_dma_core, decode_throttles, dma_bytes_total, DmaCoreStats};
 use super::{opcode, read_info, CodeBlock, NtffInfo, SubgraphInfo, TraceBuffer};
 use crate::engine::Engine;
 use crate::error::{Error, Problem, Result, Severity};
@@ -1114,62 +1114,4 @@ mod tests {
         assert_eq!(record_pc(0x8401_0600 + 100, &c), None);
         assert_eq!(record_pc(0x8401_05FF, &c), None, "wraps to 2²⁰ − 1");
     }
-}
-
-/// Trace-buffer bytes of the DMA and throttle buffers (progress total).
-fn dma_bytes_total(info: &NtffInfo) -> u64 {
-    info.subgraphs
-        .iter()
-        .map(|sg| {
-            super::dma::dma_buffers(sg)
-                .chain(super::dma::throttle_buffers(sg))
-                .map(|b| b.size)
-                .sum::<u64>()
-        })
-        .sum()
-}
-
-/// Throttle rows of every core and `ThrottleSummary` (ntff.md §4.5). The last record of a core
-/// lasts, in v6, to the end of the core's last exported instruction; in v4/v5 to
-/// `last_hw_timestamp` (the end of the window).
-#[allow(clippy::too_many_arguments)]
-fn decode_throttles<S: ByteSource + ?Sized>(
-    src: &S,
-    info: &NtffInfo,
-    window: Window,
-    last_ends: &[Option<i128>],
-    max_end_fs: Option<i128>,
-    report: &DecodeReport,
-    file: &str,
-    problems: &mut Vec<Problem>,
-    progress: &mut dyn FnMut(u64),
-    sink: &mut dyn TableSink,
-    cores: &mut [CoreSummary],
-) -> Result<()> {
-    let mut totals = Vec::new();
-    for (pcore, (sg, cs)) in info.subgraphs.iter().zip(cores.iter_mut()).enumerate() {
-        let end = match (window.t1, last_ends.get(pcore).copied().flatten()) {
-            (Some(_), Some(e)) => ThrottleEnd::Fs(e),
-            (Some(_), None) => ThrottleEnd::None,
-            (None, _) => max_end_fs.map_or(ThrottleEnd::None, ThrottleEnd::Fs),
-        };
-        let t = super::dma::decode_throttle_core(
-            src,
-            info,
-            sg,
-            pcore,
-            window,
-            end,
-            file,
-            problems,
-            progress,
-            sink,
-            &mut cs.dma,
-        )?;
-        totals.push((sg.core, t));
-    }
-    let span = report
-        .total_time_ps
-        .map_or(report.last_hw_timestamp_ns, |ps| (ps / 1000) as i64);
-    super::dma::write_throttle_summary(&totals, span, sink)
 }

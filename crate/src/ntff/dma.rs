@@ -8,7 +8,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::decode::{clamp_i64, stream_buffer, Rec, Window};
+use super::decode::{clamp_i64, stream_buffer, CoreSummary, DecodeReport, Rec, Window};
 use super::{NtffInfo, SubgraphInfo, TraceBuffer};
 use crate::error::{Problem, Result};
 use crate::neff::explorer_queue_name;
@@ -574,6 +574,64 @@ pub(super) fn write_dma_queues_info(info: &NtffInfo, sink: &mut dyn TableSink) -
         sink.batch(def, batch)?;
     }
     Ok(rows)
+}
+
+/// Trace-buffer bytes of the DMA and throttle buffers (progress total).
+pub(super) fn dma_bytes_total(info: &NtffInfo) -> u64 {
+    info.subgraphs
+        .iter()
+        .map(|sg| {
+            dma_buffers(sg)
+                .chain(throttle_buffers(sg))
+                .map(|b| b.size)
+                .sum::<u64>()
+        })
+        .sum()
+}
+
+/// Throttle rows of every core and `ThrottleSummary` (ntff.md §4.5). The last record of a core
+/// lasts, in v6, to the end of the core's last exported instruction; in v4/v5 to
+/// `last_hw_timestamp` (the end of the window).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn decode_throttles<S: ByteSource + ?Sized>(
+    src: &S,
+    info: &NtffInfo,
+    window: Window,
+    last_ends: &[Option<i128>],
+    max_end_fs: Option<i128>,
+    report: &DecodeReport,
+    file: &str,
+    problems: &mut Vec<Problem>,
+    progress: &mut dyn FnMut(u64),
+    sink: &mut dyn TableSink,
+    cores: &mut [CoreSummary],
+) -> Result<()> {
+    let mut totals = Vec::new();
+    for (pcore, (sg, cs)) in info.subgraphs.iter().zip(cores.iter_mut()).enumerate() {
+        let end = match (window.t1, last_ends.get(pcore).copied().flatten()) {
+            (Some(_), Some(e)) => ThrottleEnd::Fs(e),
+            (Some(_), None) => ThrottleEnd::None,
+            (None, _) => max_end_fs.map_or(ThrottleEnd::None, ThrottleEnd::Fs),
+        };
+        let t = decode_throttle_core(
+            src,
+            info,
+            sg,
+            pcore,
+            window,
+            end,
+            file,
+            problems,
+            progress,
+            sink,
+            &mut cs.dma,
+        )?;
+        totals.push((sg.core, t));
+    }
+    let span = report
+        .total_time_ps
+        .map_or(report.last_hw_timestamp_ns, |ps| (ps / 1000) as i64);
+    write_throttle_summary(&totals, span, sink)
 }
 
 #[cfg(test)]
