@@ -639,3 +639,90 @@ fn dma_garbage_never_panics() {
         }
     }
 }
+
+/// `Summary` fields from the decoded tables against the exports' `summary` (v6 and v5): counts
+/// exact, times as float32; prints per-field match rates.
+#[test]
+fn summary_against_exports() {
+    use neuronscope::summary::write_summary;
+    let mut rates: BTreeMap<u8, Rates> = BTreeMap::new();
+    for (ntff_path, json_path) in export_pairs() {
+        let (t, rep) = decode_file(&ntff_path);
+        let j = load_json(&json_path);
+        let v = rep.info.version;
+        let raw_ps = rep.info.subgraphs.iter().all(|s| {
+            s.calibration.is_identity() && s.calibration.dma.iter().all(|d| d.is_identity())
+        });
+        let mut out = Tables::default();
+        write_summary(&t, &rep, raw_ps, &mut out).expect("summary");
+        let b = out.concat("Summary").expect("Summary table");
+        assert_eq!(b.num_rows(), 1);
+        assert!(out.rows("OpcodeSummary") > 0);
+        let s = first(&j, "summary");
+        let r = rates.entry(v).or_default();
+        for f in b.schema().fields() {
+            let name: &'static str = Box::leak(f.name().clone().into_boxed_str());
+            let Some(want) = s.get(name) else { continue };
+            let col = b.column_by_name(name).unwrap();
+            if col.is_null(0) {
+                continue;
+            }
+            if let Some(a) = col.as_any().downcast_ref::<Int64Array>() {
+                let ok = want.as_i64() == Some(a.value(0));
+                if !ok && std::env::var("NSCOPE_DEBUG").is_ok() {
+                    println!("  v{v} {name}: export {want} ours {}", a.value(0));
+                }
+                r.add(name, ok);
+            } else if let Some(a) = col.as_any().downcast_ref::<Float32Array>() {
+                let w = want.as_f64().unwrap_or(f64::NAN) as f32;
+                let ours = a.value(0);
+                let ok = w == ours || (w - ours).abs() <= 1e-6 * w.abs();
+                if !ok && std::env::var("NSCOPE_DEBUG").is_ok() {
+                    println!("  v{v} {name}: export {w} ours {ours}");
+                }
+                r.add(name, ok);
+            }
+        }
+    }
+    for (v, r) in &rates {
+        r.print(&format!("summary v{v} (float32 within 1e-6 relative)"));
+    }
+    let r6 = &rates[&6];
+    for k in [
+        "trace_count",
+        "event_count",
+        "neuroncore_cycle_count",
+        "total_time",
+        "tensor_engine_instruction_count",
+        "scalar_engine_instruction_count",
+        "gpsimd_engine_instruction_count",
+        "vector_engine_instruction_count",
+        "sync_engine_instruction_count",
+        "matmul_instruction_count",
+        "activate_instruction_count",
+        "software_dynamic_dma_packet_count",
+        "hardware_dynamic_dma_packet_count",
+        "static_dma_packet_count",
+        "software_dynamic_dma_size",
+        "hardware_dynamic_dma_size",
+        "static_dma_size",
+        "activate_instruction_time",
+        "dma_packet_time",
+        "dma_active_time",
+        "dma_active_time_percent",
+        "dma_active_cycles",
+        "static_dma_active_time",
+        "software_dynamic_dma_active_time",
+        "hardware_dynamic_dma_active_time",
+        "static_dma_active_time_percent",
+        "dynamic_dma_active_time_percent",
+        "software_dynamic_dma_active_time_percent",
+        "hardware_dynamic_dma_active_time_percent",
+        "static_dma_packet_percent",
+        "dynamic_dma_packet_percent",
+        "static_dma_size_percent",
+        "dynamic_dma_size_percent",
+    ] {
+        assert_eq!(r6.get(k), (7, 7), "v6 summary {k}");
+    }
+}
