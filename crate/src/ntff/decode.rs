@@ -1,6 +1,7 @@
 //! Streaming NTFF decode into Explorer tables (ntff.md §4, §5, §10).
 //!
-//! Tables written: `Instruction`, `SemaphoreUpdate`, `Metadata` (one row), `ExecutionInfo`.
+//! Tables written: `Instruction`, `SemaphoreUpdate`, `Metadata` (one row), `ExecutionInfo`;
+//! `DmaPacket`, `Throttle`, `ThrottleSummary`, `DmaQueuesInfo` through [`super::dma`].
 //! Each trace buffer is read by (offset, size) in [`CHUNK`]-byte pieces; instruction pairing keeps
 //! at most [`MAX_OPEN_PER_PC`] open starts per (engine, pc). A bad buffer becomes a
 //! [`Problem`] naming file and offset; the other buffers are still decoded.

@@ -3,7 +3,8 @@
 //! - [`read_info`]: the 128-byte header and the protobuf info section (cheap; used by pairing and
 //!   inventory). The info section is decoded with prost from our own `proto/ntff.proto`.
 //! - [`decode()`]: streams the trace buffers into the Explorer tables `Instruction`,
-//!   `SemaphoreUpdate`, `Metadata` and `ExecutionInfo`.
+//!   `SemaphoreUpdate`, `Metadata` and `ExecutionInfo`, and (via [`dma`]) `DmaPacket`,
+//!   `Throttle`, `ThrottleSummary` and `DmaQueuesInfo`.
 //! - [`write`]: a writer for synthetic v6 NTFFs (tests, benchmarks, the app demo).
 
 pub mod decode;
