@@ -115,7 +115,7 @@ fn span_of(
 /// Everything `Summary`/`OpcodeSummary` need, gathered from the tables.
 #[derive(Debug, Clone, Default)]
 pub struct Gathered {
-    /// Per engine name (`tensor` …).
+    /// Per engine name (`tensor` …), without EVENT_SEMAPHORE (semaphore waits).
     pub engines: BTreeMap<String, Spans>,
     /// Per (engine, opcode).
     pub opcodes: BTreeMap<(String, String), Spans>,
@@ -141,7 +141,11 @@ pub fn gather(t: &Tables, raw_ps: bool) -> Gathered {
                 continue;
             };
             let en = eng[i].clone().unwrap_or_default();
-            g.engines.entry(en.clone()).or_default().push(a, z);
+            // Engine busy time excludes semaphore waits = the EVENT_SEMAPHORE instructions
+            // (v6 exports: instruction and active times 7/7 on raw-ps sums and unions).
+            if op[i].as_deref() != Some("EVENT_SEMAPHORE") {
+                g.engines.entry(en.clone()).or_default().push(a, z);
+            }
             g.opcodes
                 .entry((en, op[i].clone().unwrap_or_default()))
                 .or_default()
@@ -200,10 +204,13 @@ pub fn write_summary(
         b.f64(c(&format!("{prefix}_instruction_time")), secs(sp.total()));
         b.f64(c(&format!("{prefix}_active_time")), secs(act));
         b.f64(c(&format!("{prefix}_active_time_percent")), frac(act));
-        b.i64(
-            c(&format!("{prefix}_instruction_count")),
-            Some(sp.count() as i64),
-        );
+        let n: u64 = g
+            .opcodes
+            .iter()
+            .filter(|((e, _), _)| e == name)
+            .map(|(_, s)| s.count())
+            .sum();
+        b.i64(c(&format!("{prefix}_instruction_count")), Some(n as i64));
     }
     let count_op = |op: &str| -> (u64, i64) {
         g.opcodes
