@@ -15,6 +15,7 @@ pub mod pb;
 pub mod profile;
 pub mod sink;
 pub mod source;
+pub mod summary;
 pub mod synth;
 pub mod tables;
 pub mod util;

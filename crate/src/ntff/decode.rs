@@ -1,12 +1,14 @@
 //! Streaming NTFF decode into Explorer tables (ntff.md §4, §5, §10).
 //!
-//! Tables written: `Instruction`, `SemaphoreUpdate`, `Metadata` (one row), `ExecutionInfo`.
+//! Tables written: `Instruction`, `SemaphoreUpdate`, `Metadata` (one row), `ExecutionInfo`;
+//! `DmaPacket`, `Throttle`, `ThrottleSummary`, `DmaQueuesInfo` through [`super::dma`].
 //! Each trace buffer is read by (offset, size) in [`CHUNK`]-byte pieces; instruction pairing keeps
 //! at most [`MAX_OPEN_PER_PC`] open starts per (engine, pc). A bad buffer becomes a
 //! [`Problem`] naming file and offset; the other buffers are still decoded.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
+use super::dma::{decode_dma_core, decode_throttles, dma_bytes_total, DmaCoreStats};
 use super::{opcode, read_info, CodeBlock, NtffInfo, SubgraphInfo, TraceBuffer};
 use crate::engine::Engine;
 use crate::error::{Error, Problem, Result, Severity};
@@ -35,6 +37,8 @@ pub const FIXED_SEMAPHORE_NAMES: [(u32, &str); 4] =
 pub struct DecodeContext {
     /// File name used in problems (relative to the picked folder).
     pub file_name: String,
+    /// `DmaPacket.id` of the first packet row; rows are numbered sequentially from here.
+    pub first_dma_id: i64,
     /// NEFF `info.json` tool version, copied to `Metadata.compiler_version`.
     pub compiler_version: Option<String>,
     /// per pcore_idx: semaphore index → queue name already renamed Explorer-style
@@ -86,6 +90,10 @@ pub struct CoreSummary {
     pub unpaired_starts: u64,
     /// End records without an open start.
     pub unpaired_ends: u64,
+    /// DMA and throttle numbers of this core (`DmaPacket`, `Throttle` rows).
+    pub dma: DmaCoreStats,
+    /// Instruction rows + `event_count` + DMA rows (JSON `model_info.trace_count`, ntff.md §5.2).
+    pub trace_count: u64,
 }
 
 /// What [`decode`] found, for a Summary view.
@@ -99,6 +107,14 @@ pub struct DecodeReport {
     pub instructions_per_engine: [[u64; 5]; 2],
     /// `SemaphoreUpdate` rows written.
     pub semaphore_updates: u64,
+    /// `DmaPacket` rows written, all cores.
+    pub dma_packets: u64,
+    /// Sum of `DmaPacket.transfer_bytes`, all cores.
+    pub dma_bytes: u64,
+    /// `Throttle` rows written, all cores.
+    pub throttles: u64,
+    /// Sum over cores of [`CoreSummary::trace_count`] (JSON `summary.trace_count`, ntff.md §5.2).
+    pub trace_count: u64,
     /// Execution time: subgraph field 14 of the first subgraph, ps (= JSON `summary.total_time`
     /// × 10¹², ntff.md §5.2).
     pub total_time_ps: Option<u64>,
@@ -194,21 +210,21 @@ struct EngineCode {
 
 /// Time window in femtoseconds (calibrated ps × 1000).
 #[derive(Debug, Clone, Copy)]
-struct Window {
-    t0: i128,
-    t1: Option<i128>,
+pub(super) struct Window {
+    pub(super) t0: i128,
+    pub(super) t1: Option<i128>,
 }
 
 impl Window {
-    fn ns(&self, fs: i128) -> i64 {
+    pub(super) fn ns(&self, fs: i128) -> i64 {
         clamp_i64(fs.saturating_sub(self.t0).div_euclid(1_000_000))
     }
-    fn contains(&self, fs: i128) -> bool {
+    pub(super) fn contains(&self, fs: i128) -> bool {
         fs >= self.t0 && self.t1.is_none_or(|t1| fs <= t1)
     }
 }
 
-fn clamp_i64(v: i128) -> i64 {
+pub(super) fn clamp_i64(v: i128) -> i64 {
     v.clamp(i64::MIN as i128, i64::MAX as i128) as i64
 }
 
@@ -310,10 +326,10 @@ impl<'a> Out<'a> {
 
 /// One 16-byte notification record (ntff.md §4).
 #[derive(Debug, Clone, Copy)]
-struct Rec {
-    w0: u32,
-    w1: u32,
-    ts: u64,
+pub(super) struct Rec {
+    pub(super) w0: u32,
+    pub(super) w1: u32,
+    pub(super) ts: u64,
 }
 
 /// Instruction record kind: `Some((engine, is_end))` for the ten start/end kind bytes
@@ -336,7 +352,7 @@ fn record_pc(w0: u32, code: &EngineCode) -> Option<u32> {
 /// Streams the records of `buf` (offsets relative to the blob at `blob`) through `f`.
 /// Returns the bytes consumed; read errors and a buffer running past the end of the file are
 /// reported in `problems` (records before the fault are kept).
-fn stream_buffer<S: ByteSource + ?Sized>(
+pub(super) fn stream_buffer<S: ByteSource + ?Sized>(
     src: &S,
     blob: u64,
     buf: &TraceBuffer,
@@ -655,7 +671,7 @@ pub fn decode<S: ByteSource + ?Sized>(
         .map(|b| b.size)
         .sum();
     let v6 = !info.executions.is_empty();
-    let total = ins_bytes + ev_bytes + if v6 { 0 } else { ins_bytes };
+    let total = ins_bytes + ev_bytes + if v6 { 0 } else { ins_bytes } + dma_bytes_total(&info);
     let mut done = 0u64;
     let mut prog = |n: u64| {
         done += n;
@@ -703,7 +719,12 @@ pub fn decode<S: ByteSource + ?Sized>(
         .map(super::attribution::Attributor::new);
     let mut next_id = ctx.first_instruction_id;
     let mut max_end_ns: Option<i64> = None;
+    // The same in fs: the end of the last v4/v5 throttle row (ntff.md §4.5).
+    let mut max_end_fs: Option<i128> = None;
     let mut cores = Vec::new();
+    let first_core = info.subgraphs.first().map_or(0, |s| s.core);
+    let mut next_dma_id = ctx.first_dma_id;
+    let mut last_ends: Vec<Option<i128>> = Vec::new();
 
     for (pcore, (sg, code)) in info.subgraphs.iter().zip(&codes).enumerate() {
         let mut cs = CoreSummary {
@@ -817,6 +838,7 @@ pub fn decode<S: ByteSource + ?Sized>(
                 last_end_fs = Some(last_end_fs.map_or(fs, |x| x.max(fs)));
                 let end_abs = window.ns(fs);
                 max_end_ns = Some(max_end_ns.map_or(end_abs, |x| x.max(end_abs)));
+                max_end_fs = Some(max_end_fs.map_or(fs, |x| x.max(fs)));
                 Ok(())
             })?;
         }
@@ -840,6 +862,7 @@ pub fn decode<S: ByteSource + ?Sized>(
                 }
                 let t_ns = window.ns(fs);
                 max_end_ns = Some(max_end_ns.map_or(t_ns, |x| x.max(t_ns)));
+                max_end_fs = Some(max_end_fs.map_or(fs, |x| x.max(fs)));
                 if (r.w0 >> 8) & 0xFF != 1 {
                     return Ok(());
                 }
@@ -874,6 +897,21 @@ pub fn decode<S: ByteSource + ?Sized>(
                 Ok(())
             })?;
         }
+        decode_dma_core(
+            src,
+            &info,
+            sg,
+            pcore,
+            first_core,
+            window,
+            file,
+            problems,
+            &mut prog,
+            &mut *out.sink,
+            &mut next_dma_id,
+            &mut cs.dma,
+        )?;
+        last_ends.push(last_end_fs);
         if let Some(le) = last_end_fs {
             cs.last_instruction_end_ns = Some(window.ns(le));
             // ⌊ps × clock / 1000⌋ with clock = 1.2 or 1.4 as an exact decimal (tenths).
@@ -914,6 +952,19 @@ pub fn decode<S: ByteSource + ?Sized>(
     report.neuroncore_cycle_count = report
         .total_time_ps
         .map(|ps| (ps as u128 * tenths as u128 / 10_000) as u64);
+    decode_throttles(
+        src, &info, window, &last_ends, max_end_fs, &report, file, problems, &mut prog, sink,
+        &mut cores,
+    )?;
+    for c in cores.iter_mut() {
+        c.trace_count =
+            c.instructions_per_engine.iter().sum::<u64>() + c.event_count + c.dma.packets;
+        report.dma_packets += c.dma.packets;
+        report.dma_bytes += c.dma.bytes;
+        report.throttles += c.dma.throttles;
+        report.trace_count += c.trace_count;
+    }
+    super::dma::write_dma_queues_info(&info, sink)?;
     report.cores = cores;
     report.problems.append(&mut problem_list);
     write_metadata(&info, ctx, &report, hw, sink)?;

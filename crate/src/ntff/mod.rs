@@ -3,11 +3,13 @@
 //! - [`read_info`]: the 128-byte header and the protobuf info section (cheap; used by pairing and
 //!   inventory). The info section is decoded with prost from our own `proto/ntff.proto`.
 //! - [`decode()`]: streams the trace buffers into the Explorer tables `Instruction`,
-//!   `SemaphoreUpdate`, `Metadata` and `ExecutionInfo`.
+//!   `SemaphoreUpdate`, `Metadata` and `ExecutionInfo`, and (via [`dma`]) `DmaPacket`,
+//!   `Throttle`, `ThrottleSummary` and `DmaQueuesInfo`.
 //! - [`write`]: a writer for synthetic v6 NTFFs (tests, benchmarks, the app demo).
 
 pub mod attribution;
 pub mod decode;
+pub mod dma;
 pub mod opcode;
 pub mod write;
 
@@ -233,6 +235,11 @@ pub struct DmaQueueInfo {
     pub queue_type: u32,
     /// Queue name as in the NEFF (`qActDynamicHW`).
     pub name: String,
+    /// Field 5 as signed (−1 in every sample; JSON `q_event_id`).
+    pub event_id: i64,
+    /// Field 7: 2 on trn2, absent (0) on trn1/inf2; equals the JSON `q_dram_channel` of every
+    /// queue in all 16 exports (docs/formats.md "DMA").
+    pub dram_channel: u32,
 }
 
 /// A v6 execution record (info field 15): raw ticks, picoseconds on trn2.
@@ -432,6 +439,8 @@ fn subgraph_from_pb(sg: &proto::Subgraph) -> SubgraphInfo {
                 queue: u32c(q.queue),
                 queue_type: u32c(q.queue_type),
                 name: lossy(&q.name),
+                event_id: q.event_id,
+                dram_channel: u32c(q.unknown7),
             })
             .collect(),
         mem_usage: sg

@@ -711,6 +711,7 @@ mod tests {
         let mut names = std::collections::BTreeMap::new();
         names.insert(24u32, "qSyncDynamicHW".to_string());
         let ctx = DecodeContext {
+            first_dma_id: 0,
             file_name: "synthetic.ntff".into(),
             compiler_version: Some("2.23.6484.0+3b612583".into()),
             semaphore_names: vec![names],
