@@ -14,7 +14,7 @@ use crate::error::{Error, Problem, Result, Severity};
 use crate::inventory::{DeviceProfile, Inventory, Profile};
 use crate::pairing::PairStatus;
 use crate::source::ByteSource;
-use crate::tables::{self, explorer, Emitter, TableDef, TableSink};
+use crate::tables::{self, explorer, Emitter, TableDef, TableSink, Tables};
 
 /// Opens a picked file by its relative path (native file, browser Blob, or bytes).
 pub type Opener<'a> = &'a dyn Fn(&str) -> Result<Box<dyn ByteSource>>;
@@ -56,6 +56,10 @@ pub struct DeviceSummary {
     pub instruction_count: u64,
     /// `SemaphoreUpdate` rows.
     pub semaphore_count: u64,
+    /// `DmaPacket` rows.
+    pub dma_packet_count: u64,
+    /// Bytes moved by those packets.
+    pub dma_bytes: u64,
     /// Instruction rows per (physical core, engine), engines in NTFF order.
     pub per_engine: Vec<EngineCount>,
     /// The paired NEFF.
@@ -106,6 +110,39 @@ struct Counting<'a> {
 impl TableSink for Counting<'_> {
     fn batch(&mut self, def: &'static TableDef, batch: RecordBatch) -> Result<()> {
         self.rows.entry(def.name).or_insert((def, 0)).1 += batch.num_rows() as u64;
+        self.inner.batch(def, batch)
+    }
+}
+
+/// Columns of `Instruction` and `DmaPacket` that [`crate::summary`] reads. Keeping only these
+/// (≈ 60 bytes per row) lets the Summary be computed while the full tables stream to their sink.
+const SUMMARY_COLUMNS: &[&str] = &[
+    "start_ts",
+    "end_ts",
+    "nscope_raw_start_ticks",
+    "nscope_raw_end_ticks",
+    "engine",
+    "opcode",
+    "queue_type",
+    "transfer_bytes",
+];
+
+/// Forwards every batch and keeps a projection of the event tables the Summary needs.
+struct SpanCollector<'a> {
+    inner: &'a mut dyn TableSink,
+    keep: Tables,
+}
+
+impl TableSink for SpanCollector<'_> {
+    fn batch(&mut self, def: &'static TableDef, batch: RecordBatch) -> Result<()> {
+        if matches!(def.name, "Instruction" | "DmaPacket") {
+            let schema = batch.schema();
+            let idx: Vec<usize> = SUMMARY_COLUMNS
+                .iter()
+                .filter_map(|c| schema.index_of(c).ok())
+                .collect();
+            self.keep.batch(def, batch.project(&idx)?)?;
+        }
         self.inner.batch(def, batch)
     }
 }
@@ -163,6 +200,10 @@ pub fn process_device(
         ..Default::default()
     };
 
+    let decodable = !matches!(
+        dev.pairing,
+        PairStatus::EmptyNtff | PairStatus::NeffOnly | PairStatus::Unreadable { .. }
+    );
     // The NEFF is trusted for names only when the uuid check bound it to the NTFF (or there is
     // no NTFF at all).
     let neff_usable = matches!(
@@ -205,7 +246,15 @@ pub fn process_device(
                         format!("{path}: {w}"),
                     ));
                 }
-                if let Err(e) = crate::neff::write_tables(&neff, &mut sink) {
+                // With an NTFF, DmaQueuesInfo comes from the NTFF's queue table (engine, queue
+                // index, DRAM channel); the NEFF alone only knows names and kinds.
+                let written = if dev.ntff.is_some() && decodable {
+                    crate::neff::tables::write_neff_header(&neff, &mut sink)
+                        .and_then(|_| crate::neff::tables::write_tensor_info(&neff, &mut sink))
+                } else {
+                    crate::neff::write_tables(&neff, &mut sink)
+                };
+                if let Err(e) = written {
                     problems.push(Problem::from_error(Severity::Error, "NEFF", path, &e));
                 }
                 // Debug info names instructions (BIR → Penguin → HLO → framework, NKI lines);
@@ -243,18 +292,23 @@ pub fn process_device(
         progress("NEFF", 1, 1);
     }
 
-    let decodable = !matches!(
-        dev.pairing,
-        PairStatus::EmptyNtff | PairStatus::NeffOnly | PairStatus::Unreadable { .. }
-    );
     if let (Some(path), true) = (&dev.ntff, decodable) {
         let mut cb = |done: u64, total: u64| progress("NTFF", done, total);
-        match open(path).and_then(|src| crate::ntff::decode(&*src, &ctx, &mut sink, &mut cb)) {
+        let mut spans = SpanCollector {
+            inner: &mut sink,
+            keep: Tables::default(),
+        };
+        let decoded =
+            open(path).and_then(|src| crate::ntff::decode(&*src, &ctx, &mut spans, &mut cb));
+        let kept = spans.keep;
+        match decoded {
             Ok(rep) => {
                 summary.ntff_version = Some(rep.info.version);
                 summary.total_time_ns = rep.total_time_ps.map(|ps| ps as f64 / 1000.0);
                 summary.instruction_count = rep.instructions;
                 summary.semaphore_count = rep.semaphore_updates;
+                summary.dma_packet_count = rep.dma_packets;
+                summary.dma_bytes = rep.dma_bytes;
                 for (pcore, counts) in rep.instructions_per_engine.iter().enumerate() {
                     for e in Engine::ALL {
                         let count = counts[e.ntff_index()];
@@ -267,6 +321,14 @@ pub fn process_device(
                         }
                     }
                 }
+                // Raw ticks are one picosecond clock when every calibration entry is the
+                // identity (trn2; ntff.md §5.1): the Summary then sums raw spans exactly.
+                let raw_ps = rep.info.subgraphs.iter().all(|s| {
+                    s.calibration.is_identity() && s.calibration.dma.iter().all(|d| d.is_identity())
+                });
+                if let Err(e) = crate::summary::write_summary(&kept, &rep, raw_ps, &mut sink) {
+                    problems.push(Problem::from_error(Severity::Error, "SUMMARY", path, &e));
+                }
                 problems.extend(rep.problems);
             }
             Err(e) => problems.push(Problem::from_error(
@@ -278,9 +340,6 @@ pub fn process_device(
         }
     }
 
-    if dev.ntff.is_some() && decodable {
-        write_summary(&summary, &mut sink)?;
-    }
     write_warnings(&problems, &mut sink)?;
     let mut defs: Vec<&'static TableDef> = sink.rows.values().map(|(d, _)| *d).collect();
     defs.push(&explorer::SCHEMA_FIELDS);
@@ -298,33 +357,6 @@ pub fn process_device(
         summary,
         problems,
     })
-}
-
-/// One `Summary` row with what issue-2 processing knows: total time and per-engine counts.
-/// The DMA, FLOPs and active-time fields stay null until their inputs are decoded.
-fn write_summary(s: &DeviceSummary, sink: &mut dyn TableSink) -> Result<()> {
-    let def = &explorer::SUMMARY;
-    let mut e = Emitter::new(def, sink);
-    e.b.f64(def.col("total_time"), s.total_time_ns.map(|ns| ns / 1e9));
-    for eng in Engine::ALL {
-        let field = match eng {
-            Engine::Pe => "tensor_engine_instruction_count",
-            Engine::Act => "scalar_engine_instruction_count",
-            Engine::Pool => "gpsimd_engine_instruction_count",
-            Engine::Dve => "vector_engine_instruction_count",
-            Engine::Sp => "sync_engine_instruction_count",
-        };
-        let n: u64 = s
-            .per_engine
-            .iter()
-            .filter(|c| c.engine == eng.explorer_name())
-            .map(|c| c.count)
-            .sum();
-        e.b.i64(def.col(field), i64::try_from(n).ok());
-    }
-    e.end_row()?;
-    e.finish()?;
-    Ok(())
 }
 
 /// `Warning` rows (explorer-schema.md §5.9) from the problems; categories follow Explorer's

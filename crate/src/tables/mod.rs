@@ -603,10 +603,16 @@ impl Tables {
     pub fn get(&self, name: &str) -> Option<&[RecordBatch]> {
         self.tables.get(name).map(|(_, b)| b.as_slice())
     }
-    /// All batches of `name` concatenated into one (for tests and small tables).
+    /// All batches of `name` concatenated into one (for tests and small tables). The batches may
+    /// hold a projection of the table's columns (see `profile`'s span collector): the first
+    /// batch's schema is used.
     pub fn concat(&self, name: &str) -> Option<RecordBatch> {
         let (def, batches) = self.tables.get(name)?;
-        arrow_select::concat::concat_batches(&def.schema(), batches.iter()).ok()
+        let schema = batches
+            .first()
+            .map(|b| b.schema())
+            .unwrap_or_else(|| def.schema());
+        arrow_select::concat::concat_batches(&schema, batches.iter()).ok()
     }
 }
 
