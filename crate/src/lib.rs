@@ -16,6 +16,7 @@ pub mod profile;
 pub mod sink;
 pub mod source;
 pub mod synth;
+pub mod system;
 pub mod tables;
 pub mod util;
 
