@@ -313,7 +313,15 @@ pub fn process(
             .cpu_file
             .as_ref()
             .and_then(|f| f.count.checked_mul(info.cpu_count));
-        emit_cpu(&path, open, &instance_id, expected, sink, &mut rep, progress)?;
+        emit_cpu(
+            &path,
+            open,
+            &instance_id,
+            expected,
+            sink,
+            &mut rep,
+            progress,
+        )?;
     }
     if let Some(path) = find("host_mem.pb") {
         let expected = info.mem_file.as_ref().map(|f| f.count);
@@ -329,13 +337,18 @@ pub fn process(
         )?;
     }
 
-    let ntff_version = profile
-        .devices
-        .iter()
-        .filter_map(|d| d.ntff_version)
-        .max();
+    let ntff_version = profile.devices.iter().filter_map(|d| d.ntff_version).max();
     emit_metadata(&info, ntff_version, sink, &mut rep)?;
-    emit_devices(profile, open, &info, &events, &instance_id, pid, sink, &mut rep)?;
+    emit_devices(
+        profile,
+        open,
+        &info,
+        &events,
+        &instance_id,
+        pid,
+        sink,
+        &mut rep,
+    )?;
     Ok(rep)
 }
 
@@ -721,7 +734,10 @@ fn emit_hbm(
             .unwrap_or(HBM_COLUMNS.len());
         let key = (hbm, worker, slot);
         let cur = state.get(&key).copied().unwrap_or(0);
-        let new = match e.attr("usage_type_total_bytes").and_then(|v| v.trim().parse().ok()) {
+        let new = match e
+            .attr("usage_type_total_bytes")
+            .and_then(|v| v.trim().parse().ok())
+        {
             Some(t) => t,
             None => {
                 let d: i64 = if alloc {
@@ -886,7 +902,12 @@ fn emit_cpu(
     let mut acc: Option<(u64, f64, u64)> = None;
     let mut out_of_range = 0u64;
     let mut range = (i64::MAX, i64::MIN);
-    fn avg_row(em: &mut Emitter, c: [usize; 4], inst: &str, (ts, sum, n): (u64, f64, u64)) -> Result<()> {
+    fn avg_row(
+        em: &mut Emitter,
+        c: [usize; 4],
+        inst: &str,
+        (ts, sum, n): (u64, f64, u64),
+    ) -> Result<()> {
         let b = &mut em.b;
         b.i64(c[0], Some(ts_i64(ts)));
         b.f64(c[1], Some(if n > 0 { sum / n as f64 } else { 0.0 }));
@@ -973,10 +994,7 @@ fn emit_mem(
         let b = &mut em.b;
         b.i64(c_ts, Some(t));
         b.i64(c_used, Some(ts_i64(used)));
-        b.f64(
-            c_pct,
-            (ram > 0).then(|| used as f64 / ram as f64 * 100.0),
-        );
+        b.f64(c_pct, (ram > 0).then(|| used as f64 / ram as f64 * 100.0));
         b.str(c_inst, Some(instance_id));
         em.end_row()
     })?;
@@ -1015,8 +1033,14 @@ fn emit_metadata(
     let def = &explorer::SYSTEM_PROFILE_METADATA;
     let mut em = Emitter::new(def, sink);
     let b = &mut em.b;
-    b.str(def.col("first_ts"), Some(&crate::ntff::decode::rfc3339_ns(first)));
-    b.str(def.col("last_ts"), Some(&crate::ntff::decode::rfc3339_ns(last)));
+    b.str(
+        def.col("first_ts"),
+        Some(&crate::ntff::decode::rfc3339_ns(first)),
+    );
+    b.str(
+        def.col("last_ts"),
+        Some(&crate::ntff::decode::rfc3339_ns(last)),
+    );
     b.str(def.col("first_ts_ns"), Some(&first.to_string()));
     b.str(def.col("last_ts_ns"), Some(&last.to_string()));
     b.i64(def.col("ntff_version"), ntff_version.map(i64::from));
@@ -1055,7 +1079,10 @@ fn emit_devices(
         if info.event_name(e.type_id) != "nc_exec_running" {
             continue;
         }
-        if let Some(c) = e.attr_u64("device_core_idx").and_then(|c| u32::try_from(c).ok()) {
+        if let Some(c) = e
+            .attr_u64("device_core_idx")
+            .and_then(|c| u32::try_from(c).ok())
+        {
             cores.insert(c);
         }
         for t in [e.start_nc, e.end_nc].into_iter().flatten() {
