@@ -489,3 +489,153 @@ fn truncated_and_bit_flipped_never_panic() {
     assert!(rep.files.iter().all(|f| f.records <= 1));
     println!("{runs} corrupted variants processed without panic");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Kineto trace.json (framework-inputs.md §2): synthetic dirty fixtures written here.
+// ---------------------------------------------------------------------------------------------
+
+use neuronscope::system::kineto;
+
+/// A Kineto-like object-form trace with every kind of dirt of §2.4, cut before `]`.
+fn dirty_trace(base_first: bool) -> Vec<u8> {
+    let mut v: Vec<u8> = Vec::new();
+    let base = br#""baseTimeNanoseconds": 1700000000000000000"#;
+    v.extend_from_slice(
+        br#"{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "x{[\"]"}], "#,
+    );
+    if base_first {
+        v.extend_from_slice(base);
+        v.extend_from_slice(b", ");
+    }
+    v.extend_from_slice(b"\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n");
+    // 1: X with exact fractional µs; raw newline + tab inside the name.
+    v.extend_from_slice(
+        b"{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\nline\t2\", \"pid\": 7, \"tid\": 8, \"ts\": 1.5004, \"dur\": 2.2506, \"args\": {\"External id\": 3}},\n",
+    );
+    // 2: invalid escape (Windows path) and invalid UTF-8.
+    v.extend_from_slice(b"{\"ph\": \"i\", \"name\": \"C:\\path\\x \xff\xfe end\", \"pid\": 7, \"tid\": 8, \"ts\": 10, \"s\": \"t\"},\n");
+    // 3/4: B/E pair on a string tid.
+    v.extend_from_slice(br#"{"ph": "B", "name": "step", "pid": 7, "tid": "stream 1", "ts": 20},"#);
+    v.extend_from_slice(
+        br#"{"ph": "E", "pid": 7, "tid": "stream 1", "ts": 25.0, "args": {"out": 1}},"#,
+    );
+    // 5: counter, 6: thread name metadata, 7/8: flow start/end bound to the X slice.
+    v.extend_from_slice(
+        br#"{"ph": "C", "name": "mem", "pid": 7, "tid": 8, "ts": 30, "args": {"bytes": 42}},"#,
+    );
+    v.extend_from_slice(
+        br#"{"ph": "M", "name": "thread_name", "pid": 7, "tid": 8, "args": {"name": "main"}},"#,
+    );
+    v.extend_from_slice(
+        br#"{"ph": "s", "id": 5, "cat": "ac2g", "name": "ac2g", "pid": 7, "tid": 8, "ts": 2},"#,
+    );
+    v.extend_from_slice(br#"{"ph": "f", "id": 5, "cat": "ac2g", "name": "ac2g", "bp": "e", "pid": 7, "tid": 8, "ts": 3},"#);
+    // 9: broken beyond repair (skipped), then a lone E (unmatched), then a good X.
+    v.extend_from_slice(br#"{"ph": "X", "name": "bad", "ts": 1 2 3},"#);
+    v.extend_from_slice(br#"{"ph": "E", "pid": 1, "tid": 1, "ts": 5},"#);
+    v.extend_from_slice(br#"{"ph": "X", "name": "last", "pid": 7, "tid": 9, "ts": 40, "dur": 1}"#);
+    if !base_first {
+        v.extend_from_slice(b"], ");
+        v.extend_from_slice(base);
+        v.extend_from_slice(b"}");
+    }
+    v
+}
+
+fn run_kineto(bytes: &[u8]) -> (kineto::KinetoReport, Tables) {
+    let mut t = Tables::default();
+    let rep = kineto::read_trace(bytes, "trace.json", "i-test", &mut t).expect("sink never fails");
+    (rep, t)
+}
+
+#[test]
+fn kineto_dirty_trace() {
+    for base_first in [true, false] {
+        let (rep, t) = run_kineto(&dirty_trace(base_first));
+        println!("{rep:#?}");
+        assert_eq!(rep.base_time_ns, Some(1_700_000_000_000_000_000));
+        assert_eq!(
+            rep.truncated, base_first,
+            "missing ] only in the cut variant"
+        );
+        assert_eq!(rep.skipped, 1);
+        assert_eq!(rep.unmatched_end, 1);
+        assert_eq!(rep.unmatched_begin, 0);
+        assert_eq!(rep.flows_bound, 2);
+        // X, i, B/E, C, last X.
+        assert_eq!(rep.rows, 5);
+        let ev = t.concat("SystemProfileEvents").expect("events");
+        let names = col::<StringArray>(&ev, "name");
+        let start = col::<Int64Array>(&ev, "start_ts");
+        let end = col::<Int64Array>(&ev, "end_ts");
+        let src = col::<StringArray>(&ev, "trace_event_source");
+        let tid = col::<Int64Array>(&ev, "thread_id");
+        let extra = col::<StringArray>(&ev, "extra_attributes_json");
+        let base = 1_700_000_000_000_000_000i64;
+        assert_eq!(names.value(0), "aten::mm\nline\t2");
+        assert_eq!(start.value(0), base + 1_500, "1.5004 µs → 1 500 ns exactly");
+        assert_eq!(
+            end.value(0) - start.value(0),
+            2_251,
+            "2.2506 µs → 2 251 ns (rounded)"
+        );
+        let x: serde_json::Value = serde_json::from_str(extra.value(0)).expect("json");
+        assert_eq!(x["External id"], 3);
+        assert_eq!(x["thread_name"], "main");
+        assert_eq!(x["cat"], "cpu_op");
+        let flows = ev
+            .column_by_name("flow_id")
+            .expect("flow_id")
+            .as_any()
+            .downcast_ref::<arrow_array::ListArray>()
+            .expect("list");
+        assert_eq!(flows.value(0).len(), 1, "s and f share one flow id");
+        assert_eq!(names.value(1), "C:\\path\\x \u{fffd}\u{fffd} end");
+        assert_eq!(start.value(1), end.value(1));
+        assert_eq!(names.value(2), "step");
+        assert_eq!(end.value(2) - start.value(2), 5_000);
+        let e2: serde_json::Value = serde_json::from_str(extra.value(2)).expect("json");
+        assert_eq!(e2["tid_text"], "stream 1");
+        assert_eq!(e2["out"], 1, "E args merged into the B row");
+        assert!(tid.value(2) >= 0);
+        assert_eq!(names.value(3), "mem");
+        assert_eq!(names.value(4), "last");
+        for i in 0..ev.num_rows() {
+            assert_eq!(src.value(i), "framework");
+            assert!(end.value(i) >= start.value(i));
+        }
+    }
+}
+
+#[test]
+fn kineto_array_form_and_no_panic() {
+    // Array form, absolute µs, no base, no closing bracket.
+    let a = br#"[{"ph":"X","name":"a","pid":1,"tid":1,"ts":1700000000000000.25,"dur":1},{"ph":"i","name":"b","pid":1,"tid":1,"ts":1700000000000001"#;
+    let (rep, t) = run_kineto(a);
+    assert_eq!(rep.rows, 1, "the cut second event is not a row");
+    assert!(rep.truncated);
+    let ev = t.concat("SystemProfileEvents").expect("events");
+    assert_eq!(
+        col::<Int64Array>(&ev, "start_ts").value(0),
+        1_700_000_000_000_000_250
+    );
+    assert_eq!(kineto::us_text_to_ns("-0.0015"), Some(-2));
+    assert_eq!(kineto::us_text_to_ns("1e3"), Some(1_000_000));
+    assert_eq!(kineto::us_text_to_ns("x"), None);
+    // Every truncation and many bit flips of the dirty fixture: no panic, rows never grow.
+    let full = dirty_trace(false);
+    let (all, _) = run_kineto(&full);
+    for cut in 0..full.len() {
+        let (r, _) = run_kineto(&full[..cut]);
+        assert!(r.rows <= all.rows + 1, "cut {cut}");
+    }
+    for pos in 0..full.len() {
+        let mut b = full.clone();
+        b[pos] ^= 0x5a;
+        let _ = run_kineto(&b);
+    }
+    let (r, _) = run_kineto(b"");
+    assert_eq!(r.rows, 0);
+    let (r, _) = run_kineto(b"\x00\xff{{{{[[[\"");
+    assert_eq!(r.rows, 0);
+}

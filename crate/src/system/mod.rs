@@ -9,6 +9,7 @@
 //! offset; everything decoded before (and, when the framing is intact, after) is kept.
 
 pub mod decode;
+pub mod kineto;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -98,6 +99,8 @@ pub struct SystemReport {
     pub rows: BTreeMap<String, u64>,
     /// One entry per NTFF of the profile.
     pub devices: Vec<DeviceLink>,
+    /// Framework traces (`trace.json` & co., framework-inputs.md §2) by path.
+    pub framework: BTreeMap<String, kineto::KinetoReport>,
     /// Everything that went wrong, with file and offset.
     pub problems: Vec<Problem>,
 }
@@ -307,6 +310,13 @@ pub fn process(
     events.sort_by_key(|e| (e.start, e.offset));
     emit_events(&events, &info, &instance_id, pid, sink, &mut rep)?;
     emit_hbm(&events, &instance_id, sink, &mut rep)?;
+    for path in profile
+        .system_files
+        .iter()
+        .filter(|p| crate::inventory::classify(p) == crate::inventory::FileKind::KinetoTrace)
+    {
+        read_framework(path, open, &instance_id, sink, &mut rep)?;
+    }
 
     if let Some(path) = find("cpu_util.pb") {
         let expected = info
@@ -350,6 +360,37 @@ pub fn process(
         &mut rep,
     )?;
     Ok(rep)
+}
+
+/// Reads one framework trace (optionally gzip-compressed) into `SystemProfileEvents`.
+fn read_framework(
+    path: &str,
+    open: OpenFn<'_>,
+    instance_id: &str,
+    sink: &mut dyn TableSink,
+    rep: &mut SystemReport,
+) -> Result<()> {
+    let Some(src) = open_or_problem(path, open, rep) else {
+        return Ok(());
+    };
+    let len = src.len();
+    let reader = crate::source::RangeReader::new(src, 0, len, decode::CHUNK);
+    let kr = if path.ends_with(".gz") {
+        kineto::read_trace(
+            flate2::read::MultiGzDecoder::new(reader),
+            path,
+            instance_id,
+            sink,
+        )?
+    } else {
+        kineto::read_trace(reader, path, instance_id, sink)?
+    };
+    *rep.rows
+        .entry(explorer::SYSTEM_PROFILE_EVENTS.name.into())
+        .or_default() += kr.rows;
+    rep.problems.extend(kr.problems.iter().cloned());
+    rep.framework.insert(path.into(), kr);
+    Ok(())
 }
 
 /// Streams `ntrace.pb`, pairs start/stop records by tracking id (§5.1) and returns the events
