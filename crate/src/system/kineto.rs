@@ -104,7 +104,6 @@ fn sanitise(raw: &[u8]) -> (String, Option<String>, Option<String>) {
     let mut in_str = false;
     let mut depth = 0i32;
     let mut cur = String::new();
-    let mut last_key = String::new();
     let (mut ts, mut dur) = (None, None);
     while let Some(&c) = chars.get(i) {
         if in_str {
@@ -180,7 +179,7 @@ fn sanitise(raw: &[u8]) -> (String, Option<String>, Option<String>) {
                     out.push(c);
                 }
                 ':' if depth == 1 => {
-                    last_key = std::mem::take(&mut cur);
+                    let last_key = std::mem::take(&mut cur);
                     out.push(c);
                     // Capture a bare number value of ts / dur.
                     if last_key == "ts" || last_key == "dur" {
