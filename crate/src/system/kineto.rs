@@ -171,11 +171,11 @@ fn sanitise(raw: &[u8]) -> (String, Option<String>, Option<String>) {
                     out.push(c);
                 }
                 '{' | '[' => {
-                    depth += 1;
+                    depth = depth.saturating_add(1);
                     out.push(c);
                 }
                 '}' | ']' => {
-                    depth -= 1;
+                    depth = depth.saturating_sub(1);
                     out.push(c);
                 }
                 ':' if depth == 1 => {
@@ -500,10 +500,10 @@ fn step(st: &mut Scan, b: u8, at: u64) -> Option<(Vec<u8>, u64)> {
                 st.events_depth = Some(2);
                 st.events_closed = false;
             }
-            st.depth += 1;
+            st.depth = st.depth.saturating_add(1);
         }
         b'}' | b']' => {
-            st.depth -= 1;
+            st.depth = st.depth.saturating_sub(1);
             if let Some(ed) = st.events_depth {
                 if b == b']' && st.depth == ed - 1 && st.cap.is_none() {
                     st.events_closed = true;
