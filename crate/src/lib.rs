@@ -17,6 +17,7 @@ pub mod sink;
 pub mod source;
 pub mod summary;
 pub mod synth;
+pub mod system;
 pub mod tables;
 pub mod util;
 

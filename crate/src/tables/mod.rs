@@ -326,6 +326,14 @@ pub fn extras(table: &str) -> &'static [FieldDef] {
                 enum_name: "",
             },
         ],
+        "DeviceProfileList" => &[FieldDef {
+            name: "nscope_link",
+            ty: Ty::Str,
+            unit: "",
+            required: false,
+            description: "How the device profile relates to the system trace (pairing.md §6): `same capture`, or `same NEFF, different capture: <reason>`, or `unlinked: <reason>`.",
+            enum_name: "",
+        }],
         _ => &[],
     }
 }
