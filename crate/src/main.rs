@@ -190,6 +190,24 @@ fn cmd_convert(args: &[String]) -> Result<()> {
     let open = opener(&picked.base);
     let mut failures = 0;
     for p in &inv.profiles {
+        if p.system_files
+            .iter()
+            .any(|f| f.ends_with("ntrace.pb") || f.ends_with("trace_info.pb"))
+        {
+            let target = out.join(neuronscope::util::safe_name(&p.id)).join("system");
+            std::fs::create_dir_all(&target)?;
+            let mut psink = sink::ParquetSink::new(|table: &str| {
+                std::fs::File::create(target.join(format!("{table}.parquet"))).map_err(Error::from)
+            });
+            let res = profile::process_system(&inv, &p.id, &open, &mut psink, &mut |_, _, _| {})?;
+            println!("{} / system -> {}", p.id, target.display());
+            for (t, n) in psink.finish()? {
+                println!("  {t}.parquet: {n} rows");
+            }
+            for pr in &res.problems {
+                println!("  {:?}: {}", pr.severity, pr.message);
+            }
+        }
         for (i, d) in p.devices.iter().enumerate() {
             let target = out
                 .join(neuronscope::util::safe_name(&p.id))

@@ -379,3 +379,70 @@ fn write_warnings(problems: &[Problem], sink: &mut dyn TableSink) -> Result<()> 
     e.finish()?;
     Ok(())
 }
+
+/// What [`process_system`] returns (serialised to the page).
+#[derive(Debug, Clone, Serialize)]
+pub struct SystemResult {
+    /// Key under which the caller stored the tables.
+    pub key: String,
+    /// Profile id.
+    pub profile_id: String,
+    /// Tables written, with row counts.
+    pub tables: Vec<TableCount>,
+    /// The decoders' report (record counts, time range, device links).
+    pub report: crate::system::SystemReport,
+    /// Problems of the profile and of the decoding.
+    pub problems: Vec<Problem>,
+}
+
+impl SystemResult {
+    /// The same result labelled with the caller's storage key.
+    pub fn with_key(&self, key: &str) -> SystemResult {
+        let mut r = self.clone();
+        r.key = key.to_string();
+        r
+    }
+}
+
+/// Decodes the system trace of profile `profile_id` (`trace_info.pb`, `ntrace.pb`,
+/// `cpu_util.pb`, `host_mem.pb`, framework traces) into `sink`: `SystemProfileEvents`,
+/// `SystemProfileMetadata`, `CpuUsage`, `HostMemUsage`, `SystemProfileHbmUsage`,
+/// `DeviceProfileList`, then `Warning` and `SchemaFields`.
+///
+/// Errors: only when the profile does not exist or the sink fails; decode failures are
+/// [`Problem`]s in the result.
+pub fn process_system(
+    inv: &Inventory,
+    profile_id: &str,
+    open: Opener<'_>,
+    sink: &mut dyn TableSink,
+    progress: &mut dyn FnMut(&str, u64, u64),
+) -> Result<SystemResult> {
+    let profile = inv
+        .profiles
+        .iter()
+        .find(|p| p.id == profile_id)
+        .ok_or_else(|| Error::Other(format!("no profile {profile_id}")))?;
+    let mut sink = Counting {
+        inner: sink,
+        rows: BTreeMap::new(),
+    };
+    let report = crate::system::process(profile, open, &mut sink, progress)?;
+    let mut problems: Vec<Problem> = profile.problems.clone();
+    problems.extend(report.problems.iter().cloned());
+    write_warnings(&problems, &mut sink)?;
+    let mut defs: Vec<&'static TableDef> = sink.rows.values().map(|(d, _)| *d).collect();
+    defs.push(&explorer::SCHEMA_FIELDS);
+    tables::schema_fields(&defs, &mut sink)?;
+    Ok(SystemResult {
+        key: String::new(),
+        profile_id: profile.id.clone(),
+        tables: sink
+            .rows
+            .iter()
+            .map(|(n, (_, r))| TableCount { name: n, rows: *r })
+            .collect(),
+        report,
+        problems,
+    })
+}

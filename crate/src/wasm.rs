@@ -121,7 +121,57 @@ fn js_err(e: Error) -> JsError {
     JsError::new(&e.to_string())
 }
 
+/// A JS progress callback `(stage, done, total)` as the core's progress closure.
+fn progress_cb(f: &js_sys::Function) -> impl FnMut(&str, u64, u64) + '_ {
+    move |stage: &str, done: u64, total: u64| {
+        let _ = f.call3(
+            &JsValue::NULL,
+            &JsValue::from_str(stage),
+            &JsValue::from_f64(done as f64),
+            &JsValue::from_f64(total as f64),
+        );
+    }
+}
+
 impl Session {
+    /// Keeps a finished sink's Parquet files under `key` and adds the wasm memory high-water
+    /// mark (bytes) to the result object `js`.
+    fn store(
+        &mut self,
+        key: &str,
+        sink: crate::sink::ParquetSink<Vec<u8>, impl FnMut(&str) -> Result<Vec<u8>>>,
+        js: &JsValue,
+    ) -> std::result::Result<(), JsError> {
+        let stored = sink
+            .into_outputs()
+            .map_err(js_err)?
+            .into_iter()
+            .map(|(name, (bytes, rows))| {
+                (
+                    name,
+                    StoredTable {
+                        parquet: bytes::Bytes::from(bytes),
+                        rows,
+                    },
+                )
+            })
+            .collect();
+        let mem = wasm_bindgen::memory()
+            .dyn_into::<js_sys::WebAssembly::Memory>()
+            .map(|m| {
+                m.buffer()
+                    .unchecked_into::<js_sys::ArrayBuffer>()
+                    .byte_length()
+            })
+            .unwrap_or(0);
+        let _ = js_sys::Reflect::set(
+            js,
+            &"wasm_memory_bytes".into(),
+            &JsValue::from_f64(mem as f64),
+        );
+        self.results.insert(key.to_string(), stored);
+        Ok(())
+    }
     fn open(&self, path: &str) -> Result<Box<dyn ByteSource>> {
         match self.files.get(path) {
             Some(Input::Blob(b)) => Ok(Box::new(BlobSource::new(b.clone())?)),
@@ -203,14 +253,7 @@ impl Session {
             .as_ref()
             .ok_or_else(|| JsError::new("scan() first"))?;
         let mut sink = crate::sink::ParquetSink::new(|_t: &str| Ok(Vec::<u8>::new()));
-        let mut cb = |stage: &str, done: u64, total: u64| {
-            let _ = progress.call3(
-                &JsValue::NULL,
-                &JsValue::from_str(stage),
-                &JsValue::from_f64(done as f64),
-                &JsValue::from_f64(total as f64),
-            );
-        };
+        let mut cb = progress_cb(progress);
         let out = crate::profile::process_device(
             inv,
             &profile_id,
@@ -250,6 +293,33 @@ impl Session {
             &JsValue::from_f64(mem as f64),
         );
         self.results.insert(key, stored);
+        Ok(js)
+    }
+    /// Decodes the system trace of profile `profile_id` (System or System+Device); its tables are
+    /// kept under the returned key like a device profile's. Returns
+    /// `{key, tables: [{name, rows}], report, problems, wasm_memory_bytes}`.
+    pub fn process_system(
+        &mut self,
+        profile_id: String,
+        progress: &js_sys::Function,
+    ) -> std::result::Result<JsValue, JsError> {
+        let inv = self
+            .inventory
+            .as_ref()
+            .ok_or_else(|| JsError::new("scan() first"))?;
+        let mut sink = crate::sink::ParquetSink::new(|_t: &str| Ok(Vec::<u8>::new()));
+        let mut cb = progress_cb(progress);
+        let out = crate::profile::process_system(
+            inv,
+            &profile_id,
+            &|p: &str| self.open(p),
+            &mut sink,
+            &mut cb,
+        )
+        .map_err(js_err)?;
+        let key = format!("{profile_id}#system");
+        let js = to_js(&out.with_key(&key))?;
+        self.store(&key, sink, &js)?;
         Ok(js)
     }
     /// Table `table` of processed profile `key` as an uncompressed Arrow IPC stream.
