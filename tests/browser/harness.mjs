@@ -134,20 +134,21 @@ export async function waitReady(page, timeout = 120_000) {
  * Counts saturated (slice-coloured) pixels in the timeline's plot area. The background, grid and
  * labels are grey, so any pixel with a strong colour is a drawn instruction slice.
  */
-export async function timelineColouredPixels(page) {
-  return page.evaluate(() => {
-    const c = document.querySelector('[data-testid=timeline-canvas]');
+export async function timelineColouredPixels(page, testid = 'timeline-canvas', fromCss = 0) {
+  return page.evaluate(([testid, fromCss]) => {
+    const c = document.querySelector(`[data-testid=${testid}]`);
     if (!(c instanceof HTMLCanvasElement) || c.width === 0 || c.height === 0) return -1;
     const ctx = c.getContext('2d');
     if (ctx === null) return -1;
-    const { data } = ctx.getImageData(0, 0, c.width, c.height);
+    const top = Math.min(c.height - 1, Math.floor(fromCss * (c.width / c.clientWidth)));
+    const { data } = ctx.getImageData(0, top, c.width, c.height - top);
     let n = 0;
     for (let i = 0; i < data.length; i += 4) {
       const r = data[i], g = data[i + 1], b = data[i + 2];
       if (Math.max(r, g, b) - Math.min(r, g, b) > 40) n++;
     }
     return n;
-  });
+  }, [testid, fromCss]);
 }
 
 /** Instruction rows of a profiler JSON export (`neuron-profile view --output-format json`). */

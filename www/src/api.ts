@@ -118,6 +118,52 @@ export interface ProcessResult {
   problems: Problem[];
 }
 
+/** One system-trace file and its record count (crate::system::FileCount). */
+export interface SystemFileCount {
+  file: string;
+  bytes?: number;
+  records?: number;
+  remainder?: number;
+  expected?: number | null;
+}
+
+/** How one NTFF relates to the system trace (crate::system::DeviceLink, pairing.md §6). */
+export interface SystemDeviceLink {
+  ntff: string;
+  /** "same capture", "same NEFF, different capture: …" or "unlinked: …". */
+  link: string;
+  model_id?: number | null;
+  ntff_pid?: number | null;
+  cores?: number[];
+}
+
+/** What the system decoder did (crate::system::SystemReport); fields optional for older cores. */
+export interface SystemReport {
+  files?: SystemFileCount[];
+  /** Event name → count. */
+  event_counts?: Record<string, number>;
+  spans?: number;
+  instants?: number;
+  /** Unix ns. */
+  first_ts_ns?: number | null;
+  last_ts_ns?: number | null;
+  /** Physical core → nc_exec_running spans. */
+  exec_spans_per_core?: Record<string, number>;
+  /** Table → rows. */
+  rows?: Record<string, number>;
+  devices?: SystemDeviceLink[];
+  problems?: Problem[];
+  [key: string]: unknown;
+}
+
+/** Result of Session.process_system(). */
+export interface SystemResult {
+  key: string;
+  tables: TableInfo[];
+  report: SystemReport;
+  problems: Problem[];
+}
+
 /** A file of the built-in demo capture. */
 export interface DemoFile {
   path: string;
@@ -134,6 +180,8 @@ export interface WasmSession {
     deviceIndex: number,
     progress: (stage: string, done: number, total: number) => void,
   ): ProcessResult;
+  /** Decodes a System / System+Device profile's host and runtime trace (absent in older cores). */
+  process_system?(profileId: string, progress: (stage: string, done: number, total: number) => void): SystemResult;
   table_ipc(key: string, table: string): Uint8Array;
   table_parquet(key: string, table: string): Uint8Array;
   bundle_zip(key: string): Uint8Array;

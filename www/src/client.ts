@@ -1,7 +1,7 @@
 // Main-thread proxy for the worker: one promise per request, progress callbacks per request.
 
 import type { FromWorker, PickedFile, ReplyMap, Request } from './protocol.ts';
-import type { Inventory, ProcessResult } from './api.ts';
+import type { Inventory, ProcessResult, SystemResult } from './api.ts';
 
 type Progress = (stage: string, done: number, total: number) => void;
 
@@ -73,6 +73,10 @@ export class CoreClient {
   }
   process(profileId: string, deviceIndex: number, progress: Progress): Promise<ProcessResult> {
     return this.call({ op: 'process', profileId, deviceIndex }, progress);
+  }
+  /** Decodes the system trace of a System / System+Device profile. */
+  processSystem(profileId: string, progress: Progress): Promise<SystemResult> {
+    return this.call({ op: 'processSystem', profileId }, progress);
   }
   tableIpc(key: string, table: string): Promise<Uint8Array> {
     return this.call({ op: 'table', key, table, format: 'ipc' });

@@ -1,14 +1,23 @@
 // Page entry: folder picking, the worker proxy, and the views. State is shown on <body data-state>:
 // boot → idle → loading → processing → ready (or error), which the browser tests wait on.
 
-import { tableFromIPC, type Table } from 'apache-arrow';
-import type { Inventory, ProcessResult, ProfileEntry } from './api.ts';
+import { tableFromArrays, tableFromIPC, type Table } from 'apache-arrow';
+import type { Inventory, ProcessResult, ProfileEntry, SystemResult, TableInfo } from './api.ts';
 import { CoreClient } from './client.ts';
-import { byId, download, h } from './dom.ts';
-import { bytes, int } from './format.ts';
+import { byId, download, h, nodes } from './dom.ts';
+import { bytes, cell, int, ns } from './format.ts';
 import { directoryPicker, filesFromDrop, filesFromInput, pickWithDirectoryPicker } from './picker.ts';
 import type { PickedFile } from './protocol.ts';
-import { isPaired, renderProfiles } from './views/profiles.ts';
+import { isPaired, problemList, renderProfiles } from './views/profiles.ts';
+import {
+  buildSystemTimeline,
+  deviceLinkRows,
+  extraAttributes,
+  linkedDevice,
+  linkWording,
+  SYSTEM_EVENT_COLUMNS,
+  type DeviceLinkRow,
+} from './views/system-model.ts';
 import { renderSummary } from './views/summary.ts';
 import { TableBrowser, type TableSource } from './views/tables.ts';
 import { buildTimeline } from './views/timeline-model.ts';
@@ -18,6 +27,22 @@ type State = 'boot' | 'idle' | 'loading' | 'processing' | 'ready' | 'error';
 
 const client = new CoreClient();
 const timeline = new TimelineView();
+/** System profile: runtime/hardware spans per thread and core, CPU and host memory under them. */
+const systemView = new TimelineView({
+  canvasTestid: 'system-canvas',
+  detailsTestid: 'system-details',
+  noun: 'event',
+  filterPlaceholder: 'Highlight event…',
+  tooltip: (o, tr, _name, s, e) => nodes(
+    h('div', {}, `${tr.engine}${tr.label ? ` · ${tr.label}` : ''}`),
+    h('div', {}, `at ${ns(s)} · duration ${ns(e - s)}`),
+    o['pcore_idx'] !== null && o['pcore_idx'] !== undefined ? h('div', {}, `NeuronCore ${cell(o['pcore_idx'])}`) : null,
+    extraLine(o),
+  ),
+  detailsExtra: (o) => systemDetailsExtra(o),
+});
+/** The system trace on screen: its profile and DeviceProfileList. */
+let systemShown: { profile: ProfileEntry; devices: DeviceLinkRow[] } | null = null;
 const browser = new TableBrowser();
 
 let inventory: Inventory | null = null;
@@ -60,6 +85,8 @@ function renderInventory(): void {
   renderProfiles(byId('profiles'), inventory, {
     selected,
     onOpen: (p, i) => void openDevice(p, i),
+    onOpenSystem: (p) => void openSystem(p),
+    systemShown: systemShown?.profile.id ?? null,
   });
 }
 
@@ -119,7 +146,9 @@ function showInventory(inv: Inventory): void {
 }
 
 function clearWorkspace(): void {
-  document.body.classList.remove('has-result');
+  document.body.classList.remove('has-result', 'has-system');
+  systemShown = null;
+  systemView.setModel(null);
   byId('summary').replaceChildren(h('div', { class: 'muted' }, 'Pick a device profile on the left.'));
   timeline.setModel(null);
   browser.setSource(null, []);
@@ -132,6 +161,7 @@ function message(e: unknown): string {
 async function openDevice(profile: ProfileEntry, deviceIndex: number): Promise<void> {
   clearError();
   selected = { profileId: profile.id, deviceIndex };
+  systemShown = null;
   renderInventory();
   const device = profile.devices[deviceIndex];
   const name = device?.name ?? device?.ntff ?? `${profile.id} device ${deviceIndex}`;
@@ -149,6 +179,8 @@ async function openDevice(profile: ProfileEntry, deviceIndex: number): Promise<v
   if (selected?.profileId !== profile.id || selected.deviceIndex !== deviceIndex) return;
   const where = profile.root ? `${profile.root} · ` : '';
   renderSummary(byId('summary'), `${profile.profile_type} profile · ${where}${name}`, result);
+  document.body.classList.remove('has-system');
+  systemView.setModel(null);
   document.body.classList.add('has-result');
   const source = tableSource(result, name);
   browser.setSource(source, result.tables);
@@ -165,10 +197,152 @@ async function openDevice(profile: ProfileEntry, deviceIndex: number): Promise<v
   }
 }
 
+/** One line of the event's extra attributes for the tooltip (first few keys). */
+function extraLine(o: Record<string, unknown>): HTMLElement | null {
+  const extra = Object.entries(extraAttributes(o));
+  if (extra.length === 0) return null;
+  const text = extra.slice(0, 4).map(([k, v]) => `${k}=${cell(v)}`).join(' · ');
+  return h('div', { class: 'muted' }, extra.length > 4 ? `${text} …` : text);
+}
+
+/** Extra attributes and, for nc_exec_running, the device profile it links to. */
+function systemDetailsExtra(o: Record<string, unknown>): HTMLElement | null {
+  const extra = extraAttributes(o);
+  const parts: HTMLElement[] = [];
+  if (Object.keys(extra).length > 0) {
+    parts.push(h('h3', {}, 'Extra attributes'),
+      h('dl', { class: 'kv details-grid', 'data-testid': 'system-extra' },
+        Object.entries(extra).flatMap(([k, v]) => [h('dt', {}, k), h('dd', { 'data-field': `extra.${k}` }, cell(v))])));
+  }
+  const shown = systemShown;
+  if (o['name'] === 'nc_exec_running' && shown !== null) {
+    const dev = linkedDevice(o, shown.devices);
+    const box = h('div', { class: 'device-link', 'data-testid': 'device-link' });
+    if (dev === null) {
+      box.dataset['link'] = 'none';
+      box.append(h('div', { class: 'muted' }, 'No device profile (.ntff) of this capture matches this execution’s NeuronCore or model.'));
+    } else {
+      const w = linkWording(dev.nscope_link);
+      box.dataset['link'] = w.kind;
+      const target = findDevice(shown.profile, dev.device_profile_name);
+      box.append(
+        h('div', {}, 'Device profile ', h('span', { class: 'mono' }, dev.device_profile_name),
+          dev.model_id !== null ? ` · model ${dev.model_id}` : '', dev.nc_id !== null ? ` · nc ${dev.nc_id}` : ''),
+        h('div', { class: `link-note ${w.kind}`, 'data-testid': 'device-link-note' }, w.text),
+      );
+      if (target !== null && w.kind !== 'unlinked') {
+        box.append(h('button', {
+          class: 'btn small', 'data-testid': 'open-linked-device',
+          onclick: () => void openDevice(shown.profile, target),
+        }, w.kind === 'same' ? 'Open device profile' : 'Open device profile anyway (its own timeline)'));
+      } else if (target === null) {
+        box.append(h('div', { class: 'muted small' }, 'The .ntff is not among the picked files.'));
+      }
+    }
+    parts.push(h('h3', {}, 'Device profile'), box);
+  }
+  return parts.length > 0 ? h('div', {}, parts) : null;
+}
+
+/** Index of the device whose NTFF stem is `name` in `profile`, or null. */
+function findDevice(profile: ProfileEntry, name: string): number | null {
+  const stem = (p: string | null | undefined): string => (p ?? '').replace(/^.*\//, '').replace(/\.ntff$/, '');
+  const i = profile.devices.findIndex((d) => d.ntff && (stem(d.ntff) === name || d.name === name));
+  return i < 0 ? null : i;
+}
+
+async function openSystem(profile: ProfileEntry): Promise<void> {
+  clearError();
+  selected = null;
+  systemShown = { profile, devices: [] };
+  renderInventory();
+  setState('processing');
+  progress('Decoding the system trace');
+  let result: SystemResult;
+  try {
+    result = await client.processSystem(profile.id, (stage, done, total) => progress(`Decoding ${stage}`, done, total));
+  } catch (e) {
+    progress(null);
+    clearWorkspace();
+    renderInventory();
+    showError(`Decoding the system trace of ${profile.root || profile.id} failed: ${message(e)}`);
+    return;
+  }
+  if (systemShown?.profile.id !== profile.id || selected !== null) return;
+  const where = [profile.instance_id, profile.pid !== null && profile.pid !== undefined ? `pid ${profile.pid}` : null].filter(Boolean).join(' · ');
+  renderSystemSummary(byId('summary'), `${profile.profile_type} profile · system trace${where ? ` · ${where}` : ''}`, result);
+  document.body.classList.remove('has-result');
+  timeline.setModel(null);
+  document.body.classList.add('has-system');
+  const source = tableSource(result, `${profile.root || 'system'}-system`);
+  browser.setSource(source, preferFirst(result.tables, 'SystemProfileEvents'));
+  try {
+    progress('Drawing the system timeline');
+    const has = (n: string): boolean => result.tables.some((t) => t.name === n && Number(t.rows) > 0);
+    const [events, cpu, mem, devs] = await Promise.all([
+      has('SystemProfileEvents') ? source.columns('SystemProfileEvents', SYSTEM_EVENT_COLUMNS) : Promise.resolve(null),
+      has('CpuUsage') ? source.columns('CpuUsage', ['timestamp', 'util_percent', 'cpu_id']) : Promise.resolve(null),
+      has('HostMemUsage') ? source.columns('HostMemUsage', ['timestamp', 'used_bytes', 'used_percent']) : Promise.resolve(null),
+      has('DeviceProfileList') ? source.columns('DeviceProfileList', ['device_profile_name', 'nc_id', 'model_id', 'nscope_link']) : Promise.resolve(null),
+    ]);
+    if (systemShown?.profile.id !== profile.id) return;
+    systemShown.devices = devs === null ? [] : deviceLinkRows(devs);
+    systemView.rowLoader = (row) => source.page('SystemProfileEvents', row, 1);
+    systemView.setModel(events === null && cpu === null && mem === null ? null : buildSystemTimeline(events ?? emptyEvents(), cpu, mem));
+    progress(null);
+    setState('ready');
+  } catch (e) {
+    progress(null);
+    showError(`The system timeline could not be drawn: ${message(e)}`);
+  }
+}
+
+function emptyEvents(): Table {
+  return tableFromArrays({ start_ts: new BigInt64Array(0), end_ts: new BigInt64Array(0) });
+}
+
+/** `tables` with `name` first (the table browser opens the first one). */
+function preferFirst(tables: TableInfo[], name: string): TableInfo[] {
+  return [...tables.filter((t) => t.name === name), ...tables.filter((t) => t.name !== name)];
+}
+
+/** Headline numbers of a decoded system trace. */
+function renderSystemSummary(root: HTMLElement, title: string, r: SystemResult): void {
+  const rep = r.report;
+  const rows = (n: string): number => Number(r.tables.find((t) => t.name === n)?.rows ?? 0);
+  const card = (label: string, value: string, testid: string, raw: string | number): HTMLElement =>
+    h('div', { class: 'card' }, h('div', { class: 'card-label' }, label),
+      h('div', { class: 'card-value', 'data-testid': testid, 'data-value': raw }, value));
+  const first = rep.first_ts_ns ?? null;
+  const last = rep.last_ts_ns ?? null;
+  const span = first !== null && last !== null ? Number(last) - Number(first) : null;
+  const counts = Object.entries(rep.event_counts ?? {}).sort((a, b) => Number(b[1]) - Number(a[1]));
+  root.replaceChildren(...nodes(
+    h('h2', {}, title),
+    h('div', { class: 'cards' },
+      card('Events', int(rows('SystemProfileEvents')), 'system-event-count', rows('SystemProfileEvents')),
+      card('Time span', span === null ? '–' : ns(span), 'system-span', span ?? ''),
+      card('CPU samples', int(rows('CpuUsage')), 'system-cpu-rows', rows('CpuUsage')),
+      card('Host memory samples', int(rows('HostMemUsage')), 'system-mem-rows', rows('HostMemUsage')),
+      card('Device profiles', int(rows('DeviceProfileList')), 'system-device-count', rows('DeviceProfileList'))),
+    counts.length > 0
+      ? h('details', { class: 'problem-fold' }, h('summary', {}, `${counts.length} event kinds`),
+          h('table', { class: 'grid' }, h('tbody', {}, counts.map(([k, v]) => h('tr', {}, h('td', { class: 'mono' }, k), h('td', { class: 'num' }, int(Number(v))))))))
+      : null,
+    (rep.files ?? []).length > 0
+      ? h('div', { class: 'muted small' }, 'Files: ', (rep.files ?? []).map((f) => `${f.file} (${int(Number(f.records ?? 0))} records)`).join(' · '))
+      : null,
+    (rep.devices ?? []).length > 0
+      ? h('ul', { class: 'small' }, (rep.devices ?? []).map((d) => h('li', {}, h('span', { class: 'mono' }, d.ntff), ` — ${d.link}`)))
+      : null,
+    problemList(r.problems),
+  ));
+}
+
 /** Instruction columns the timeline draws from or shows on hover (the rest load per click). */
 const TIMELINE_COLUMNS = ['start_ts', 'end_ts', 'engine', 'pcore_idx', 'opcode', 'pc', 'evt_wait_time_ns', 'bir_instruction_name'];
 
-function tableSource(result: ProcessResult, deviceName: string): TableSource & { columns(name: string, cols: string[]): Promise<Table> } {
+function tableSource(result: { key: string; tables: TableInfo[] }, deviceName: string): TableSource & { columns(name: string, cols: string[]): Promise<Table> } {
   let descs: Promise<Map<string, Map<string, string>>> | null = null;
   const page = async (name: string, offset: number, count: number): Promise<Table> => {
     const t = tableFromIPC(await client.tableRows(result.key, name, offset, count));
@@ -271,6 +445,7 @@ function wire(): void {
   });
 
   byId('timeline-slot').append(timeline.root);
+  byId('system-slot').append(systemView.root);
   byId('tables-slot').append(browser.root);
   client.onFatal = (m) => showError(`The processing worker stopped: ${m}`);
 }

@@ -98,6 +98,19 @@ async function handle(msg: Envelope): Promise<void> {
       post({ kind: 'reply', id, ok: true, value: result });
       return;
     }
+    case 'processSystem': {
+      const s = current();
+      if (s.process_system === undefined) throw new Error('this build of the core cannot decode system traces');
+      // One processed profile at a time, system or device.
+      if (shown !== null) s.release(shown);
+      shown = null;
+      const result = s.process_system(msg.profileId, (stage, done, total) => {
+        post({ kind: 'progress', id, stage, done: Number(done), total: Number(total) });
+      });
+      shown = result.key;
+      post({ kind: 'reply', id, ok: true, value: result });
+      return;
+    }
     case 'table': {
       const s = current();
       const bytes = msg.format === 'ipc' ? s.table_ipc(msg.key, msg.table) : s.table_parquet(msg.key, msg.table);

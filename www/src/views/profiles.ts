@@ -105,6 +105,15 @@ export function foldedProblems(problems: Problem[] | undefined): HTMLElement | n
 export interface ProfileListOptions {
   selected: { profileId: string; deviceIndex: number } | null;
   onOpen: (profile: ProfileEntry, deviceIndex: number) => void;
+  /** Opens a profile's system trace; the action is offered only when given. */
+  onOpenSystem?: (profile: ProfileEntry) => void;
+  /** Id of the profile whose system trace is shown. */
+  systemShown?: string | null;
+}
+
+/** True for a profile with a host/runtime trace (System, System+Device). */
+export function hasSystemTrace(p: ProfileEntry): boolean {
+  return p.profile_type === 'System' || p.profile_type === 'System+Device';
 }
 
 function typeClass(t: string): string {
@@ -146,6 +155,14 @@ export function renderProfiles(root: HTMLElement, inv: Inventory, opts: ProfileL
         h('span', { class: `ptype ${typeClass(p.profile_type)}`, 'data-testid': 'profile-type' }, p.profile_type),
         h('span', { class: 'pid', title: p.id }, p.root || p.id)),
       where ? h('div', { class: 'profile-where' }, where) : null,
+      hasSystemTrace(p) && opts.onOpenSystem !== undefined
+        ? h('button', {
+            class: `btn small system-open${opts.systemShown === p.id ? ' selected' : ''}`,
+            'data-testid': 'open-system',
+            title: `Decode the host and runtime trace${p.system_files?.length ? `:\n${p.system_files.join('\n')}` : ''}`,
+            onclick: () => opts.onOpenSystem?.(p),
+          }, 'Open system trace')
+        : null,
       devices.length > 0
         ? h('ul', { class: 'devices' }, devices)
         : h('div', { class: 'muted small' }, 'no device profile (system trace only)'),

@@ -33,6 +33,26 @@ export interface TimelineModel {
   /** Distinct opcode strings ("" for null). */
   opcodes: string[];
   table: Table;
+  /** Counter rows drawn under the slice rows on the same time axis (system CPU / memory). */
+  counters?: Counter[];
+}
+
+/** A sampled value over time (e.g. CPU utilisation), drawn as an area chart or a heat strip. */
+export interface Counter {
+  label: string;
+  /** Sample times, ns on the model's axis, ascending. */
+  times: Float64Array;
+  /** Sample values (same order as times). */
+  values: Float64Array;
+  /** Value drawn at full height / full intensity. */
+  max: number;
+  /** How a value reads in the tooltip and gutter. */
+  format: (v: number) => string;
+  /** Row height, CSS px. */
+  height: number;
+  style: 'area' | 'heat';
+  /** Hue (HSL degrees). */
+  hue: number;
 }
 
 /** A numeric column as Float64 (bigint → number; null → NaN); null when the column is absent. */

@@ -10,7 +10,21 @@
 import type { Schema, Table } from 'apache-arrow';
 import { h, nodes } from '../dom.ts';
 import { cell, int, ns, tick } from '../format.ts';
-import { busyIn, lowerBound, type TimelineModel, type Track } from './timeline-model.ts';
+import { busyIn, lowerBound, type Counter, type TimelineModel, type Track } from './timeline-model.ts';
+
+/** What differs between the device timeline (instructions) and the system timeline (runtime spans). */
+export interface TimelineOptions {
+  /** data-testid of the canvas ("timeline-canvas") and of the details panel ("instruction-details"). */
+  canvasTestid?: string;
+  detailsTestid?: string;
+  /** Word for one slice in the details header ("instruction", "event"). */
+  noun?: string;
+  filterPlaceholder?: string;
+  /** Tooltip body for a slice; default: the Instruction fields. */
+  tooltip?: (row: Record<string, unknown>, track: Track, name: string, start: number, end: number) => (Node | string)[];
+  /** Extra content under a clicked slice's fields (e.g. the device-profile link); gets the full row. */
+  detailsExtra?: (row: Record<string, unknown>) => Node | null;
+}
 
 const AXIS_H = 28;
 const ROW_H = 24;
@@ -70,19 +84,22 @@ export class TimelineView {
   private readonly filterInfo: HTMLElement;
   private readonly resize: ResizeObserver;
 
-  constructor() {
-    this.canvas = h('canvas', { 'data-testid': 'timeline-canvas', tabindex: 0, class: 'timeline-canvas' });
+  private readonly opts: TimelineOptions;
+
+  constructor(opts: TimelineOptions = {}) {
+    this.opts = opts;
+    this.canvas = h('canvas', { 'data-testid': opts.canvasTestid ?? 'timeline-canvas', tabindex: 0, class: 'timeline-canvas' });
     const ctx = this.canvas.getContext('2d', { alpha: false });
     if (ctx === null) throw new Error('canvas 2d context unavailable');
     this.ctx = ctx;
     this.tooltip = h('div', { class: 'tooltip', 'data-testid': 'timeline-tooltip', hidden: true });
     this.status = h('span', { class: 'muted status' });
-    this.details = h('div', { class: 'details', 'data-testid': 'instruction-details' },
-      h('div', { class: 'muted' }, 'Click an instruction to see all its fields.'));
+    this.details = h('div', { class: 'details', 'data-testid': opts.detailsTestid ?? 'instruction-details' },
+      h('div', { class: 'muted' }, `Click ${this.noun()} to see all its fields.`));
     const fit = h('button', { class: 'btn small', onclick: () => this.fit(), title: 'Show the whole profile (key: 0)' }, 'Fit');
     const zin = h('button', { class: 'btn small', onclick: () => this.zoomBy(0.5, this.width / 2), title: 'Zoom in (W)' }, '+');
     const zout = h('button', { class: 'btn small', onclick: () => this.zoomBy(2, this.width / 2), title: 'Zoom out (S)' }, '−');
-    this.filter = h('input', { type: 'search', class: 'filter', placeholder: 'Highlight opcode…', 'data-testid': 'timeline-filter', spellcheck: 'false' });
+    this.filter = h('input', { type: 'search', class: 'filter', placeholder: opts.filterPlaceholder ?? 'Highlight opcode…', 'data-testid': `${opts.canvasTestid ?? 'timeline'}-filter`, spellcheck: 'false' });
     this.filterInfo = h('span', { class: 'muted small', 'data-testid': 'timeline-filter-count' });
     let debounce = 0;
     this.filter.addEventListener('input', () => {
@@ -112,13 +129,27 @@ export class TimelineView {
   /** Shows a new model, zoomed to fit. */
   setModel(model: TimelineModel | null): void {
     this.model = model;
+    this.canvas.dataset['trackLabels'] = JSON.stringify(model?.tracks.map((t) => t.label) ?? []);
+    this.canvas.dataset['counterLabels'] = JSON.stringify(model?.counters?.map((c) => c.label) ?? []);
     this.hover = null;
     this.selected = null;
     this.colorCache.clear();
     this.applyFilter();
-    this.details.replaceChildren(h('div', { class: 'muted' }, 'Click an instruction to see all its fields.'));
+    this.details.replaceChildren(h('div', { class: 'muted' }, `Click ${this.noun()} to see all its fields.`));
     this.layout();
     this.fit();
+  }
+
+  private noun(): string {
+    const n = this.opts.noun ?? 'instruction';
+    return /^[aeiou]/.test(n) ? `an ${n}` : `a ${n}`;
+  }
+
+  /** Height of the slice rows plus the counter rows, CSS px (below the axis). */
+  private bodyHeight(): number {
+    const rows = this.model?.tracks.length ?? 0;
+    const counters = (this.model?.counters ?? []).reduce((a, c) => a + c.height, 0);
+    return Math.max(rows, counters > 0 ? 0 : 1) * ROW_H + counters;
   }
 
   private plotWidth(): number {
@@ -152,8 +183,7 @@ export class TimelineView {
 
   private layout(): void {
     const w = Math.max(200, Math.floor(this.root.clientWidth || 800));
-    const rows = this.model?.tracks.length ?? 0;
-    const hgt = AXIS_H + Math.max(rows, 1) * ROW_H + PAD_BOTTOM;
+    const hgt = AXIS_H + this.bodyHeight() + PAD_BOTTOM;
     const dpr = window.devicePixelRatio || 1;
     if (w !== this.width || this.canvas.height !== Math.round(hgt * dpr) || this.canvas.width !== Math.round(w * dpr)) {
       // Keep the left edge and scale when the width changes.
@@ -293,10 +323,129 @@ export class TimelineView {
       ctx.strokeRect(x0 - 1, AXIS_H + hit.track * ROW_H + 1.5, Math.max(x1 - x0, 1) + 2, ROW_H - 3);
     }
     ctx.restore();
+    this.drawCounters(m.counters ?? [], AXIS_H + m.tracks.length * ROW_H, t0, t1);
 
     this.canvas.dataset['drawn'] = String(drawn);
+    // Row layout for tests and tools: labels top to bottom, where the counter rows begin (CSS px).
+    this.canvas.dataset['rowH'] = String(ROW_H);
+    this.canvas.dataset['axisH'] = String(AXIS_H);
+    this.canvas.dataset['counterTop'] = String(AXIS_H + m.tracks.length * ROW_H);
     this.canvas.dataset['nsPerPx'] = String(this.nsPerPx);
     this.status.textContent = ` ${ns(Math.max(t0, m.start))} – ${ns(Math.min(t1, m.end))} · ${ns(t1 - t0)} visible · ${m.tracks.length} rows`;
+  }
+
+  /**
+   * Counter rows under the slices: an area chart (step-wise, each sample holds until the next) or a
+   * heat strip. Samples narrower than a pixel are reduced to their maximum per pixel column.
+   */
+  private drawCounters(counters: Counter[], top: number, t0: number, t1: number): void {
+    const ctx = this.ctx;
+    const W = this.width;
+    const plotW = this.plotWidth();
+    let y = top;
+    let points = 0;
+    counters.forEach((c, i) => {
+      const hgt = c.height;
+      ctx.fillStyle = i % 2 === 0 ? '#11141a' : ROW_ALT;
+      ctx.fillRect(0, y, W, hgt);
+      ctx.strokeStyle = GRID;
+      ctx.beginPath();
+      ctx.moveTo(0, y + 0.5);
+      ctx.lineTo(W, y + 0.5);
+      ctx.stroke();
+      ctx.fillStyle = TEXT;
+      ctx.font = c.style === 'heat' ? '9px system-ui, sans-serif' : '12px system-ui, sans-serif';
+      ctx.textBaseline = 'middle';
+      ctx.fillText(c.label, 8, y + hgt / 2);
+      // The value at the right edge of the view (or the last sample), in the gutter.
+      const kEnd = Math.max(0, lowerBound(c.times, t1) - 1);
+      const vEnd = c.values[kEnd];
+      if (vEnd !== undefined && c.style === 'area') {
+        ctx.fillStyle = MUTED;
+        ctx.textAlign = 'right';
+        ctx.font = '11px system-ui, sans-serif';
+        ctx.fillText(c.format(vEnd), GUTTER - 6, y + hgt / 2);
+        ctx.textAlign = 'left';
+      }
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(GUTTER, y, plotW, hgt);
+      ctx.clip();
+      const n = c.times.length;
+      // Start at the sample in force at t0.
+      let k = Math.max(0, lowerBound(c.times, t0) - 1);
+      const base = y + hgt - 1;
+      const scale = (hgt - 4) / Math.max(c.max, 1e-12);
+      if (c.style === 'area') {
+        ctx.fillStyle = `hsl(${c.hue} 60% 45% / 0.55)`;
+        ctx.strokeStyle = `hsl(${c.hue} 70% 62%)`;
+        ctx.beginPath();
+        ctx.moveTo(GUTTER, base);
+        const line: [number, number][] = [];
+        while (k < n) {
+          const t = c.times[k] ?? 0;
+          if (t > t1) break;
+          const x = Math.max(-1, (t - t0) / this.nsPerPx);
+          // Max of the samples that fall in this pixel column.
+          let v = c.values[k] ?? 0;
+          let j = k + 1;
+          while (j < n && ((c.times[j] ?? 0) - t0) / this.nsPerPx < Math.floor(x) + 1) {
+            v = Math.max(v, c.values[j] ?? 0);
+            j++;
+          }
+          const yy = base - Math.min(c.max, Math.max(0, Number.isFinite(v) ? v : 0)) * scale;
+          const prev = line[line.length - 1];
+          if (prev !== undefined) line.push([x, prev[1]]);
+          line.push([x, yy]);
+          points += j - k;
+          k = j;
+        }
+        const last = line[line.length - 1];
+        if (last !== undefined) {
+          // Hold the last value to the end of the data (or of the view).
+          const tEnd = c.times[n - 1] ?? 0;
+          line.push([Math.min(plotW + 1, (Math.max(tEnd, Math.min(t1, tEnd)) - t0) / this.nsPerPx), last[1]]);
+        }
+        for (const [x, yy] of line) ctx.lineTo(GUTTER + x, yy);
+        if (last !== undefined) ctx.lineTo(GUTTER + (line[line.length - 1]?.[0] ?? 0), base);
+        ctx.closePath();
+        ctx.fill();
+        ctx.beginPath();
+        line.forEach(([x, yy], q) => (q === 0 ? ctx.moveTo(GUTTER + x, yy) : ctx.lineTo(GUTTER + x, yy)));
+        ctx.stroke();
+      } else {
+        while (k < n) {
+          const t = c.times[k] ?? 0;
+          if (t > t1) break;
+          const x0 = (t - t0) / this.nsPerPx;
+          const x1 = k + 1 < n ? ((c.times[k + 1] ?? t) - t0) / this.nsPerPx : x0 + 2;
+          const v = Math.min(1, Math.max(0, (c.values[k] ?? 0) / Math.max(c.max, 1e-12)));
+          ctx.fillStyle = `hsl(${c.hue} 70% ${8 + 52 * v}%)`;
+          ctx.fillRect(GUTTER + x0, y + 1, Math.max(1, x1 - x0), hgt - 1);
+          points++;
+          k++;
+        }
+      }
+      ctx.restore();
+      y += hgt;
+    });
+    this.canvas.dataset['counterPoints'] = String(points);
+  }
+
+  /** Counter row and sample under a point, or null. */
+  private counterAt(xCss: number, yCss: number): { c: Counter; k: number } | null {
+    const m = this.model;
+    if (m === null || xCss < GUTTER) return null;
+    let y = AXIS_H + m.tracks.length * ROW_H;
+    for (const c of m.counters ?? []) {
+      if (yCss >= y && yCss < y + c.height) {
+        const t = this.viewStart + (xCss - GUTTER) * this.nsPerPx;
+        const k = lowerBound(c.times, t + 1e-9) - 1;
+        return k >= 0 && k < c.times.length ? { c, k } : null;
+      }
+      y += c.height;
+    }
+    return null;
   }
 
   /** Draws one track's visible slices; returns how many rectangles it drew. */
@@ -415,14 +564,19 @@ export class TimelineView {
     const o = this.rowObject(hit);
     const s = tr.starts[hit.k] ?? 0;
     const e = tr.ends[hit.k] ?? 0;
-    const op = m.opcodes[tr.ops[hit.k] ?? 0] || 'instruction';
-    this.tooltip.replaceChildren(...nodes(
+    const op = m.opcodes[tr.ops[hit.k] ?? 0] || (this.opts.noun ?? 'instruction');
+    if (this.opts.tooltip !== undefined) this.tooltip.replaceChildren(h('div', { class: 'tt-title' }, op), ...this.opts.tooltip(o, tr, op, s, e));
+    else this.tooltip.replaceChildren(...nodes(
       h('div', { class: 'tt-title' }, op),
       h('div', {}, `${tr.label} · pc ${cell(o['pc'])}`),
       h('div', {}, `start ${int(Math.round(s))} ns · duration ${ns(e - s)}`),
       o['evt_wait_time_ns'] !== null && o['evt_wait_time_ns'] !== undefined ? h('div', {}, `event wait ${ns(Number(o['evt_wait_time_ns']))}`) : null,
       o['bir_instruction_name'] ? h('div', { class: 'muted' }, cell(o['bir_instruction_name'])) : null,
     ));
+    this.placeTooltip(xCss, yCss);
+  }
+
+  private placeTooltip(xCss: number, yCss: number): void {
     this.tooltip.hidden = false;
     const wrapW = this.root.clientWidth;
     const left = xCss + 14 + 260 > wrapW ? xCss - 270 : xCss + 14;
@@ -438,7 +592,8 @@ export class TimelineView {
     const tr = this.model?.tracks[hit.track];
     if (tr === undefined) return;
     const row = tr.rows[hit.k] ?? 0;
-    const head = h('div', { class: 'details-head' }, `${tr.label} · instruction ${hit.k + 1} of ${tr.starts.length} on this row · table row ${row}`);
+    const noun = this.opts.noun ?? 'instruction';
+    const head = h('div', { class: 'details-head' }, `${tr.label || 'nested lane'} · ${noun} ${hit.k + 1} of ${tr.starts.length} on this row · table row ${row}`);
     const seq = ++this.detailSeq;
     const render = (o: Record<string, unknown>, schema: Schema | undefined): void => {
       if (seq !== this.detailSeq) return;
@@ -454,6 +609,7 @@ export class TimelineView {
               h('dd', { 'data-field': k }, cell(v), isTime ? h('span', { class: 'muted' }, `  (${ns(Number(v))})`) : unit && unit !== '–' ? h('span', { class: 'muted' }, ` ${unit}`) : null),
             ];
           })),
+        ...nodes(this.opts.detailsExtra?.(o) ?? null),
       );
     };
     // Show what the model has at once, then every field when the full row arrives.
@@ -511,7 +667,14 @@ export class TimelineView {
     const hit = this.hitTest(x, y);
     const changed = hit?.track !== this.hover?.track || hit?.k !== this.hover?.k;
     this.hover = hit;
-    if (hit === null) this.tooltip.hidden = true;
+    const counter = hit === null ? this.counterAt(x, y) : null;
+    if (counter !== null) {
+      const t = counter.c.times[counter.k] ?? 0;
+      this.tooltip.replaceChildren(h('div', { class: 'tt-title' }, counter.c.label),
+        h('div', {}, counter.c.format(counter.c.values[counter.k] ?? NaN)),
+        h('div', { class: 'muted' }, `sample at ${ns(t)}`));
+      this.placeTooltip(x, y);
+    } else if (hit === null) this.tooltip.hidden = true;
     else this.showTooltip(hit, x, y);
     this.canvas.style.cursor = hit === null ? 'default' : 'pointer';
     if (changed) this.request();

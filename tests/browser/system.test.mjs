@@ -1,0 +1,152 @@
+// System profile end to end: pick the KevGomes capture directory (System+Device), open its system
+// trace, and check the system timeline, the CPU / host-memory rows, the event count against the
+// table browser and the Parquet export, and the nc_exec_running → device profile link.
+// Needs `npm run build` first and ../shared/samples.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parquetMetadata } from 'hyparquet';
+import { SHOTS, foreignRequests, launch, requireBuild, sample, serve, timelineColouredPixels, waitReady } from './harness.mjs';
+
+let server;
+
+before(async () => {
+  requireBuild();
+  mkdirSync(SHOTS, { recursive: true });
+  server = await serve();
+});
+
+after(async () => {
+  await server?.close();
+});
+
+async function selectTable(page, name) {
+  await page.selectOption('[data-testid=table-select]', name);
+  await page.waitForFunction((n) => {
+    const sel = document.querySelector('[data-testid=table-select]');
+    const info = document.querySelector('[data-testid=table-info]');
+    return sel?.value === n && info?.dataset.rows !== undefined && info.textContent !== 'loading…';
+  }, name);
+  return Number(await page.locator('[data-testid=table-info]').getAttribute('data-rows'));
+}
+
+/** CSS points (relative to the canvas) of coloured pixels in slice row `row`, left to right. */
+async function slicePoints(page, testid, row) {
+  return page.evaluate(([testid, row]) => {
+    const c = document.querySelector(`[data-testid=${testid}]`);
+    const dpr = c.width / c.clientWidth;
+    const y = Number(c.dataset.axisH) + (row + 0.5) * Number(c.dataset.rowH);
+    const ctx = c.getContext('2d');
+    const { data, width } = ctx.getImageData(0, Math.floor(y * dpr), c.width, 1);
+    const out = [];
+    let last = -10;
+    for (let x = Math.floor(155 * dpr); x < width; x++) {
+      const i = x * 4;
+      if (Math.max(data[i], data[i + 1], data[i + 2]) - Math.min(data[i], data[i + 1], data[i + 2]) > 40 && x / dpr - last > 3) {
+        out.push({ x: x / dpr + 1, y });
+        last = x / dpr;
+      }
+    }
+    return out;
+  }, [testid, row]);
+}
+
+test('KevGomes capture: system trace opens, timeline + CPU/memory drawn, event count = table rows, nc_exec_running links to the device profile', async () => {
+  const dir = sample('KevGomes-nki-moe-megakernel/output/i-0af76a70a6d3864dd_pid_713479');
+  const b = await launch();
+  try {
+    const { page } = b;
+    await page.goto(`${server.origin}/`);
+    await page.waitForFunction(() => document.body.dataset.state === 'idle', null, { timeout: 30_000 });
+    await page.setInputFiles('[data-testid=folder-input]', dir);
+    await waitReady(page);
+
+    const profile = page.locator('[data-testid=profile]').first();
+    assert.equal(await profile.getAttribute('data-profile-type'), 'System+Device');
+    const open = profile.locator('[data-testid=open-system]');
+    assert.equal(await open.count(), 1, 'a System+Device profile offers "Open system trace"');
+    await open.click();
+    await page.waitForFunction(() => document.body.classList.contains('has-system') && document.body.dataset.state === 'ready', null, { timeout: 120_000 });
+    await waitReady(page);
+
+    // Event count shown = SystemProfileEvents rows in the table browser = rows of its Parquet export.
+    const shown = Number(await page.locator('[data-testid=system-event-count]').getAttribute('data-value'));
+    assert.ok(shown > 0, `events shown (${shown}) > 0`);
+    assert.equal(await selectTable(page, 'SystemProfileEvents'), shown, 'SystemProfileEvents rows = event count shown');
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid=download-parquet]')]);
+    assert.equal(download.suggestedFilename(), 'SystemProfileEvents.parquet');
+    const bytes = readFileSync(await download.path());
+    const meta = parquetMetadata(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+    assert.equal(Number(meta.num_rows), shown, 'SystemProfileEvents.parquet rows = event count shown');
+
+    // The system timeline drew slices, with runtime thread rows and NeuronCore rows.
+    const canvas = page.locator('[data-testid=system-canvas]');
+    const drawn = Number(await canvas.getAttribute('data-drawn'));
+    assert.ok(drawn > 0, `system timeline drew ${drawn} slices`);
+    const labels = JSON.parse((await canvas.getAttribute('data-track-labels')) ?? '[]');
+    assert.ok(labels.some((l) => /^pid \d+ · tid \d+$/.test(l)), `a runtime thread row (${labels.filter(Boolean).join(' | ')})`);
+    const ncRow = labels.findIndex((l) => l.startsWith('NeuronCore'));
+    assert.ok(ncRow >= 0, 'a NeuronCore row');
+    const counterTop = Number(await canvas.getAttribute('data-counter-top'));
+    const slicePixels = (await timelineColouredPixels(page, 'system-canvas')) - (await timelineColouredPixels(page, 'system-canvas', counterTop));
+    assert.ok(slicePixels > 200, `slice rows coloured (${slicePixels} pixels)`);
+
+    // CPU utilisation and host memory rows drew on the same canvas (same time axis).
+    const counters = JSON.parse((await canvas.getAttribute('data-counter-labels')) ?? '[]');
+    assert.ok(counters.includes('CPU average'), `CPU average row (${counters.join(', ')})`);
+    assert.ok(counters.includes('Host memory used'), 'host memory row');
+    assert.ok(counters.some((c) => /^cpu \d+$/.test(c)), 'per-core CPU rows');
+    assert.ok(Number(await canvas.getAttribute('data-counter-points')) > 0, 'counter samples drawn');
+    const counterPixels = await timelineColouredPixels(page, 'system-canvas', counterTop);
+    assert.ok(counterPixels > 500, `CPU / memory charts coloured (${counterPixels} pixels)`);
+
+    // Zoom with the wheel: the counters share the axis, so they redraw at the new scale.
+    const box = await canvas.boundingBox();
+    const before = Number(await canvas.getAttribute('data-ns-per-px'));
+    await page.mouse.move(box.x + box.width * 0.5, box.y + 40);
+    for (let i = 0; i < 3; i++) await page.mouse.wheel(0, -240);
+    await page.waitForFunction((b) => Number(document.querySelector('[data-testid=system-canvas]')?.dataset.nsPerPx) < b, before);
+    await page.focus('[data-testid=system-canvas]');
+    await page.keyboard.press('0'); // fit again
+    await page.waitForFunction((b) => Math.abs(Number(document.querySelector('[data-testid=system-canvas]')?.dataset.nsPerPx) - b) / b < 1e-6, before);
+
+    // Hover the NeuronCore row until the tooltip names nc_exec_running, then click it.
+    const points = await slicePoints(page, 'system-canvas', ncRow);
+    assert.ok(points.length > 0, 'the NeuronCore row has slices');
+    let hit = null;
+    for (const p of points) {
+      await page.mouse.move(box.x + p.x, box.y + p.y);
+      const title = await page.locator('.tooltip:not([hidden]) .tt-title').first().textContent({ timeout: 1000 }).catch(() => null);
+      if (title === 'nc_exec_running') {
+        hit = p;
+        break;
+      }
+    }
+    assert.ok(hit !== null, 'an nc_exec_running slice under the cursor');
+    await page.mouse.down();
+    await page.mouse.up();
+    await page.waitForSelector('[data-testid=system-details] [data-field=name]');
+    assert.equal(await page.locator('[data-testid=system-details] [data-field=name]').textContent(), 'nc_exec_running');
+    const link = page.locator('[data-testid=device-link]');
+    await link.waitFor();
+    // The sample's NTFF was recorded by another run of the same NEFF (pairing.md §6).
+    assert.equal(await link.getAttribute('data-link'), 'other-capture', 'link kind');
+    assert.match(await page.locator('[data-testid=device-link-note]').textContent(), /Same NEFF, different capture/);
+    await page.screenshot({ path: join(SHOTS, 'kevgomes-system.png'), fullPage: true });
+
+    await page.click('[data-testid=open-linked-device]');
+    await page.waitForFunction(() => document.body.classList.contains('has-result') && !document.body.classList.contains('has-system') && document.body.dataset.state === 'ready', null, { timeout: 120_000 });
+    await waitReady(page);
+    assert.ok(Number(await page.locator('[data-testid=instruction-count]').getAttribute('data-value')) > 0, 'device profile opened');
+    const coloured = await timelineColouredPixels(page);
+    assert.ok(coloured > 500, `device timeline draws instruction slices (${coloured} coloured pixels)`);
+    await page.screenshot({ path: join(SHOTS, 'kevgomes-system-to-device.png'), fullPage: true });
+
+    assert.deepEqual(foreignRequests(b.requests, server.origin), [], 'no request left 127.0.0.1');
+    assert.deepEqual(b.errors, [], 'no uncaught page errors');
+  } finally {
+    await b.close();
+  }
+});

@@ -1,0 +1,317 @@
+// System timeline model: SystemProfileEvents regrouped into tracks the device timeline renderer draws
+// (timeline.ts), plus CpuUsage / HostMemUsage as counter rows on the same time axis.
+//
+// Tracks: runtime spans (neuron_rt, framework) grouped by process → thread, hardware spans
+// (neuron_hw, e.g. nc_exec_running) by NeuronCore (pcore_idx, else nc_idx). Spans that overlap in
+// time go to nested lanes: a span takes the first lane whose previous span ended before it starts,
+// so a parent sits in lane 0 and what runs inside it below.
+//
+// Time axis: the tables hold Unix ns as int64 (BigInt, ~1.7e18, beyond Float64's 2^53), so every
+// time is taken relative to `base` (the earliest event or sample) in BigInt before becoming a
+// number: ns since the start of the trace, exact to the ns for 104 days.
+
+import type { Table } from 'apache-arrow';
+import { bytes } from '../format.ts';
+import type { Counter, TimelineModel, Track } from './timeline-model.ts';
+
+/** SystemProfileEvents columns the system timeline draws or shows on hover / click. */
+export const SYSTEM_EVENT_COLUMNS = [
+  'id', 'name', 'start_ts', 'end_ts', 'duration_ns', 'trace_event_source', 'instance_id', 'process_id',
+  'thread_id', 'nc_idx', 'pcore_idx', 'worker_gid', 'extra_attributes_json',
+];
+
+export interface SystemModel extends TimelineModel {
+  /** Unix ns of axis time 0. */
+  base: bigint;
+}
+
+/** Signed BigInt nanoseconds of a cell (null when absent). */
+function bigCell(v: unknown): bigint | null {
+  if (typeof v === 'bigint') return v;
+  if (typeof v === 'number' && Number.isFinite(v)) return BigInt(Math.trunc(v));
+  return null;
+}
+
+function bigColumn(t: Table | null, name: string): (bigint | null)[] {
+  const col = t?.getChild(name);
+  const out: (bigint | null)[] = [];
+  if (col === null || col === undefined) return out;
+  for (const v of col as Iterable<unknown>) out.push(bigCell(v));
+  return out;
+}
+
+function strColumn(t: Table, name: string): string[] {
+  const col = t.getChild(name);
+  const out: string[] = new Array<string>(t.numRows).fill('');
+  if (col === null) return out;
+  let i = 0;
+  for (const v of col as Iterable<unknown>) out[i++] = v === null || v === undefined ? '' : String(v);
+  return out;
+}
+
+function numColumn(t: Table, name: string): (number | null)[] {
+  const col = t.getChild(name);
+  const out: (number | null)[] = new Array<number | null>(t.numRows).fill(null);
+  if (col === null) return out;
+  let i = 0;
+  for (const v of col as Iterable<unknown>) out[i++] = v === null || v === undefined ? null : Number(v as number | bigint);
+  return out;
+}
+
+/** Hue per event source. */
+export const SOURCE_HUES: Record<string, number> = { neuron_rt: 200, neuron_hw: 28, framework: 300 };
+
+/** Span row → lane assignment within one group (rows sorted by start, longer first on ties). */
+export function assignLanes(starts: number[], ends: number[], order: number[]): number[] {
+  const laneEnd: number[] = [];
+  const lane: number[] = new Array<number>(starts.length).fill(0);
+  for (const r of order) {
+    const s = starts[r] ?? 0;
+    const e = Math.max(s, ends[r] ?? s);
+    let l = laneEnd.findIndex((end) => end <= s);
+    if (l < 0) {
+      l = laneEnd.length;
+      laneEnd.push(e);
+    } else laneEnd[l] = e;
+    lane[r] = l;
+  }
+  return lane;
+}
+
+/**
+ * Builds the system timeline from SystemProfileEvents (columns of SYSTEM_EVENT_COLUMNS) and the
+ * optional CpuUsage (timestamp, util_percent, cpu_id) and HostMemUsage (timestamp, used_bytes,
+ * used_percent) tables.
+ */
+export function buildSystemTimeline(events: Table, cpu: Table | null, mem: Table | null): SystemModel {
+  const n = events.numRows;
+  const s0 = bigColumn(events, 'start_ts');
+  const e0 = bigColumn(events, 'end_ts');
+  const cpuTs = bigColumn(cpu, 'timestamp');
+  const memTs = bigColumn(mem, 'timestamp');
+  let base: bigint | null = null;
+  for (const v of [...s0, ...cpuTs, ...memTs]) if (v !== null && (base === null || v < base)) base = v;
+  const b = base ?? 0n;
+  const rel = (v: bigint | null): number => (v === null ? NaN : Number(v - b));
+
+  const starts = s0.map(rel);
+  const ends = e0.map((v, i) => (v === null ? (starts[i] ?? NaN) : rel(v)));
+  const names = strColumn(events, 'name');
+  const sources = strColumn(events, 'trace_event_source');
+  const pids = numColumn(events, 'process_id');
+  const tids = numColumn(events, 'thread_id');
+  const pcores = numColumn(events, 'pcore_idx');
+  const ncs = numColumn(events, 'nc_idx');
+
+  // Group key and label per row: hardware by core, everything else by process → thread.
+  interface Group { key: string; label: string; source: string; sortKey: [number, number, number]; rows: number[] }
+  const groups = new Map<string, Group>();
+  for (let i = 0; i < n; i++) {
+    if (!Number.isFinite(starts[i] ?? NaN)) continue;
+    const src = sources[i] || 'neuron_rt';
+    let key: string;
+    let label: string;
+    let sortKey: [number, number, number];
+    if (src === 'neuron_hw') {
+      const core = pcores[i] ?? ncs[i];
+      key = `hw:${core ?? '?'}`;
+      label = core === null || core === undefined ? 'NeuronCore ?' : `NeuronCore ${core}`;
+      sortKey = [1, core ?? 1e9, 0];
+    } else {
+      const pid = pids[i];
+      const tid = tids[i];
+      key = `${src}:${pid ?? '?'}:${tid ?? '?'}`;
+      label = `${src === 'framework' ? 'fw ' : ''}pid ${pid ?? '?'} · tid ${tid ?? '?'}`;
+      sortKey = [src === 'framework' ? 2 : 0, pid ?? 0, tid ?? 0];
+    }
+    let g = groups.get(key);
+    if (g === undefined) groups.set(key, (g = { key, label, source: src, sortKey, rows: [] }));
+    g.rows.push(i);
+  }
+
+  const opcodes: string[] = [];
+  const opIndex = new Map<string, number>();
+  const code = (s: string): number => {
+    let c = opIndex.get(s);
+    if (c === undefined) {
+      c = Math.min(opcodes.length, 0xffff);
+      if (c === opcodes.length) {
+        opcodes.push(s);
+        opIndex.set(s, c);
+      }
+    }
+    return c;
+  };
+
+  const sorted = [...groups.values()].sort((a, b) =>
+    a.sortKey[0] - b.sortKey[0] || a.sortKey[1] - b.sortKey[1] || a.sortKey[2] - b.sortKey[2]);
+  const tracks: Track[] = [];
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const g of sorted) {
+    const order = [...g.rows].sort((a, b) => (starts[a] ?? 0) - (starts[b] ?? 0) || (ends[b] ?? 0) - (ends[a] ?? 0) || a - b);
+    const lanes = assignLanes(starts, ends, order);
+    const laneCount = order.reduce((m, r) => Math.max(m, (lanes[r] ?? 0) + 1), 0);
+    for (let l = 0; l < laneCount; l++) {
+      const rows = order.filter((r) => lanes[r] === l);
+      const m = rows.length;
+      const t: Track = {
+        label: l === 0 ? g.label : '',
+        pcore: 0,
+        engine: g.source,
+        starts: new Float64Array(m),
+        ends: new Float64Array(m),
+        rows: Uint32Array.from(rows),
+        ops: new Uint16Array(m),
+        maxDur: 0,
+        busy: new Float64Array(m + 1),
+      };
+      rows.forEach((r, k) => {
+        const s = starts[r] ?? 0;
+        const e = Math.max(s, ends[r] ?? s);
+        t.starts[k] = s;
+        t.ends[k] = e;
+        t.ops[k] = code(names[r] ?? '');
+        if (e - s > t.maxDur) t.maxDur = e - s;
+        t.busy[k + 1] = (t.busy[k] ?? 0) + (e - s);
+        if (s < lo) lo = s;
+        if (e > hi) hi = e;
+      });
+      tracks.push(t);
+    }
+  }
+
+  const counters: Counter[] = [];
+  if (cpu !== null && cpu.numRows > 0) {
+    const ids = strColumn(cpu, 'cpu_id');
+    const vals = numColumn(cpu, 'util_percent');
+    const per = new Map<string, { t: number[]; v: number[] }>();
+    cpuTs.forEach((ts, i) => {
+      const t = rel(ts);
+      if (!Number.isFinite(t)) return;
+      const id = ids[i] ?? '';
+      let p = per.get(id);
+      if (p === undefined) per.set(id, (p = { t: [], v: [] }));
+      p.t.push(t);
+      p.v.push(vals[i] ?? NaN);
+    });
+    const ordered = [...per.keys()].sort((a, b) => (a === 'average' ? -1 : b === 'average' ? 1 : Number(a) - Number(b) || a.localeCompare(b)));
+    const many = ordered.length > 17;
+    for (const id of ordered) {
+      const p = per.get(id);
+      if (p === undefined) continue;
+      const idx = p.t.map((_, k) => k).sort((a, b) => (p.t[a] ?? 0) - (p.t[b] ?? 0));
+      const avg = id === 'average';
+      counters.push({
+        label: avg ? 'CPU average' : `cpu ${id}`,
+        times: Float64Array.from(idx, (k) => p.t[k] ?? 0),
+        values: Float64Array.from(idx, (k) => p.v[k] ?? NaN),
+        max: 100,
+        format: (v) => `${Number.isFinite(v) ? v.toFixed(1) : '–'} %`,
+        height: avg ? 48 : many ? 9 : 22,
+        style: avg || !many ? 'area' : 'heat',
+        hue: avg ? 130 : 100,
+      });
+      for (const t of p.t) {
+        if (t < lo) lo = t;
+        if (t > hi) hi = t;
+      }
+    }
+  }
+  if (mem !== null && mem.numRows > 0) {
+    const used = numColumn(mem, 'used_bytes');
+    const pct = numColumn(mem, 'used_percent');
+    const idx = memTs.map((_, k) => k).filter((k) => memTs[k] !== null).sort((a, c) => rel(memTs[a] ?? null) - rel(memTs[c] ?? null));
+    const times = Float64Array.from(idx, (k) => rel(memTs[k] ?? null));
+    const usedB = Float64Array.from(idx, (k) => used[k] ?? NaN);
+    const usedP = Float64Array.from(idx, (k) => pct[k] ?? NaN);
+    let maxB = 0;
+    for (const v of usedB) if (Number.isFinite(v) && v > maxB) maxB = v;
+    counters.push({
+      label: 'Host memory used',
+      times,
+      values: usedB,
+      max: maxB > 0 ? maxB * 1.05 : 1,
+      format: (v) => {
+        const k = lowerIdx(usedB, v);
+        const p = k >= 0 ? usedP[k] : undefined;
+        return `${Number.isFinite(v) ? bytes(v) : '–'}${p !== undefined && Number.isFinite(p) ? ` (${p.toFixed(1)} %)` : ''}`;
+      },
+      height: 48,
+      style: 'area',
+      hue: 265,
+    });
+    for (const t of times) {
+      if (t < lo) lo = t;
+      if (t > hi) hi = t;
+    }
+  }
+  if (!Number.isFinite(lo)) {
+    lo = 0;
+    hi = 1;
+  }
+  return { tracks, start: lo, end: Math.max(hi, lo + 1), opcodes, table: events, counters, base: b };
+}
+
+/** Index of the first element equal to v (for the memory tooltip's percent), or -1. */
+function lowerIdx(arr: Float64Array, v: number): number {
+  for (let k = 0; k < arr.length; k++) if (arr[k] === v) return k;
+  return -1;
+}
+
+/** extra_attributes_json of an event as an object ({} when absent or not JSON). */
+export function extraAttributes(row: Record<string, unknown>): Record<string, unknown> {
+  const raw = row['extra_attributes_json'];
+  if (typeof raw !== 'string' || raw === '') return {};
+  try {
+    const v: unknown = JSON.parse(raw);
+    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
+/** One DeviceProfileList row. */
+export interface DeviceLinkRow {
+  device_profile_name: string;
+  nc_id: number | null;
+  model_id: number | null;
+  nscope_link: string;
+}
+
+export function deviceLinkRows(t: Table): DeviceLinkRow[] {
+  const name = strColumn(t, 'device_profile_name');
+  const nc = numColumn(t, 'nc_id');
+  const model = numColumn(t, 'model_id');
+  const link = strColumn(t, 'nscope_link');
+  return name.map((d, i) => ({ device_profile_name: d, nc_id: nc[i] ?? null, model_id: model[i] ?? null, nscope_link: link[i] ?? '' }));
+}
+
+/**
+ * The DeviceProfileList row an `nc_exec_running` event belongs to: same model_id (extra attributes)
+ * when both name one, else same NeuronCore (nc_id = pcore_idx or nc_idx); null when none matches.
+ */
+export function linkedDevice(row: Record<string, unknown>, list: DeviceLinkRow[]): DeviceLinkRow | null {
+  const extra = extraAttributes(row);
+  const num = (v: unknown): number | null => (v === null || v === undefined || v === '' ? null : Number.isFinite(Number(v)) ? Number(v) : null);
+  const model = num(extra['model_id']);
+  const cores = [num(row['pcore_idx']), num(row['nc_idx'])].filter((c): c is number => c !== null);
+  if (model !== null) {
+    const byModel = list.filter((d) => d.model_id === model);
+    if (byModel.length > 0) return byModel.find((d) => d.nc_id !== null && cores.includes(d.nc_id)) ?? byModel[0] ?? null;
+  }
+  return list.find((d) => d.nc_id !== null && cores.includes(d.nc_id)) ?? null;
+}
+
+/** How the details panel words a link: kind and sentence. */
+export function linkWording(link: string): { kind: 'same' | 'other-capture' | 'unlinked'; text: string } {
+  if (link === 'same capture') return { kind: 'same', text: 'Recorded in this capture: the device profile shows this execution.' };
+  if (link.startsWith('same NEFF, different capture')) {
+    const why = link.replace(/^same NEFF, different capture:?\s*/, '');
+    return {
+      kind: 'other-capture',
+      text: `Same NEFF, different capture: the device profile ran the same compiled model but was not recorded during this execution${why ? ` (${why})` : ''}. Its timeline is not this span.`,
+    };
+  }
+  return { kind: 'unlinked', text: `Not linked to this trace: ${link.replace(/^unlinked:?\s*/, '') || 'no reason given'}.` };
+}
