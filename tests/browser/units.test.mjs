@@ -121,3 +121,48 @@ test('pairing results read as sentences, for serde-tagged and externally tagged 
   assert.match(profiles.pairingText(d({ status: 'Unreadable', message: 'at offset 4: expected magic' })), /offset 4/);
   assert.match(profiles.pairingText(d({ status: 'SomethingNew', detail: 1 })), /something new/);
 });
+
+const sys = await load('views/system-model.ts');
+
+test('system model: Unix-ns BigInt times become exact ns since the first event; overlaps nest into lanes', () => {
+  const base = 1_764_000_000_000_000_123n; // beyond 2^53: Number() of it alone would lose the ns
+  const events = tableFromArrays({
+    name: ['outer', 'inner', 'next', 'nc_exec_running'],
+    start_ts: BigInt64Array.from([base, base + 10n, base + 200n, base + 20n]),
+    end_ts: BigInt64Array.from([base + 100n, base + 50n, base + 300n, base + 70n]),
+    trace_event_source: ['neuron_rt', 'neuron_rt', 'neuron_rt', 'neuron_hw'],
+    process_id: BigInt64Array.from([7n, 7n, 7n, 7n]),
+    thread_id: BigInt64Array.from([9n, 9n, 9n, 0n]),
+    pcore_idx: BigInt64Array.from([0n, 0n, 0n, 3n]),
+  });
+  const cpu = tableFromArrays({
+    timestamp: BigInt64Array.from([base - 5n, base + 1000n, base - 5n]),
+    util_percent: Float64Array.from([10, 90, 50]),
+    cpu_id: ['0', '0', 'average'],
+  });
+  const m = sys.buildSystemTimeline(events, cpu, null);
+  assert.equal(m.base, base - 5n, 'axis starts at the earliest event or sample');
+  assert.deepEqual(m.tracks.map((t) => t.label), ['pid 7 · tid 9', '', 'NeuronCore 3']);
+  assert.deepEqual(Array.from(m.tracks[0].starts), [5, 205], 'lane 0: outer and next');
+  assert.deepEqual(Array.from(m.tracks[1].starts), [15], 'lane 1: inner, nested in outer');
+  assert.deepEqual(Array.from(m.tracks[1].ends), [55]);
+  assert.equal(m.opcodes[m.tracks[2].ops[0]], 'nc_exec_running');
+  assert.deepEqual(m.counters.map((c) => c.label), ['CPU average', 'cpu 0']);
+  assert.deepEqual(Array.from(m.counters[1].times), [0, 1005]);
+  assert.equal(m.end, 1005);
+});
+
+test('system model: nc_exec_running finds its DeviceProfileList row by model id, then core; link wording', () => {
+  const list = [
+    { device_profile_name: 'a', nc_id: 0, model_id: 5, nscope_link: 'same capture' },
+    { device_profile_name: 'b', nc_id: 1, model_id: 6, nscope_link: 'same NEFF, different capture: NTFF pid 1 ≠ capture pid 2' },
+  ];
+  assert.equal(sys.linkedDevice({ extra_attributes_json: '{"model_id":"6"}', pcore_idx: 0n }, list)?.device_profile_name, 'b');
+  assert.equal(sys.linkedDevice({ pcore_idx: 0n }, list)?.device_profile_name, 'a');
+  assert.equal(sys.linkedDevice({ extra_attributes_json: 'not json', nc_idx: 9 }, list), null);
+  assert.equal(sys.linkWording('same capture').kind, 'same');
+  const w = sys.linkWording(list[1].nscope_link);
+  assert.equal(w.kind, 'other-capture');
+  assert.match(w.text, /NTFF pid 1 ≠ capture pid 2/);
+  assert.equal(sys.linkWording('unlinked: empty NTFF').kind, 'unlinked');
+});
