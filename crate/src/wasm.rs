@@ -318,7 +318,13 @@ impl Session {
         )
         .map_err(js_err)?;
         let key = format!("{profile_id}#system");
-        let js = to_js(&out.with_key(&key))?;
+        // Through JSON: the report has integer-keyed maps (trace_info name tables) and Unix-ns
+        // times beyond 2^53, which the direct serializer refuses; JSON.parse turns keys into
+        // strings and large integers into (rounded) numbers.
+        let text =
+            serde_json::to_string(&out.with_key(&key)).map_err(|e| JsError::new(&e.to_string()))?;
+        let js = js_sys::JSON::parse(&text)
+            .map_err(|_| JsError::new("system result is not valid JSON"))?;
         self.store(&key, sink, &js)?;
         Ok(js)
     }

@@ -144,7 +144,7 @@ export interface SystemReport {
   event_counts?: Record<string, number>;
   spans?: number;
   instants?: number;
-  /** Unix ns. */
+  /** Unix ns; arrives through JSON.parse, so rounded to a double (~256 ns): display only. */
   first_ts_ns?: number | null;
   last_ts_ns?: number | null;
   /** Physical core → nc_exec_running spans. */

@@ -208,7 +208,7 @@ export function buildSystemTimeline(events: Table, cpu: Table | null, mem: Table
         values: Float64Array.from(idx, (k) => p.v[k] ?? NaN),
         max: 100,
         format: (v) => `${Number.isFinite(v) ? v.toFixed(1) : '–'} %`,
-        height: avg ? 48 : many ? 9 : 22,
+        height: avg ? 48 : many ? (ordered.length > 65 ? 4 : 9) : 22,
         style: avg || !many ? 'area' : 'heat',
         hue: avg ? 130 : 100,
       });

@@ -356,7 +356,7 @@ export class TimelineView {
       ctx.fillStyle = TEXT;
       ctx.font = c.style === 'heat' ? '9px system-ui, sans-serif' : '12px system-ui, sans-serif';
       ctx.textBaseline = 'middle';
-      ctx.fillText(c.label, 8, y + hgt / 2);
+      if (hgt >= 8) ctx.fillText(c.label, 8, y + hgt / 2);
       // The value at the right edge of the view (or the last sample), in the gutter.
       const kEnd = Math.max(0, lowerBound(c.times, t1) - 1);
       const vEnd = c.values[kEnd];
@@ -379,8 +379,6 @@ export class TimelineView {
       if (c.style === 'area') {
         ctx.fillStyle = `hsl(${c.hue} 60% 45% / 0.55)`;
         ctx.strokeStyle = `hsl(${c.hue} 70% 62%)`;
-        ctx.beginPath();
-        ctx.moveTo(GUTTER, base);
         const line: [number, number][] = [];
         while (k < n) {
           const t = c.times[k] ?? 0;
@@ -406,6 +404,8 @@ export class TimelineView {
           const tEnd = c.times[n - 1] ?? 0;
           line.push([Math.min(plotW + 1, (Math.max(tEnd, Math.min(t1, tEnd)) - t0) / this.nsPerPx), last[1]]);
         }
+        ctx.beginPath();
+        ctx.moveTo(GUTTER + (line[0]?.[0] ?? 0), base);
         for (const [x, yy] of line) ctx.lineTo(GUTTER + x, yy);
         if (last !== undefined) ctx.lineTo(GUTTER + (line[line.length - 1]?.[0] ?? 0), base);
         ctx.closePath();
