@@ -32,6 +32,7 @@ const systemView = new TimelineView({
   canvasTestid: 'system-canvas',
   detailsTestid: 'system-details',
   noun: 'event',
+  gutter: 210,
   filterPlaceholder: 'Highlight event…',
   tooltip: (o, tr, _name, s, e) => nodes(
     h('div', {}, `${tr.engine}${tr.label ? ` · ${tr.label}` : ''}`),

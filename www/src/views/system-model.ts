@@ -181,6 +181,8 @@ export function buildSystemTimeline(events: Table, cpu: Table | null, mem: Table
     }
   }
 
+  // Fit shows the events; the counters may run much longer (sampling covers the whole capture).
+  const fit = Number.isFinite(lo) ? { fitStart: lo, fitEnd: Math.max(hi, lo + 1) } : {};
   const counters: Counter[] = [];
   if (cpu !== null && cpu.numRows > 0) {
     const ids = strColumn(cpu, 'cpu_id');
@@ -228,7 +230,7 @@ export function buildSystemTimeline(events: Table, cpu: Table | null, mem: Table
     let maxB = 0;
     for (const v of usedB) if (Number.isFinite(v) && v > maxB) maxB = v;
     counters.push({
-      label: 'Host memory used',
+      label: 'Host memory',
       times,
       values: usedB,
       max: maxB > 0 ? maxB * 1.05 : 1,
@@ -250,7 +252,7 @@ export function buildSystemTimeline(events: Table, cpu: Table | null, mem: Table
     lo = 0;
     hi = 1;
   }
-  return { tracks, start: lo, end: Math.max(hi, lo + 1), opcodes, table: events, counters, base: b };
+  return { tracks, start: lo, end: Math.max(hi, lo + 1), opcodes, table: events, counters, base: b, ...fit };
 }
 
 /** Index of the first element equal to v (for the memory tooltip's percent), or -1. */

@@ -35,6 +35,9 @@ export interface TimelineModel {
   table: Table;
   /** Counter rows drawn under the slice rows on the same time axis (system CPU / memory). */
   counters?: Counter[];
+  /** What "Fit" shows when it is not start..end (system: the events, not the whole sampling). */
+  fitStart?: number;
+  fitEnd?: number;
 }
 
 /** A sampled value over time (e.g. CPU utilisation), drawn as an area chart or a heat strip. */

@@ -24,6 +24,8 @@ export interface TimelineOptions {
   tooltip?: (row: Record<string, unknown>, track: Track, name: string, start: number, end: number) => (Node | string)[];
   /** Extra content under a clicked slice's fields (e.g. the device-profile link); gets the full row. */
   detailsExtra?: (row: Record<string, unknown>) => Node | null;
+  /** Width of the label column, CSS px (default 150). */
+  gutter?: number;
 }
 
 const AXIS_H = 28;
@@ -85,9 +87,11 @@ export class TimelineView {
   private readonly resize: ResizeObserver;
 
   private readonly opts: TimelineOptions;
+  private readonly gutter: number;
 
   constructor(opts: TimelineOptions = {}) {
     this.opts = opts;
+    this.gutter = opts.gutter ?? GUTTER;
     this.canvas = h('canvas', { 'data-testid': opts.canvasTestid ?? 'timeline-canvas', tabindex: 0, class: 'timeline-canvas' });
     const ctx = this.canvas.getContext('2d', { alpha: false });
     if (ctx === null) throw new Error('canvas 2d context unavailable');
@@ -153,22 +157,23 @@ export class TimelineView {
   }
 
   private plotWidth(): number {
-    return Math.max(50, this.width - GUTTER);
+    return Math.max(50, this.width - this.gutter);
   }
 
   fit(): void {
     const m = this.model;
     if (m === null) return;
-    const span = m.end - m.start;
+    const lo = m.fitStart ?? m.start;
+    const span = (m.fitEnd ?? m.end) - lo;
     const pad = span * 0.01;
-    this.viewStart = m.start - pad;
+    this.viewStart = lo - pad;
     this.nsPerPx = (span + 2 * pad) / this.plotWidth();
     this.request();
   }
 
   private zoomBy(factor: number, xCss: number): void {
     if (this.model === null) return;
-    const px = Math.max(0, xCss - GUTTER);
+    const px = Math.max(0, xCss - this.gutter);
     const t = this.viewStart + px * this.nsPerPx;
     const full = (this.model.end - this.model.start) * 1.5;
     this.nsPerPx = Math.min(Math.max(this.nsPerPx * factor, 1e-3), Math.max(full / this.plotWidth(), 1e-3));
@@ -278,7 +283,7 @@ export class TimelineView {
       ctx.fillStyle = MUTED;
       ctx.textAlign = 'right';
       ctx.font = '11px system-ui, sans-serif';
-      ctx.fillText(`${pct < 10 ? pct.toFixed(1) : pct.toFixed(0)}%`, GUTTER - 6, y + ROW_H / 2);
+      ctx.fillText(`${pct < 10 ? pct.toFixed(1) : pct.toFixed(0)}%`, this.gutter - 6, y + ROW_H / 2);
       ctx.font = '12px system-ui, sans-serif';
       ctx.textAlign = 'left';
     });
@@ -290,7 +295,7 @@ export class TimelineView {
     ctx.lineWidth = 1;
     ctx.beginPath();
     for (let t = Math.ceil(t0 / step) * step; t <= t1; t += step) {
-      const x = Math.round(GUTTER + (t - t0) / this.nsPerPx) + 0.5;
+      const x = Math.round(this.gutter + (t - t0) / this.nsPerPx) + 0.5;
       ctx.moveTo(x, AXIS_H - 6);
       ctx.lineTo(x, H);
       ctx.fillText(tick(t, step), x + 3, AXIS_H / 2);
@@ -299,14 +304,14 @@ export class TimelineView {
     ctx.beginPath();
     ctx.moveTo(0, AXIS_H - 0.5);
     ctx.lineTo(W, AXIS_H - 0.5);
-    ctx.moveTo(GUTTER - 0.5, 0);
-    ctx.lineTo(GUTTER - 0.5, H);
+    ctx.moveTo(this.gutter - 0.5, 0);
+    ctx.lineTo(this.gutter - 0.5, H);
     ctx.stroke();
 
     // Slices, clipped to the plot area.
     ctx.save();
     ctx.beginPath();
-    ctx.rect(GUTTER, AXIS_H, plotW, H - AXIS_H);
+    ctx.rect(this.gutter, AXIS_H, plotW, H - AXIS_H);
     ctx.clip();
     let drawn = 0;
     m.tracks.forEach((tr, r) => {
@@ -316,8 +321,8 @@ export class TimelineView {
       if (hit === null) continue;
       const tr = m.tracks[hit.track];
       if (tr === undefined) continue;
-      const x0 = GUTTER + ((tr.starts[hit.k] ?? 0) - t0) / this.nsPerPx;
-      const x1 = GUTTER + ((tr.ends[hit.k] ?? 0) - t0) / this.nsPerPx;
+      const x0 = this.gutter + ((tr.starts[hit.k] ?? 0) - t0) / this.nsPerPx;
+      const x1 = this.gutter + ((tr.ends[hit.k] ?? 0) - t0) / this.nsPerPx;
       ctx.strokeStyle = style;
       ctx.lineWidth = style === '#ffffff' ? 2 : 1;
       ctx.strokeRect(x0 - 1, AXIS_H + hit.track * ROW_H + 1.5, Math.max(x1 - x0, 1) + 2, ROW_H - 3);
@@ -328,6 +333,7 @@ export class TimelineView {
     this.canvas.dataset['drawn'] = String(drawn);
     // Row layout for tests and tools: labels top to bottom, where the counter rows begin (CSS px).
     this.canvas.dataset['rowH'] = String(ROW_H);
+    this.canvas.dataset['gutter'] = String(this.gutter);
     this.canvas.dataset['axisH'] = String(AXIS_H);
     this.canvas.dataset['counterTop'] = String(AXIS_H + m.tracks.length * ROW_H);
     this.canvas.dataset['nsPerPx'] = String(this.nsPerPx);
@@ -364,12 +370,12 @@ export class TimelineView {
         ctx.fillStyle = MUTED;
         ctx.textAlign = 'right';
         ctx.font = '11px system-ui, sans-serif';
-        ctx.fillText(c.format(vEnd), GUTTER - 6, y + hgt / 2);
+        ctx.fillText(c.format(vEnd), this.gutter - 6, y + hgt / 2);
         ctx.textAlign = 'left';
       }
       ctx.save();
       ctx.beginPath();
-      ctx.rect(GUTTER, y, plotW, hgt);
+      ctx.rect(this.gutter, y, plotW, hgt);
       ctx.clip();
       const n = c.times.length;
       // Start at the sample in force at t0.
@@ -405,13 +411,13 @@ export class TimelineView {
           line.push([Math.min(plotW + 1, (Math.max(tEnd, Math.min(t1, tEnd)) - t0) / this.nsPerPx), last[1]]);
         }
         ctx.beginPath();
-        ctx.moveTo(GUTTER + (line[0]?.[0] ?? 0), base);
-        for (const [x, yy] of line) ctx.lineTo(GUTTER + x, yy);
-        if (last !== undefined) ctx.lineTo(GUTTER + (line[line.length - 1]?.[0] ?? 0), base);
+        ctx.moveTo(this.gutter + (line[0]?.[0] ?? 0), base);
+        for (const [x, yy] of line) ctx.lineTo(this.gutter + x, yy);
+        if (last !== undefined) ctx.lineTo(this.gutter + (line[line.length - 1]?.[0] ?? 0), base);
         ctx.closePath();
         ctx.fill();
         ctx.beginPath();
-        line.forEach(([x, yy], q) => (q === 0 ? ctx.moveTo(GUTTER + x, yy) : ctx.lineTo(GUTTER + x, yy)));
+        line.forEach(([x, yy], q) => (q === 0 ? ctx.moveTo(this.gutter + x, yy) : ctx.lineTo(this.gutter + x, yy)));
         ctx.stroke();
       } else {
         while (k < n) {
@@ -421,7 +427,7 @@ export class TimelineView {
           const x1 = k + 1 < n ? ((c.times[k + 1] ?? t) - t0) / this.nsPerPx : x0 + 2;
           const v = Math.min(1, Math.max(0, (c.values[k] ?? 0) / Math.max(c.max, 1e-12)));
           ctx.fillStyle = `hsl(${c.hue} 70% ${8 + 52 * v}%)`;
-          ctx.fillRect(GUTTER + x0, y + 1, Math.max(1, x1 - x0), hgt - 1);
+          ctx.fillRect(this.gutter + x0, y + 1, Math.max(1, x1 - x0), hgt - 1);
           points++;
           k++;
         }
@@ -435,11 +441,11 @@ export class TimelineView {
   /** Counter row and sample under a point, or null. */
   private counterAt(xCss: number, yCss: number): { c: Counter; k: number } | null {
     const m = this.model;
-    if (m === null || xCss < GUTTER) return null;
+    if (m === null || xCss < this.gutter) return null;
     let y = AXIS_H + m.tracks.length * ROW_H;
     for (const c of m.counters ?? []) {
       if (yCss >= y && yCss < y + c.height) {
-        const t = this.viewStart + (xCss - GUTTER) * this.nsPerPx;
+        const t = this.viewStart + (xCss - this.gutter) * this.nsPerPx;
         const k = lowerBound(c.times, t + 1e-9) - 1;
         return k >= 0 && k < c.times.length ? { c, k } : null;
       }
@@ -471,7 +477,7 @@ export class TimelineView {
       if (x1 - x0 >= 1) {
         ctx.fillStyle = this.color(tr, ops[k] ?? 0);
         const w = x1 - x0;
-        ctx.fillRect(GUTTER + x0, y, w > 2 ? w - 0.5 : w, hgt);
+        ctx.fillRect(this.gutter + x0, y, w > 2 ? w - 0.5 : w, hgt);
         if (w > 44) {
           const label = this.model?.opcodes[ops[k] ?? 0] ?? '';
           if (label !== '') {
@@ -479,9 +485,9 @@ export class TimelineView {
             const left = Math.max(x0, 0) + 3;
             ctx.save();
             ctx.beginPath();
-            ctx.rect(GUTTER + Math.max(x0, 0), y, Math.min(x1, this.plotWidth()) - Math.max(x0, 0), hgt);
+            ctx.rect(this.gutter + Math.max(x0, 0), y, Math.min(x1, this.plotWidth()) - Math.max(x0, 0), hgt);
             ctx.clip();
-            ctx.fillText(label, GUTTER + left, y + hgt / 2);
+            ctx.fillText(label, this.gutter + left, y + hgt / 2);
             ctx.restore();
           }
         }
@@ -513,7 +519,7 @@ export class TimelineView {
         const w = Math.min(xe, this.plotWidth() + 1) - px;
         const frac = Math.min(1, ((tr.busy[j] ?? 0) - (tr.busy[k] ?? 0)) / Math.max(1e-9, w * npp));
         ctx.globalAlpha = 0.25 + 0.75 * frac;
-        ctx.fillRect(GUTTER + px, y, w, hgt);
+        ctx.fillRect(this.gutter + px, y, w, hgt);
         ctx.globalAlpha = 1;
         drawn++;
         k = j;
@@ -524,11 +530,11 @@ export class TimelineView {
 
   private hitTest(xCss: number, yCss: number): Hit | null {
     const m = this.model;
-    if (m === null || xCss < GUTTER || yCss < AXIS_H) return null;
+    if (m === null || xCss < this.gutter || yCss < AXIS_H) return null;
     const r = Math.floor((yCss - AXIS_H) / ROW_H);
     const tr = m.tracks[r];
     if (tr === undefined) return null;
-    const t = this.viewStart + (xCss - GUTTER) * this.nsPerPx;
+    const t = this.viewStart + (xCss - this.gutter) * this.nsPerPx;
     const tol = 3 * this.nsPerPx;
     // Candidates start within [t - maxDur - tol, t + tol]; pick the one nearest to t.
     let best = -1;
@@ -648,7 +654,7 @@ export class TimelineView {
     if (e.button !== 0) return;
     const [x] = this.localXY(e);
     this.drag = { x, start: this.viewStart, moved: false };
-    this.canvas.focus();
+    this.canvas.focus({ preventScroll: true }); // a tall canvas must not jump under the cursor
   }
 
   private onMove(e: MouseEvent): void {
@@ -691,7 +697,7 @@ export class TimelineView {
   }
 
   private onKey(e: KeyboardEvent): void {
-    const mid = GUTTER + this.plotWidth() / 2;
+    const mid = this.gutter + this.plotWidth() / 2;
     const k = e.key.toLowerCase();
     if (k === 'w') this.zoomBy(0.8, mid);
     else if (k === 's') this.zoomBy(1.25, mid);
