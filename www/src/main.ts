@@ -8,7 +8,7 @@ import { byId, download, h, nodes } from './dom.ts';
 import { bytes, cell, int, ns } from './format.ts';
 import { directoryPicker, filesFromDrop, filesFromInput, pickWithDirectoryPicker } from './picker.ts';
 import type { PickedFile } from './protocol.ts';
-import { isPaired, problemList, renderProfiles } from './views/profiles.ts';
+import { foldedProblems, isPaired, renderProfiles } from './views/profiles.ts';
 import {
   buildSystemTimeline,
   deviceLinkRows,
@@ -336,7 +336,7 @@ function renderSystemSummary(root: HTMLElement, title: string, r: SystemResult):
     (rep.devices ?? []).length > 0
       ? h('ul', { class: 'small' }, (rep.devices ?? []).map((d) => h('li', {}, h('span', { class: 'mono' }, d.ntff), ` — ${d.link}`)))
       : null,
-    problemList(r.problems),
+    foldedProblems(r.problems),
   ));
 }
 

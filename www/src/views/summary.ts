@@ -4,7 +4,7 @@
 import type { ProcessResult } from '../api.ts';
 import { h, nodes } from '../dom.ts';
 import { int, ns } from '../format.ts';
-import { problemList } from './profiles.ts';
+import { foldedProblems } from './profiles.ts';
 
 /** Explorer engine names in the order the timeline uses, with their display names. */
 export const ENGINES: readonly (readonly [string, string])[] = [
@@ -79,6 +79,6 @@ export function renderSummary(root: HTMLElement, title: string, r: ProcessResult
       h('section', {}, h('h3', {}, 'Compiled program'), neffBlock,
         h('h3', {}, 'Tables'),
         h('ul', { class: 'table-counts' }, r.tables.map((t) => h('li', {}, h('span', {}, t.name), h('span', { class: 'num' }, int(Number(t.rows)))))))),
-    r.problems.length > 0 ? h('section', {}, h('h3', {}, 'Problems'), problemList(r.problems)) : null,
+    r.problems.length > 0 ? h('section', {}, h('h3', {}, 'Problems'), foldedProblems(r.problems)) : null,
   ));
 }
