@@ -49,7 +49,7 @@ fn main() -> ExitCode {
     match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            esay!("neuronscope: {e}");
+            eprintln!("neuronscope: {e}");
             ExitCode::FAILURE
         }
     }
@@ -248,7 +248,7 @@ fn cmd_convert(args: &[String]) -> Result<()> {
         }
     }
     if failures > 0 {
-        esay!("{failures} error(s); tables decoded before each fault were written");
+        eprintln!("{failures} error(s); tables decoded before each fault were written");
     }
     Ok(())
 }
