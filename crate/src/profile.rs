@@ -261,12 +261,27 @@ pub fn process_device(
                 // without it the rows keep their timing and the reason is a Warning.
                 match debug {
                     Ok(d) => {
-                        for w in &d.warnings {
+                        // One line per missing debug file would bury the rest: list a few, then
+                        // count.
+                        const SHOWN: usize = 3;
+                        for w in d.warnings.iter().take(SHOWN) {
                             problems.push(Problem::new(
                                 Severity::Warning,
                                 "NEFF_DEBUG_INFO",
                                 Some(path),
                                 format!("{path}: {w}"),
+                            ));
+                        }
+                        if d.warnings.len() > SHOWN {
+                            problems.push(Problem::new(
+                                Severity::Warning,
+                                "NEFF_DEBUG_INFO",
+                                Some(path),
+                                format!(
+                                    "{path}: {} more debug-info problems of the same kind; \
+                                     instructions of those engines have no source attribution",
+                                    d.warnings.len() - SHOWN
+                                ),
                             ));
                         }
                         if let Err(e) = crate::neff::debug::write_debug_tables(&d, &mut sink) {
