@@ -8,6 +8,7 @@
 pub mod engine;
 pub mod error;
 pub mod inventory;
+pub mod memsnap;
 pub mod neff;
 pub mod ntff;
 pub mod pairing;
