@@ -332,7 +332,7 @@ fn malicious_pickles_are_refused_with_the_opcode() {
 fn truncated_and_bit_flipped_input_never_panics() {
     let data = bytes("snapshot_p4.pickle");
     let full = run("snapshot_p4.pickle").0;
-    let step = (data.len() / 300).max(1);
+    let step = (data.len() / 200).max(1);
     let mut partial = 0;
     for cut in (0..data.len()).step_by(step) {
         let mut t = Tables::default();
@@ -343,14 +343,15 @@ fn truncated_and_bit_flipped_input_never_panics() {
             partial += 1;
         }
     }
-    assert!(partial > 100, "rows before the fault are kept ({partial})");
+    assert!(partial > 60, "rows before the fault are kept ({partial})");
     for (i, pos) in (0..data.len()).step_by(step).enumerate() {
         let mut d = data.clone();
-        d[pos] ^= 1 << (i % 8);
+        if i % 3 == 2 {
+            d[pos] = 0xFF; // huge lengths, refused opcodes
+        } else {
+            d[pos] ^= 1 << (i % 8);
+        }
         let mut t = Tables::default();
         memsnap::process(&SliceSource(&d), "flip", &mut t).unwrap();
-        let mut d2 = data.clone();
-        d2[pos] = 0xFF;
-        memsnap::process(&SliceSource(&d2), "ff", &mut t).unwrap();
     }
 }

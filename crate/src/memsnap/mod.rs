@@ -277,7 +277,7 @@ struct Running {
 /// Interns stacks by pickle object.
 #[derive(Default)]
 struct Stacks {
-    ids: HashMap<u32, i64>,
+    ids: HashMap<u32, i64, pickle::IdBuild>,
     order: Vec<Val>,
 }
 
@@ -325,6 +325,7 @@ struct Collector<'s> {
     stacks: Stacks,
     devices: Vec<Running>,
     rows: u64,
+    scratch: Vec<(Val, Val)>,
 }
 
 fn as_dict_items(items: &[Val]) -> impl Iterator<Item = (Val, Val)> + '_ {
@@ -340,14 +341,18 @@ impl Collector<'_> {
         index: u64,
         pairs: &mut dyn Iterator<Item = (Val, Val)>,
     ) -> Result<()> {
-        let mut get: HashMap<&str, Val> = HashMap::new();
-        for (k, v) in pairs {
-            if let Some(k) = a.str(k) {
-                get.insert(k, v);
-            }
-        }
-        let int = |k: &str| get.get(k).and_then(|v| a.int(*v));
-        let text = |k: &str| get.get(k).and_then(|v| a.str(*v));
+        let mut kv = std::mem::take(&mut self.scratch);
+        kv.clear();
+        kv.extend(pairs);
+        // Last value wins on duplicate keys, as in Python.
+        let val = |k: &str| {
+            kv.iter()
+                .rev()
+                .find(|(x, _)| a.str(*x) == Some(k))
+                .map(|p| p.1)
+        };
+        let int = |k: &str| val(k).and_then(|v| a.int(v));
+        let text = |k: &str| val(k).and_then(|v| a.str(v));
         let dev = usize::try_from(device).unwrap_or(usize::MAX).min(1 << 16);
         if self.devices.len() <= dev {
             self.devices.resize(dev + 1, Running::default());
@@ -373,7 +378,7 @@ impl Collector<'_> {
             r.last = Some(r.last.map_or(t, |l| l.max(t)));
         }
         let (da, dr) = (r.alloc, r.reserved);
-        let stack = self.stacks.id(a, get.get("frames").copied());
+        let stack = self.stacks.id(a, val("frames"));
         let c = &self.c;
         let b = &mut self.ev;
         b.i64(c.ts, ts);
@@ -384,7 +389,7 @@ impl Collector<'_> {
         b.i64(c.size, size);
         b.i64(c.stream, int("stream"));
         b.i64(c.stack, stack);
-        b.str(c.pool, get.get("pool_id").map(|v| render(a, *v)).as_deref());
+        b.str(c.pool, val("pool_id").map(|v| render(a, v)).as_deref());
         b.i64(c.free, int("device_free"));
         b.str(c.meta, text("user_metadata"));
         b.str(c.cat, text("category"));
@@ -392,6 +397,7 @@ impl Collector<'_> {
         b.i64(c.da, Some(da));
         b.i64(c.dr, Some(dr));
         self.rows += 1;
+        self.scratch = kv;
         if let Some(batch) = self.ev.end_row()? {
             self.sink.batch(&MEMORY_ALLOCATOR_EVENT, batch)?;
         }
@@ -496,6 +502,7 @@ pub fn process_with(
         stacks: Stacks::default(),
         devices: Vec::new(),
         rows: 0,
+        scratch: Vec::new(),
     };
     let parsed = pickle::parse(src, limits, &mut col);
     let a = &parsed.arena;

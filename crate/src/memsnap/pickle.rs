@@ -405,10 +405,15 @@ fn refused(off: u64, op: u8) -> Error {
     Error::format(off, "a pickle opcode", format!("unknown opcode 0x{op:02X}"))
 }
 
-/// Sequential input with absolute offsets.
+/// Sequential input with absolute offsets: chunks from a [`RangeReader`] and a cursor in the
+/// current chunk, so one-byte opcodes cost an index, not a `Read` call.
 struct Input<'a> {
     r: RangeReader<&'a dyn ByteSource>,
     end: u64,
+    buf: Vec<u8>,
+    /// Absolute offset of `buf[0]`.
+    start: u64,
+    at: usize,
 }
 
 impl<'a> Input<'a> {
@@ -416,10 +421,13 @@ impl<'a> Input<'a> {
         Input {
             r: RangeReader::new(src, 0, src.len(), READ_CHUNK),
             end: src.len(),
+            buf: Vec::new(),
+            start: 0,
+            at: 0,
         }
     }
     fn pos(&self) -> u64 {
-        self.r.position()
+        self.start + self.at as u64
     }
     fn truncated(&self, n: u64) -> Error {
         let at = self.pos();
@@ -435,15 +443,56 @@ impl<'a> Input<'a> {
         }
         Ok(())
     }
-    fn arr<const N: usize>(&mut self) -> Result<[u8; N]> {
-        self.need(N as u64)?;
-        let mut a = [0u8; N];
-        self.r
-            .read_exact(&mut a)
+    /// Next chunk (the current one is used up).
+    fn fill(&mut self) -> Result<()> {
+        self.start += self.buf.len() as u64;
+        self.at = 0;
+        self.buf.resize(READ_CHUNK, 0);
+        let n = self
+            .r
+            .read(&mut self.buf)
             .map_err(|e| Error::Io(e.to_string()))?;
+        self.buf.truncate(n);
+        if n == 0 {
+            return Err(self.truncated(1));
+        }
+        Ok(())
+    }
+    /// Calls `f` on consecutive pieces of the next `n` bytes.
+    fn pieces(&mut self, n: u64, mut f: impl FnMut(&[u8])) -> Result<()> {
+        self.need(n)?;
+        let mut left = n;
+        while left > 0 {
+            if self.at >= self.buf.len() {
+                self.fill()?;
+            }
+            let k = (self.buf.len() - self.at).min(usize::try_from(left).unwrap_or(usize::MAX));
+            f(&self.buf[self.at..self.at + k]);
+            self.at += k;
+            left -= k as u64;
+        }
+        Ok(())
+    }
+    fn arr<const N: usize>(&mut self) -> Result<[u8; N]> {
+        if let Some(s) = self.buf.get(self.at..self.at + N) {
+            let mut a = [0u8; N];
+            a.copy_from_slice(s);
+            self.at += N;
+            return Ok(a);
+        }
+        let mut a = [0u8; N];
+        let mut i = 0;
+        self.pieces(N as u64, |p| {
+            a[i..i + p.len()].copy_from_slice(p);
+            i += p.len();
+        })?;
         Ok(a)
     }
     fn u8(&mut self) -> Result<u8> {
+        if let Some(&b) = self.buf.get(self.at) {
+            self.at += 1;
+            return Ok(b);
+        }
         Ok(self.arr::<1>()?[0])
     }
     fn u32(&mut self) -> Result<u32> {
@@ -453,30 +502,47 @@ impl<'a> Input<'a> {
         Ok(u64::from_le_bytes(self.arr()?))
     }
     fn read(&mut self, n: u64, out: &mut Vec<u8>) -> Result<()> {
-        self.need(n)?;
         out.clear();
-        let got = (&mut self.r)
-            .take(n)
-            .read_to_end(out)
-            .map_err(|e| Error::Io(e.to_string()))?;
-        if got as u64 != n {
-            return Err(self.truncated(n - got as u64));
-        }
-        Ok(())
+        self.pieces(n, |p| out.extend_from_slice(p))
     }
     fn skip(&mut self, n: u64) -> Result<()> {
         self.need(n)?;
-        std::io::copy(&mut (&mut self.r).take(n), &mut std::io::sink())
-            .map_err(|e| Error::Io(e.to_string()))?;
-        Ok(())
+        let in_buf = (self.buf.len() - self.at) as u64;
+        if n <= in_buf {
+            self.at += n as usize;
+            return Ok(());
+        }
+        self.pieces(n, |_| {})
     }
 }
+
+/// A fast hasher for `u32` keys (memo ids, object ids): one multiply, no DoS concern since the
+/// worst case is only slower.
+#[derive(Default, Clone, Copy)]
+pub struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.0 = (self.0 ^ u64::from(i)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// `HashMap`/`HashSet` state using [`IdHasher`].
+pub type IdBuild = std::hash::BuildHasherDefault<IdHasher>;
 
 /// Memo ids that are fetched (`BINGET`/`LONG_BINGET`) somewhere in the file.
 #[derive(Default)]
 struct Fetched {
     bits: Vec<u64>,
-    far: HashSet<u32>,
+    far: HashSet<u32, IdBuild>,
     dense_limit: u64,
 }
 
@@ -548,7 +614,7 @@ pub fn parse(src: &dyn ByteSource, limits: Limits, hook: &mut dyn Hook) -> Parse
         arena: Arena::default(),
         stack: Vec::new(),
         marks: Vec::new(),
-        memo: HashMap::new(),
+        memo: HashMap::default(),
         memo_next: 0,
         fetched,
         limits,
@@ -580,7 +646,7 @@ struct Machine {
     arena: Arena,
     stack: Vec<Val>,
     marks: Vec<usize>,
-    memo: HashMap<u32, Val>,
+    memo: HashMap<u32, Val, IdBuild>,
     memo_next: u32,
     fetched: Fetched,
     limits: Limits,
@@ -810,7 +876,7 @@ impl Machine {
 
     fn run(&mut self, inp: &mut Input, hook: &mut dyn Hook) -> Result<Val> {
         // Ids of memoised dicts: a dict fetched again must not be elided by the hook.
-        let mut dict_memo: HashSet<u32> = HashSet::new();
+        let mut dict_memo: HashSet<u32, IdBuild> = HashSet::default();
         loop {
             let off = inp.pos();
             let op = inp.u8()?;
