@@ -16,6 +16,7 @@ pub mod pb;
 pub mod profile;
 pub mod sink;
 pub mod source;
+pub mod source_code;
 pub mod synth;
 pub mod tables;
 pub mod util;
