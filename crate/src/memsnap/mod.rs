@@ -645,13 +645,8 @@ pub fn process_with(
     }
 
     // Per-device totals.
-    let mut devs: Vec<i64> = (0..devices.len() as i64).collect();
-    for d in finals.keys() {
-        if !devs.contains(d) {
-            devs.push(*d);
-        }
-    }
-    devs.sort_unstable();
+    let mut devs: std::collections::BTreeSet<i64> = (0..devices.len() as i64).collect();
+    devs.extend(finals.keys().copied());
     for d in devs {
         let r = usize::try_from(d)
             .ok()

@@ -321,7 +321,7 @@ pub enum PathEl {
 
 /// Receives completed dicts while the pickle is being read (streaming consumers).
 pub trait Hook {
-    /// Offered the `key, value, …` items of a dict built by one `SETITEMS` (or `DICT`) at
+    /// Offered the `key, value, …` items of a dict filled by its first `SETITEMS` at
     /// `path` (root first). Returns true when it consumed them: the dict is then kept as an
     /// empty, elided object. Dicts that are fetched again from the memo are never offered.
     fn dict(&mut self, arena: &Arena, path: &[PathEl], items: &[Val]) -> Result<bool>;
@@ -926,10 +926,12 @@ impl Machine {
                 }
                 b'd' => {
                     let items = self.pop_mark(off)?;
+                    // Not offered to the hook: the dict is memoised only after this opcode,
+                    // so pass 1 cannot tell whether it is fetched again.
                     let v = self.arena.new_obj(Kind::Dict)?;
                     self.push(v, off)?;
                     if let Val::Obj(id) = v {
-                        self.set_items(id, items, hook, off)?;
+                        self.arena.extend(id, &items[..items.len() & !1])?;
                     }
                 }
                 b'l' | b't' | 0x91 => {
