@@ -8,6 +8,7 @@
 pub mod engine;
 pub mod error;
 pub mod inventory;
+pub mod memsnap;
 pub mod neff;
 pub mod ntff;
 pub mod pairing;
@@ -16,6 +17,7 @@ pub mod profile;
 pub mod sink;
 pub mod source;
 pub mod summary;
+pub mod source_code;
 pub mod synth;
 pub mod system;
 pub mod tables;
