@@ -247,6 +247,27 @@ fn cmd_convert(args: &[String]) -> Result<()> {
             }
         }
     }
+    for f in &inv.files {
+        if !matches!(f.kind, inventory::FileKind::MemorySnapshot { .. }) {
+            continue;
+        }
+        let target = out.join(neuronscope::util::safe_name(&f.path));
+        std::fs::create_dir_all(&target)?;
+        let mut psink = sink::ParquetSink::new(|table: &str| {
+            std::fs::File::create(target.join(format!("{table}.parquet"))).map_err(Error::from)
+        });
+        let res = profile::process_memory(&inv, &f.path, &open, &mut psink)?;
+        say!("{} -> {}", f.path, target.display());
+        for (t, n) in psink.finish()? {
+            say!("  {t}.parquet: {n} rows");
+        }
+        for pr in &res.report.problems {
+            say!("  {:?}: {}", pr.severity, pr.message);
+            if pr.severity == neuronscope::Severity::Error {
+                failures += 1;
+            }
+        }
+    }
     if failures > 0 {
         eprintln!("{failures} error(s); tables decoded before each fault were written");
     }
