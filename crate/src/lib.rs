@@ -8,6 +8,7 @@
 pub mod engine;
 pub mod error;
 pub mod inventory;
+pub mod memsnap;
 pub mod neff;
 pub mod ntff;
 pub mod pairing;
@@ -15,6 +16,7 @@ pub mod pb;
 pub mod profile;
 pub mod sink;
 pub mod source;
+pub mod source_code;
 pub mod summary;
 pub mod synth;
 pub mod system;

@@ -18,6 +18,15 @@ use neuronscope::source::FileSource;
 use neuronscope::tables::{TableDef, TableSink};
 use neuronscope::{profile, sink, ByteSource, Error, Result};
 
+/// `println!` that stops quietly when stdout is closed (e.g. piped into `head`) instead of
+/// panicking.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
 const USAGE: &str = "usage:
   neuronscope scan DIR [--json]           list files, profiles, NEFF/NTFF pairing and problems
   neuronscope convert DIR -o OUT          write <OUT>/<profile>/<device>/<Table>.parquet
@@ -32,7 +41,7 @@ fn main() -> ExitCode {
         Some("synth") => cmd_synth(&args[1..]),
         Some("bench") => cmd_bench(&args[1..]),
         Some("-h") | Some("--help") | Some("help") => {
-            println!("{USAGE}");
+            say!("{USAGE}");
             Ok(())
         }
         _ => Err(Error::Other(USAGE.to_string())),
@@ -141,27 +150,27 @@ fn cmd_scan(args: &[String]) -> Result<()> {
     let dir = positional(args, &[]).ok_or_else(|| Error::Other(USAGE.into()))?;
     let inv = scan_dir(&pick(&dir)?);
     if args.iter().any(|a| a == "--json") {
-        println!(
+        say!(
             "{}",
             serde_json::to_string_pretty(&inv).map_err(|e| Error::Other(e.to_string()))?
         );
         return Ok(());
     }
-    println!("{} files, {} profiles", inv.files.len(), inv.profiles.len());
+    say!("{} files, {} profiles", inv.files.len(), inv.profiles.len());
     for p in &inv.profiles {
         let ty = serde_json::to_value(p.profile_type)
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default();
-        println!("\n[{ty}] {}", p.id);
+        say!("\n[{ty}] {}", p.id);
         if let (Some(i), Some(pid)) = (&p.instance_id, p.pid) {
-            println!("  instance {i}, pid {pid}");
+            say!("  instance {i}, pid {pid}");
         }
         for (i, d) in p.devices.iter().enumerate() {
             let status = serde_json::to_value(&d.pairing)
                 .map(|v| v.to_string())
                 .unwrap_or_default();
-            println!(
+            say!(
                 "  #{i} {}: ntff={} neff={} {}",
                 d.name,
                 d.ntff.as_deref().unwrap_or("-"),
@@ -170,14 +179,14 @@ fn cmd_scan(args: &[String]) -> Result<()> {
             );
         }
         for f in &p.system_files {
-            println!("  system: {f}");
+            say!("  system: {f}");
         }
         for pr in &p.problems {
-            println!("  {:?}: {}", pr.severity, pr.message);
+            say!("  {:?}: {}", pr.severity, pr.message);
         }
     }
     for pr in &inv.problems {
-        println!("{:?}: {}", pr.severity, pr.message);
+        say!("{:?}: {}", pr.severity, pr.message);
     }
     Ok(())
 }
@@ -200,12 +209,12 @@ fn cmd_convert(args: &[String]) -> Result<()> {
                 std::fs::File::create(target.join(format!("{table}.parquet"))).map_err(Error::from)
             });
             let res = profile::process_system(&inv, &p.id, &open, &mut psink, &mut |_, _, _| {})?;
-            println!("{} / system -> {}", p.id, target.display());
+            say!("{} / system -> {}", p.id, target.display());
             for (t, n) in psink.finish()? {
-                println!("  {t}.parquet: {n} rows");
+                say!("  {t}.parquet: {n} rows");
             }
             for pr in &res.problems {
-                println!("  {:?}: {}", pr.severity, pr.message);
+                say!("  {:?}: {}", pr.severity, pr.message);
             }
         }
         for (i, d) in p.devices.iter().enumerate() {
@@ -220,7 +229,7 @@ fn cmd_convert(args: &[String]) -> Result<()> {
             let res =
                 profile::process_device(&inv, &p.id, i, &open, &mut psink, &mut |_, _, _| {})?;
             let rows = psink.finish()?;
-            println!(
+            say!(
                 "{} / {} -> {} ({:.2} s)",
                 p.id,
                 d.name,
@@ -228,13 +237,34 @@ fn cmd_convert(args: &[String]) -> Result<()> {
                 t0.elapsed().as_secs_f64()
             );
             for (t, n) in rows {
-                println!("  {t}.parquet: {n} rows");
+                say!("  {t}.parquet: {n} rows");
             }
             for pr in &res.problems {
-                println!("  {:?}: {}", pr.severity, pr.message);
+                say!("  {:?}: {}", pr.severity, pr.message);
                 if pr.severity == neuronscope::Severity::Error {
                     failures += 1;
                 }
+            }
+        }
+    }
+    for f in &inv.files {
+        if !matches!(f.kind, inventory::FileKind::MemorySnapshot { .. }) {
+            continue;
+        }
+        let target = out.join(neuronscope::util::safe_name(&f.path));
+        std::fs::create_dir_all(&target)?;
+        let mut psink = sink::ParquetSink::new(|table: &str| {
+            std::fs::File::create(target.join(format!("{table}.parquet"))).map_err(Error::from)
+        });
+        let res = profile::process_memory(&inv, &f.path, &open, &mut psink)?;
+        say!("{} -> {}", f.path, target.display());
+        for (t, n) in psink.finish()? {
+            say!("  {t}.parquet: {n} rows");
+        }
+        for pr in &res.report.problems {
+            say!("  {:?}: {}", pr.severity, pr.message);
+            if pr.severity == neuronscope::Severity::Error {
+                failures += 1;
             }
         }
     }
@@ -257,7 +287,7 @@ fn cmd_synth(args: &[String]) -> Result<()> {
     if let Some(mb) = mb {
         for p in neuronscope::synth::write_large_capture(&out, mb * 1_000_000)? {
             let n = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
-            println!("{} ({n} bytes)", p.display());
+            say!("{} ({n} bytes)", p.display());
         }
         return Ok(());
     }
@@ -267,7 +297,7 @@ fn cmd_synth(args: &[String]) -> Result<()> {
             std::fs::create_dir_all(parent)?;
         }
         std::fs::write(&p, &bytes)?;
-        println!("{} ({} bytes)", p.display(), bytes.len());
+        say!("{} ({} bytes)", p.display(), bytes.len());
     }
     Ok(())
 }
@@ -314,7 +344,7 @@ fn cmd_bench(args: &[String]) -> Result<()> {
     let picked = pick(&dir)?;
     let inv = scan_dir(&picked);
     let open = opener(&picked.base);
-    println!("input\tbytes\tseconds\tMB/s\trows\trows/s\tparquet_bytes");
+    say!("input\tbytes\tseconds\tMB/s\trows\trows/s\tparquet_bytes");
     for p in &inv.profiles {
         for (i, d) in p.devices.iter().enumerate() {
             let Some(ntff) = &d.ntff else { continue };
@@ -332,7 +362,7 @@ fn cmd_bench(args: &[String]) -> Result<()> {
             profile::process_device(&inv, &p.id, i, &open, &mut psink, &mut |_, _, _| {})?;
             psink.finish()?;
             let pq_bytes = pq.load(Ordering::Relaxed);
-            println!(
+            say!(
                 "{ntff}\t{bytes}\t{secs:.3}\t{:.1}\t{}\t{:.0}\t{pq_bytes}",
                 bytes as f64 / 1e6 / secs,
                 null.rows,
@@ -341,7 +371,7 @@ fn cmd_bench(args: &[String]) -> Result<()> {
         }
     }
     if let Some(peak) = peak_rss() {
-        println!("peak_rss_bytes\t{peak}");
+        say!("peak_rss_bytes\t{peak}");
     }
     Ok(())
 }

@@ -261,12 +261,27 @@ pub fn process_device(
                 // without it the rows keep their timing and the reason is a Warning.
                 match debug {
                     Ok(d) => {
-                        for w in &d.warnings {
+                        // One line per missing debug file would bury the rest: list a few, then
+                        // count.
+                        const SHOWN: usize = 3;
+                        for w in d.warnings.iter().take(SHOWN) {
                             problems.push(Problem::new(
                                 Severity::Warning,
                                 "NEFF_DEBUG_INFO",
                                 Some(path),
                                 format!("{path}: {w}"),
+                            ));
+                        }
+                        if d.warnings.len() > SHOWN {
+                            problems.push(Problem::new(
+                                Severity::Warning,
+                                "NEFF_DEBUG_INFO",
+                                Some(path),
+                                format!(
+                                    "{path}: {} more debug-info problems of the same kind; \
+                                     instructions of those engines have no source attribution",
+                                    d.warnings.len() - SHOWN
+                                ),
                             ));
                         }
                         if let Err(e) = crate::neff::debug::write_debug_tables(&d, &mut sink) {
@@ -444,5 +459,68 @@ pub fn process_system(
             .collect(),
         report,
         problems,
+    })
+}
+
+/// What [`process_memory`] returns (serialised to the page).
+#[derive(Debug, Clone, Serialize)]
+pub struct MemoryResult {
+    /// Key under which the caller stored the tables.
+    pub key: String,
+    /// Path of the snapshot.
+    pub file: String,
+    /// Tables written, with row counts.
+    pub tables: Vec<TableCount>,
+    /// The reader's report (counts, time range, peaks per device).
+    pub report: crate::memsnap::MemSnapReport,
+}
+
+impl MemoryResult {
+    /// The same result labelled with the caller's storage key.
+    pub fn with_key(&self, key: &str) -> MemoryResult {
+        let mut r = self.clone();
+        r.key = key.to_string();
+        r
+    }
+}
+
+/// Decodes the PyTorch memory snapshot `path` (`memory_snapshot_rank<N>.pickle`) into the
+/// `Memory*` tables, then `Warning` and `SchemaFields`.
+///
+/// Errors: only when the path is not a memory snapshot of the inventory, cannot be opened, or the
+/// sink fails; decode failures are problems in the report.
+pub fn process_memory(
+    inv: &Inventory,
+    path: &str,
+    open: Opener<'_>,
+    sink: &mut dyn TableSink,
+) -> Result<MemoryResult> {
+    let known = inv.files.iter().any(|f| {
+        f.path == path && matches!(f.kind, crate::inventory::FileKind::MemorySnapshot { .. })
+    });
+    if !known {
+        return Err(Error::Other(format!(
+            "{path}: not a memory snapshot of this folder"
+        )));
+    }
+    let mut sink = Counting {
+        inner: sink,
+        rows: BTreeMap::new(),
+    };
+    let src = open(path)?;
+    let report = crate::memsnap::process(&*src, path, &mut sink)?;
+    write_warnings(&report.problems, &mut sink)?;
+    let mut defs: Vec<&'static TableDef> = sink.rows.values().map(|(d, _)| *d).collect();
+    defs.push(&explorer::SCHEMA_FIELDS);
+    tables::schema_fields(&defs, &mut sink)?;
+    Ok(MemoryResult {
+        key: String::new(),
+        file: path.to_string(),
+        tables: sink
+            .rows
+            .iter()
+            .map(|(n, (_, r))| TableCount { name: n, rows: *r })
+            .collect(),
+        report,
     })
 }

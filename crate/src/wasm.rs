@@ -328,6 +328,22 @@ impl Session {
         self.store(&key, sink, &js)?;
         Ok(js)
     }
+    /// Decodes the PyTorch memory snapshot at `path` (a picked `memory_snapshot_rank<N>.pickle`);
+    /// its `Memory*` tables are kept under the returned key. Returns
+    /// `{key, file, tables: [{name, rows}], report, wasm_memory_bytes}`.
+    pub fn process_memory(&mut self, path: String) -> std::result::Result<JsValue, JsError> {
+        let inv = self
+            .inventory
+            .as_ref()
+            .ok_or_else(|| JsError::new("scan() first"))?;
+        let mut sink = crate::sink::ParquetSink::new(|_t: &str| Ok(Vec::<u8>::new()));
+        let out = crate::profile::process_memory(inv, &path, &|p: &str| self.open(p), &mut sink)
+            .map_err(js_err)?;
+        let key = format!("{path}#memory");
+        let js = to_js(&out.with_key(&key))?;
+        self.store(&key, sink, &js)?;
+        Ok(js)
+    }
     /// Table `table` of processed profile `key` as an uncompressed Arrow IPC stream.
     pub fn table_ipc(&self, key: &str, table: &str) -> std::result::Result<Vec<u8>, JsError> {
         self.ipc(key, table, None, 0, None)

@@ -178,7 +178,7 @@ test('demo capture (?demo) renders a timeline', async () => {
 
     // Zoom in around the middle with the wheel: the view changes and still draws.
     const canvas = page.locator('[data-testid=timeline-canvas]');
-    await canvas.scrollIntoViewIfNeeded(); // the summary above may be taller than the viewport
+    await canvas.scrollIntoViewIfNeeded();
     const box = await canvas.boundingBox();
     await page.mouse.move(box.x + box.width * 0.6, box.y + 60);
     const scaleBefore = Number(await canvas.getAttribute('data-ns-per-px'));

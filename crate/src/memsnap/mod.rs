@@ -1,0 +1,829 @@
+//! PyTorch / torch-neuronx allocator memory snapshots (`torch.cuda.memory._dump_snapshot`, a
+//! pickle) → neuronscope's `Memory*` tables (spec/framework-inputs.md §3; docs/formats.md
+//! "Memory snapshots").
+//!
+//! Explorer's PyTorch Allocator tab uses tables whose names are not public, so the six tables
+//! here are neuronscope's own, named in Explorer's style: [`MEMORY_ALLOCATOR_EVENT`],
+//! [`MEMORY_SEGMENT`], [`MEMORY_BLOCK`], [`MEMORY_STACK_FRAME`], [`MEMORY_ANNOTATION`],
+//! [`MEMORY_ALLOCATOR_SETTINGS`]. Every key of the snapshot is optional; a missing key is a null
+//! cell.
+//!
+//! Streaming: trace entries (`device_traces[d][i]`) are turned into rows while the pickle is read
+//! and are not kept (see [`pickle`]); segments, blocks and stacks are kept (allocator state at
+//! snapshot time, far smaller). Stacks are interned by pickle object: a `frames` list that the
+//! pickle stores once and references many times gets one `stack_id`.
+
+pub mod pickle;
+
+use std::collections::HashMap;
+
+use crate::error::{Problem, Result, Severity};
+use crate::source::ByteSource;
+use crate::tables::{Emitter, FieldDef, TableBuilder, TableDef, TableSink, Ty};
+use pickle::{Arena, Hook, Kind, Limits, PathEl, Val};
+
+macro_rules! field {
+    ($name:expr, $ty:ident, $unit:expr, $desc:expr) => {
+        FieldDef {
+            name: $name,
+            ty: Ty::$ty,
+            unit: $unit,
+            required: false,
+            description: $desc,
+            enum_name: "",
+        }
+    };
+}
+
+/// `MemoryAllocatorEvent`: one row per allocator trace entry (`device_traces[device][i]`).
+pub static MEMORY_ALLOCATOR_EVENT: TableDef = TableDef {
+    name: "MemoryAllocatorEvent",
+    description: "Allocator trace events of a PyTorch/torch-neuronx memory snapshot (device_traces), in file order per device.",
+    fields: &[
+        field!("timestamp", I64, "ns", "Event time: snapshot time_us x 1000 (host clock, epoch)."),
+        field!("device", I32, "", "Device index (position in device_traces)."),
+        field!("trace_index", I64, "", "Position of the entry in its device's trace list."),
+        field!("action", Str, "", "alloc, free_requested, free_completed, segment_alloc, segment_free, segment_map, segment_unmap, oom, snapshot or annotate."),
+        field!("address", I64, "", "Block or segment address (addr); null for oom."),
+        field!("size", I64, "B", "Bytes allocated, freed or requested (oom)."),
+        field!("stream", I64, "", "Stream the allocation belongs to."),
+        field!("stack_id", I64, "", "-> MemoryStackFrame.stack_id of the entry's frames; null when it has none."),
+        field!("pool_id", Str, "", "Memory pool id, written as 'a,b' from the 2-tuple."),
+        field!("device_free", I64, "B", "oom only: free device bytes reported at the failure."),
+        field!("user_metadata", Str, "", "User metadata string attached to the entry."),
+        field!("category", Str, "", "Allocation category, when recorded."),
+        field!("compile_context", Str, "", "torch.compile context, when recorded."),
+        field!("allocated_delta_bytes", I64, "B", "Running sum of alloc minus free_completed (and free) sizes on this device since its first trace entry; add MemSnapReport.devices[].baseline_allocated_bytes for the absolute value."),
+        field!("reserved_delta_bytes", I64, "B", "Running sum of segment_alloc/segment_map minus segment_free/segment_unmap sizes since the first trace entry; add baseline_reserved_bytes for the absolute value."),
+    ],
+};
+
+/// `MemorySegment`: allocator segments at snapshot time (`segments`).
+pub static MEMORY_SEGMENT: TableDef = TableDef {
+    name: "MemorySegment",
+    description: "Allocator segments (device memory reserved from the driver) at snapshot time.",
+    fields: &[
+        field!(
+            "segment_index",
+            I64,
+            "",
+            "Position in the snapshot's segments list (key of MemoryBlock)."
+        ),
+        field!("device", I32, "", "Device index."),
+        field!("address", I64, "", "Segment start address."),
+        field!("total_size", I64, "B", "Reserved bytes."),
+        field!("allocated_size", I64, "B", "Bytes in allocated blocks."),
+        field!(
+            "active_size",
+            I64,
+            "B",
+            "Bytes in active blocks (allocated or awaiting free)."
+        ),
+        field!(
+            "requested_size",
+            I64,
+            "B",
+            "Bytes requested by callers (before rounding)."
+        ),
+        field!("stream", I64, "", "Stream the segment belongs to."),
+        field!("segment_type", Str, "", "small or large pool."),
+        field!(
+            "segment_pool_id",
+            Str,
+            "",
+            "Memory pool id, written as 'a,b'."
+        ),
+        field!(
+            "is_expandable",
+            Bool,
+            "",
+            "Expandable segment (mapped in pages)."
+        ),
+        field!(
+            "stack_id",
+            I64,
+            "",
+            "-> MemoryStackFrame.stack_id of the segment allocation."
+        ),
+        field!("block_count", I64, "", "Number of blocks in the segment."),
+    ],
+};
+
+/// `MemoryBlock`: blocks of every segment at snapshot time.
+pub static MEMORY_BLOCK: TableDef = TableDef {
+    name: "MemoryBlock",
+    description: "Blocks inside allocator segments at snapshot time.",
+    fields: &[
+        field!("segment_index", I64, "", "-> MemorySegment.segment_index."),
+        field!(
+            "block_index",
+            I64,
+            "",
+            "Position of the block in its segment."
+        ),
+        field!("device", I32, "", "Device index (of the segment)."),
+        field!(
+            "address",
+            I64,
+            "",
+            "Block address (address/addr, else segment address + preceding sizes)."
+        ),
+        field!(
+            "offset",
+            I64,
+            "B",
+            "Offset of the block from its segment's address."
+        ),
+        field!(
+            "size",
+            I64,
+            "B",
+            "Block size (legacy files: history[0].real_size)."
+        ),
+        field!("requested_size", I64, "B", "Bytes the caller requested."),
+        field!(
+            "state",
+            Str,
+            "",
+            "active_allocated, active_pending_free (active_awaiting_free) or inactive."
+        ),
+        field!(
+            "stack_id",
+            I64,
+            "",
+            "-> MemoryStackFrame.stack_id (frames, legacy history[0].frames)."
+        ),
+    ],
+};
+
+/// `MemoryStackFrame`: the interned stacks, one row per frame.
+pub static MEMORY_STACK_FRAME: TableDef = TableDef {
+    name: "MemoryStackFrame",
+    description: "Stacks referenced by events, segments and blocks; one row per frame, stored once per distinct stack.",
+    fields: &[
+        field!("stack_id", I64, "", "Stack id (0-based, in order of first use)."),
+        field!("depth", I32, "", "Index in the snapshot's frames list (0 = first listed, the innermost call)."),
+        field!("filename", Str, "", "Source file."),
+        field!("line", I64, "", "Line number."),
+        field!("name", Str, "", "Function name."),
+        field!("fx_node_op", Str, "", "torch.fx node op, when recorded."),
+        field!("fx_node_name", Str, "", "torch.fx node name, when recorded."),
+        field!("fx_original_trace", Str, "", "torch.fx original trace, when recorded."),
+    ],
+};
+
+/// `MemoryAnnotation`: `external_annotations` (e.g. `ProfilerStep#N` START/END).
+pub static MEMORY_ANNOTATION: TableDef = TableDef {
+    name: "MemoryAnnotation",
+    description: "User annotations recorded with the snapshot (external_annotations).",
+    fields: &[
+        field!("timestamp", I64, "ns", "time_us x 1000."),
+        field!("device", I32, "", "Device index, when recorded."),
+        field!("name", Str, "", "Annotation name, e.g. ProfilerStep#3."),
+        field!("stage", Str, "", "START or END."),
+    ],
+};
+
+/// `MemoryAllocatorSettings`: `allocator_settings` as key/value text.
+pub static MEMORY_ALLOCATOR_SETTINGS: TableDef = TableDef {
+    name: "MemoryAllocatorSettings",
+    description:
+        "Allocator configuration at snapshot time; nested dicts flattened to parent.child keys.",
+    fields: &[
+        field!(
+            "key",
+            Str,
+            "",
+            "Setting name, e.g. max_split_size or roundup_power2_divisions.1."
+        ),
+        field!(
+            "value",
+            Str,
+            "",
+            "Value as text (Python-style: True/False/None, numbers in decimal)."
+        ),
+    ],
+};
+
+/// All memory-snapshot tables.
+pub static ALL: [&TableDef; 6] = [
+    &MEMORY_ALLOCATOR_EVENT,
+    &MEMORY_SEGMENT,
+    &MEMORY_BLOCK,
+    &MEMORY_STACK_FRAME,
+    &MEMORY_ANNOTATION,
+    &MEMORY_ALLOCATOR_SETTINGS,
+];
+
+/// Per-device numbers of a snapshot.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct DeviceReport {
+    pub device: i64,
+    pub events: u64,
+    pub first_ts_ns: Option<i64>,
+    pub last_ts_ns: Option<i64>,
+    /// Allocated bytes before the first trace entry: final allocated (segments) − net trace delta.
+    pub baseline_allocated_bytes: i64,
+    /// Reserved bytes before the first trace entry.
+    pub baseline_reserved_bytes: i64,
+    /// Peak of baseline + running allocated delta over the trace (bytes).
+    pub peak_allocated_bytes: i64,
+    /// Peak of baseline + running reserved delta (bytes).
+    pub peak_reserved_bytes: i64,
+    /// Sum of non-inactive block sizes in this device's segments (bytes).
+    pub final_allocated_bytes: i64,
+    /// Sum of this device's segment sizes (bytes).
+    pub final_reserved_bytes: i64,
+    pub ooms: u64,
+}
+
+/// What [`process`] found (serialisable for the page).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct MemSnapReport {
+    pub file: String,
+    /// Pickle protocol from the `PROTO` opcode.
+    pub protocol: Option<u8>,
+    pub events: u64,
+    pub segments: u64,
+    pub blocks: u64,
+    pub stacks: u64,
+    pub frames: u64,
+    pub annotations: u64,
+    pub settings: u64,
+    pub ooms: u64,
+    pub first_ts_ns: Option<i64>,
+    pub last_ts_ns: Option<i64>,
+    /// Largest per-device peak (bytes).
+    pub peak_allocated_bytes: Option<i64>,
+    pub peak_reserved_bytes: Option<i64>,
+    pub devices: Vec<DeviceReport>,
+    /// Values the pickle arena held at the end (items + objects), a measure of memory use.
+    pub retained_values: u64,
+    pub problems: Vec<Problem>,
+}
+
+#[derive(Default, Clone, Copy)]
+struct Running {
+    events: u64,
+    first: Option<i64>,
+    last: Option<i64>,
+    alloc: i64,
+    reserved: i64,
+    max_alloc: i64,
+    max_reserved: i64,
+    ooms: u64,
+}
+
+/// Interns stacks by pickle object.
+#[derive(Default)]
+struct Stacks {
+    ids: HashMap<u32, i64, pickle::IdBuild>,
+    order: Vec<Val>,
+}
+
+impl Stacks {
+    fn id(&mut self, a: &Arena, frames: Option<Val>) -> Option<i64> {
+        let v = frames?;
+        let (Val::Obj(o), Some(obj)) = (v, a.obj(v)) else {
+            return None;
+        };
+        if !matches!(obj.kind, Kind::List | Kind::Tuple) || obj.len == 0 {
+            return None;
+        }
+        let next = self.order.len() as i64;
+        let id = *self.ids.entry(o).or_insert(next);
+        if id == next {
+            self.order.push(v);
+        }
+        Some(id)
+    }
+}
+
+struct EventCols {
+    ts: usize,
+    device: usize,
+    index: usize,
+    action: usize,
+    address: usize,
+    size: usize,
+    stream: usize,
+    stack: usize,
+    pool: usize,
+    free: usize,
+    meta: usize,
+    cat: usize,
+    ctx: usize,
+    da: usize,
+    dr: usize,
+}
+
+/// Streams trace entries into `MemoryAllocatorEvent` while the pickle is read.
+struct Collector<'s> {
+    sink: &'s mut dyn TableSink,
+    ev: TableBuilder,
+    c: EventCols,
+    stacks: Stacks,
+    devices: Vec<Running>,
+    rows: u64,
+    scratch: Vec<(Val, Val)>,
+}
+
+fn as_dict_items(items: &[Val]) -> impl Iterator<Item = (Val, Val)> + '_ {
+    items.chunks_exact(2).map(|p| (p[0], p[1]))
+}
+
+impl Collector<'_> {
+    /// One trace entry given as `(key, value)` pairs.
+    fn event(
+        &mut self,
+        a: &Arena,
+        device: u64,
+        index: u64,
+        pairs: &mut dyn Iterator<Item = (Val, Val)>,
+    ) -> Result<()> {
+        let mut kv = std::mem::take(&mut self.scratch);
+        kv.clear();
+        kv.extend(pairs);
+        // Last value wins on duplicate keys, as in Python.
+        let val = |k: &str| {
+            kv.iter()
+                .rev()
+                .find(|(x, _)| a.str(*x) == Some(k))
+                .map(|p| p.1)
+        };
+        let int = |k: &str| val(k).and_then(|v| a.int(v));
+        let text = |k: &str| val(k).and_then(|v| a.str(v));
+        let dev = usize::try_from(device).unwrap_or(usize::MAX).min(1 << 16);
+        if self.devices.len() <= dev {
+            self.devices.resize(dev + 1, Running::default());
+        }
+        let r = &mut self.devices[dev];
+        let action = text("action");
+        let size = int("size");
+        let ts = int("time_us").and_then(|t| t.checked_mul(1000));
+        let s = size.unwrap_or(0);
+        match action {
+            Some("alloc") => r.alloc = r.alloc.saturating_add(s),
+            Some("free_completed" | "free") => r.alloc = r.alloc.saturating_sub(s),
+            Some("segment_alloc" | "segment_map") => r.reserved = r.reserved.saturating_add(s),
+            Some("segment_free" | "segment_unmap") => r.reserved = r.reserved.saturating_sub(s),
+            Some("oom") => r.ooms += 1,
+            _ => {}
+        }
+        r.max_alloc = r.max_alloc.max(r.alloc);
+        r.max_reserved = r.max_reserved.max(r.reserved);
+        r.events += 1;
+        if let Some(t) = ts {
+            r.first = Some(r.first.map_or(t, |f| f.min(t)));
+            r.last = Some(r.last.map_or(t, |l| l.max(t)));
+        }
+        let (da, dr) = (r.alloc, r.reserved);
+        let stack = self.stacks.id(a, val("frames"));
+        let c = &self.c;
+        let b = &mut self.ev;
+        b.i64(c.ts, ts);
+        b.i64(c.device, i64::try_from(device).ok());
+        b.i64(c.index, i64::try_from(index).ok());
+        b.str(c.action, action);
+        b.i64(c.address, int("addr").or_else(|| int("address")));
+        b.i64(c.size, size);
+        b.i64(c.stream, int("stream"));
+        b.i64(c.stack, stack);
+        b.str(c.pool, val("pool_id").map(|v| render(a, v)).as_deref());
+        b.i64(c.free, int("device_free"));
+        b.str(c.meta, text("user_metadata"));
+        b.str(c.cat, text("category"));
+        b.str(c.ctx, text("compile_context"));
+        b.i64(c.da, Some(da));
+        b.i64(c.dr, Some(dr));
+        self.rows += 1;
+        self.scratch = kv;
+        if let Some(batch) = self.ev.end_row()? {
+            self.sink.batch(&MEMORY_ALLOCATOR_EVENT, batch)?;
+        }
+        Ok(())
+    }
+}
+
+/// `device_traces[d][i]` → Some((d, i)).
+fn trace_path(a: &Arena, path: &[PathEl]) -> Option<(u64, u64)> {
+    match path {
+        [PathEl::Key(k), PathEl::Index(d), PathEl::Index(i)]
+            if a.str(*k) == Some("device_traces") =>
+        {
+            Some((*d, *i))
+        }
+        _ => None,
+    }
+}
+
+impl Hook for Collector<'_> {
+    fn dict(&mut self, a: &Arena, path: &[PathEl], items: &[Val]) -> Result<bool> {
+        let Some((d, i)) = trace_path(a, path) else {
+            return Ok(false);
+        };
+        if !as_dict_items(items).any(|(k, _)| a.str(k) == Some("action")) {
+            return Ok(false);
+        }
+        self.event(a, d, i, &mut as_dict_items(items))?;
+        Ok(true)
+    }
+}
+
+/// Python-style text of a value (settings, pool ids).
+fn render(a: &Arena, v: Val) -> String {
+    match v {
+        Val::None => "None".into(),
+        Val::Bool(b) => if b { "True" } else { "False" }.into(),
+        Val::Int(i) => i.to_string(),
+        Val::Big(_) => a.big(v).map(|b| b.to_string()).unwrap_or_default(),
+        Val::BigText(_) | Val::Str(_) => a.str(v).unwrap_or_default().to_string(),
+        Val::Float(f) => f.to_string(),
+        Val::Bytes(_) => format!("<{} bytes>", a.bytes(v).map_or(0, |b| b.len())),
+        Val::Obj(_) => match a.kind(v) {
+            Some(Kind::Dict) => {
+                let parts: Vec<String> = a
+                    .pairs(v)
+                    .take(64)
+                    .map(|(k, x)| format!("{}: {}", render(a, k), render(a, x)))
+                    .collect();
+                format!("{{{}}}", parts.join(", "))
+            }
+            _ => {
+                let parts: Vec<String> = a.items(v).take(64).map(|x| render(a, x)).collect();
+                parts.join(",")
+            }
+        },
+    }
+}
+
+/// Reads the memory snapshot in `src` and writes the six `Memory*` tables to `sink`.
+///
+/// Errors: only a sink failure is returned as `Err`. Faults in the file (truncation, a refused
+/// code opcode, a limit) become a [`Problem`] with code `ERROR_PROCESS_INCOMPLETE` in the report,
+/// and everything decoded before the fault is still written.
+pub fn process(
+    src: &dyn ByteSource,
+    file_name: &str,
+    sink: &mut dyn TableSink,
+) -> Result<MemSnapReport> {
+    process_with(src, file_name, Limits::default(), sink)
+}
+
+/// [`process`] with explicit memory [`Limits`].
+pub fn process_with(
+    src: &dyn ByteSource,
+    file_name: &str,
+    limits: Limits,
+    sink: &mut dyn TableSink,
+) -> Result<MemSnapReport> {
+    let def = &MEMORY_ALLOCATOR_EVENT;
+    let c = EventCols {
+        ts: def.col("timestamp"),
+        device: def.col("device"),
+        index: def.col("trace_index"),
+        action: def.col("action"),
+        address: def.col("address"),
+        size: def.col("size"),
+        stream: def.col("stream"),
+        stack: def.col("stack_id"),
+        pool: def.col("pool_id"),
+        free: def.col("device_free"),
+        meta: def.col("user_metadata"),
+        cat: def.col("category"),
+        ctx: def.col("compile_context"),
+        da: def.col("allocated_delta_bytes"),
+        dr: def.col("reserved_delta_bytes"),
+    };
+    let mut col = Collector {
+        sink,
+        ev: TableBuilder::new(def),
+        c,
+        stacks: Stacks::default(),
+        devices: Vec::new(),
+        rows: 0,
+        scratch: Vec::new(),
+    };
+    let parsed = pickle::parse(src, limits, &mut col);
+    let a = &parsed.arena;
+    let mut report = MemSnapReport {
+        file: file_name.to_string(),
+        protocol: parsed.protocol,
+        retained_values: (a.item_count() + a.obj_count()) as u64,
+        ..MemSnapReport::default()
+    };
+    if let Some(e) = &parsed.error {
+        report.problems.push(Problem::from_error(
+            Severity::Error,
+            "ERROR_PROCESS_INCOMPLETE",
+            file_name,
+            e,
+        ));
+    }
+    let root = parsed.root.filter(|r| a.kind(*r) == Some(Kind::Dict));
+    if root.is_none() && parsed.error.is_none() {
+        report.problems.push(Problem::new(
+            Severity::Error,
+            "ERROR_PROCESS_INCOMPLETE",
+            Some(file_name),
+            format!("{file_name}: the pickle does not hold a dict (not a memory snapshot)"),
+        ));
+    }
+    let root = root.unwrap_or(Val::None);
+
+    // Trace entries the hook did not consume (shared via the memo, or salvaged after a fault).
+    if let Some(traces) = a.get(root, "device_traces") {
+        for (d, list) in a.seq(traces).enumerate() {
+            for (i, e) in a.seq(list).enumerate() {
+                if a.kind(e) == Some(Kind::Dict) && !a.is_elided(e) {
+                    col.event(a, d as u64, i as u64, &mut a.pairs(e))?;
+                }
+            }
+        }
+    }
+    if col.ev.pending_rows() > 0 {
+        let batch = col.ev.take_batch()?;
+        col.sink.batch(def, batch)?;
+    }
+    report.events = col.rows;
+    let Collector {
+        sink,
+        mut stacks,
+        devices,
+        ..
+    } = col;
+
+    // Segments and blocks.
+    let mut finals: HashMap<i64, (i64, i64)> = HashMap::new();
+    if let Some(segs) = a.get(root, "segments") {
+        let (nseg, nblk) = segments(a, segs, &mut stacks, &mut finals, sink)?;
+        report.segments = nseg;
+        report.blocks = nblk;
+    }
+
+    // Annotations.
+    if let Some(list) = a.get(root, "external_annotations") {
+        let def = &MEMORY_ANNOTATION;
+        let mut e = Emitter::new(def, sink);
+        let (ts, dev, name, stage) = (
+            def.col("timestamp"),
+            def.col("device"),
+            def.col("name"),
+            def.col("stage"),
+        );
+        for x in a.seq(list) {
+            let g = |k| a.get(x, k);
+            e.b.i64(
+                ts,
+                g("time_us")
+                    .and_then(|v| a.int(v))
+                    .and_then(|t| t.checked_mul(1000)),
+            );
+            e.b.i64(dev, g("device").and_then(|v| a.int(v)));
+            e.b.str(name, g("name").and_then(|v| a.str(v)));
+            e.b.str(stage, g("stage").and_then(|v| a.str(v)));
+            e.end_row()?;
+        }
+        report.annotations = e.finish()?;
+    }
+
+    // Settings.
+    if let Some(set) = a.get(root, "allocator_settings") {
+        let def = &MEMORY_ALLOCATOR_SETTINGS;
+        let mut e = Emitter::new(def, sink);
+        let (kc, vc) = (def.col("key"), def.col("value"));
+        for (k, v) in a.pairs(set) {
+            let key = render(a, k);
+            if a.kind(v) == Some(Kind::Dict) {
+                for (k2, v2) in a.pairs(v) {
+                    e.b.str(kc, Some(&format!("{key}.{}", render(a, k2))));
+                    e.b.str(vc, Some(&render(a, v2)));
+                    e.end_row()?;
+                }
+            } else {
+                e.b.str(kc, Some(&key));
+                e.b.str(vc, Some(&render(a, v)));
+                e.end_row()?;
+            }
+        }
+        report.settings = e.finish()?;
+    }
+
+    // Stacks (last: events, segments and blocks registered them).
+    {
+        let def = &MEMORY_STACK_FRAME;
+        let mut e = Emitter::new(def, sink);
+        let cols: Vec<usize> = [
+            "stack_id",
+            "depth",
+            "filename",
+            "line",
+            "name",
+            "fx_node_op",
+            "fx_node_name",
+            "fx_original_trace",
+        ]
+        .iter()
+        .map(|n| def.col(n))
+        .collect();
+        for (sid, frames) in stacks.order.iter().enumerate() {
+            for (depth, f) in a.seq(*frames).enumerate() {
+                let g = |k| a.get(f, k);
+                e.b.i64(cols[0], Some(sid as i64));
+                e.b.i64(cols[1], i64::try_from(depth).ok());
+                e.b.str(cols[2], g("filename").and_then(|v| a.str(v)));
+                e.b.i64(cols[3], g("line").and_then(|v| a.int(v)));
+                e.b.str(cols[4], g("name").and_then(|v| a.str(v)));
+                e.b.str(cols[5], g("fx_node_op").and_then(|v| a.str(v)));
+                e.b.str(cols[6], g("fx_node_name").and_then(|v| a.str(v)));
+                e.b.str(cols[7], g("fx_original_trace").and_then(|v| a.str(v)));
+                e.end_row()?;
+            }
+        }
+        report.frames = e.finish()?;
+        report.stacks = stacks.order.len() as u64;
+    }
+
+    // Per-device totals.
+    let mut devs: std::collections::BTreeSet<i64> = (0..devices.len() as i64).collect();
+    devs.extend(finals.keys().copied());
+    for d in devs {
+        let r = usize::try_from(d)
+            .ok()
+            .and_then(|i| devices.get(i))
+            .copied()
+            .unwrap_or_default();
+        let (fa, fr) = finals.get(&d).copied().unwrap_or((0, 0));
+        let ba = fa.saturating_sub(r.alloc);
+        let br = fr.saturating_sub(r.reserved);
+        let dr = DeviceReport {
+            device: d,
+            events: r.events,
+            first_ts_ns: r.first,
+            last_ts_ns: r.last,
+            baseline_allocated_bytes: ba,
+            baseline_reserved_bytes: br,
+            peak_allocated_bytes: ba.saturating_add(r.max_alloc),
+            peak_reserved_bytes: br.saturating_add(r.max_reserved),
+            final_allocated_bytes: fa,
+            final_reserved_bytes: fr,
+            ooms: r.ooms,
+        };
+        if ba < 0 || br < 0 {
+            report.problems.push(Problem::new(
+                Severity::Warning,
+                "MEMORY_SNAPSHOT_INCONSISTENT",
+                Some(file_name),
+                format!(
+                    "{file_name}: device {d}: the trace frees more than the segments account for \
+                     (baseline allocated {ba} B, reserved {br} B)"
+                ),
+            ));
+        }
+        report.ooms += dr.ooms;
+        report.first_ts_ns = min_opt(report.first_ts_ns, dr.first_ts_ns);
+        report.last_ts_ns = max_opt(report.last_ts_ns, dr.last_ts_ns);
+        report.peak_allocated_bytes =
+            max_opt(report.peak_allocated_bytes, Some(dr.peak_allocated_bytes));
+        report.peak_reserved_bytes =
+            max_opt(report.peak_reserved_bytes, Some(dr.peak_reserved_bytes));
+        report.devices.push(dr);
+    }
+    Ok(report)
+}
+
+fn min_opt(a: Option<i64>, b: Option<i64>) -> Option<i64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    }
+}
+
+fn max_opt(a: Option<i64>, b: Option<i64>) -> Option<i64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.max(y)),
+        (x, y) => x.or(y),
+    }
+}
+
+/// Writes `MemorySegment` and `MemoryBlock`; fills per-device final (allocated, reserved).
+fn segments(
+    a: &Arena,
+    segs: Val,
+    stacks: &mut Stacks,
+    finals: &mut HashMap<i64, (i64, i64)>,
+    sink: &mut dyn TableSink,
+) -> Result<(u64, u64)> {
+    let sd = &MEMORY_SEGMENT;
+    let bd = &MEMORY_BLOCK;
+    let mut blocks = TableBuilder::new(bd);
+    let bc: Vec<usize> = [
+        "segment_index",
+        "block_index",
+        "device",
+        "address",
+        "offset",
+        "size",
+        "requested_size",
+        "state",
+        "stack_id",
+    ]
+    .iter()
+    .map(|n| bd.col(n))
+    .collect();
+    let mut nblk = 0u64;
+    let mut e = Emitter::new(sd, &mut *sink);
+    let sc: Vec<usize> = [
+        "segment_index",
+        "device",
+        "address",
+        "total_size",
+        "allocated_size",
+        "active_size",
+        "requested_size",
+        "stream",
+        "segment_type",
+        "segment_pool_id",
+        "is_expandable",
+        "stack_id",
+        "block_count",
+    ]
+    .iter()
+    .map(|n| sd.col(n))
+    .collect();
+    let mut pending = Vec::new();
+    for (si, s) in a.seq(segs).enumerate() {
+        let int = |k| a.get(s, k).and_then(|v| a.int(v));
+        let device = int("device");
+        let address = int("address");
+        let total = int("total_size");
+        let blist = a.get(s, "blocks");
+        let fin = finals.entry(device.unwrap_or(0)).or_default();
+        fin.1 = fin.1.saturating_add(total.unwrap_or(0));
+        e.b.i64(sc[0], Some(si as i64));
+        e.b.i64(sc[1], device);
+        e.b.i64(sc[2], address);
+        e.b.i64(sc[3], total);
+        e.b.i64(sc[4], int("allocated_size"));
+        e.b.i64(sc[5], int("active_size"));
+        e.b.i64(sc[6], int("requested_size"));
+        e.b.i64(sc[7], int("stream"));
+        e.b.str(sc[8], a.get(s, "segment_type").and_then(|v| a.str(v)));
+        e.b.str(
+            sc[9],
+            a.get(s, "segment_pool_id").map(|v| render(a, v)).as_deref(),
+        );
+        e.b.bool(
+            sc[10],
+            a.get(s, "is_expandable").and_then(|v| match v {
+                Val::Bool(b) => Some(b),
+                _ => None,
+            }),
+        );
+        e.b.i64(sc[11], stacks.id(a, a.get(s, "frames")));
+        e.b.i64(sc[12], blist.map(|b| a.seq(b).count() as i64));
+        e.end_row()?;
+
+        let mut offset: i64 = 0;
+        for (bi, b) in blist.map(|b| a.seq(b)).into_iter().flatten().enumerate() {
+            let g = |k| a.get(b, k);
+            let hist0 = g("history").and_then(|h| a.seq(h).next());
+            let size = g("size").and_then(|v| a.int(v)).or_else(|| {
+                hist0
+                    .and_then(|h| a.get(h, "real_size"))
+                    .and_then(|v| a.int(v))
+            });
+            let addr = g("address")
+                .or_else(|| g("addr"))
+                .and_then(|v| a.int(v))
+                .or_else(|| address.and_then(|x| x.checked_add(offset)));
+            let state = g("state").and_then(|v| a.str(v));
+            let frames = g("frames").or_else(|| hist0.and_then(|h| a.get(h, "frames")));
+            if state.is_some_and(|s| s != "inactive") {
+                fin.0 = fin.0.saturating_add(size.unwrap_or(0));
+            }
+            blocks.i64(bc[0], Some(si as i64));
+            blocks.i64(bc[1], Some(bi as i64));
+            blocks.i64(bc[2], device);
+            blocks.i64(bc[3], addr);
+            blocks.i64(bc[4], addr.zip(address).and_then(|(x, s)| x.checked_sub(s)));
+            blocks.i64(bc[5], size);
+            blocks.i64(bc[6], g("requested_size").and_then(|v| a.int(v)));
+            blocks.str(bc[7], state);
+            blocks.i64(bc[8], stacks.id(a, frames));
+            nblk += 1;
+            if let Some(batch) = blocks.end_row()? {
+                pending.push(batch);
+            }
+            offset = offset.saturating_add(size.unwrap_or(0));
+        }
+    }
+    let nseg = e.finish()?;
+    for batch in pending {
+        sink.batch(bd, batch)?;
+    }
+    if blocks.pending_rows() > 0 {
+        sink.batch(bd, blocks.take_batch()?)?;
+    }
+    Ok((nseg, nblk))
+}
