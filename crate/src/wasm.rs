@@ -1,6 +1,6 @@
 //! The JS-facing API, compiled only for wasm32 and used from a Web Worker (www/src/worker.ts).
 //! Bulk data crosses as `Uint8Array`s (Arrow IPC, Parquet, zip); small metadata as plain JS
-//! objects through serde-wasm-bindgen. Nothing here decodes: it wires browser `Blob`s to the core.
+//! objects as JSON (see `to_js`). Nothing here decodes: it wires browser `Blob`s to the core.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -112,9 +112,13 @@ pub struct Session {
     results: BTreeMap<String, BTreeMap<&'static str, StoredTable>>,
 }
 
+/// Results cross to JS through JSON text: reports have integer-keyed maps (trace_info name
+/// tables) and Unix-ns times beyond 2^53, which serde-wasm-bindgen refuses; `JSON.parse` turns
+/// keys into strings and large integers into (rounded, display-only) numbers. Exact values stay
+/// in the tables (int64 → BigInt).
 fn to_js<T: Serialize>(v: &T) -> std::result::Result<JsValue, JsError> {
-    v.serialize(&serde_wasm_bindgen::Serializer::json_compatible())
-        .map_err(|e| JsError::new(&e.to_string()))
+    let text = serde_json::to_string(v).map_err(|e| JsError::new(&e.to_string()))?;
+    js_sys::JSON::parse(&text).map_err(|_| JsError::new("result is not valid JSON"))
 }
 
 fn js_err(e: Error) -> JsError {
@@ -318,13 +322,7 @@ impl Session {
         )
         .map_err(js_err)?;
         let key = format!("{profile_id}#system");
-        // Through JSON: the report has integer-keyed maps (trace_info name tables) and Unix-ns
-        // times beyond 2^53, which the direct serializer refuses; JSON.parse turns keys into
-        // strings and large integers into (rounded) numbers.
-        let text =
-            serde_json::to_string(&out.with_key(&key)).map_err(|e| JsError::new(&e.to_string()))?;
-        let js = js_sys::JSON::parse(&text)
-            .map_err(|_| JsError::new("system result is not valid JSON"))?;
+        let js = to_js(&out.with_key(&key))?;
         self.store(&key, sink, &js)?;
         Ok(js)
     }
