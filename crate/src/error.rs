@@ -50,7 +50,7 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Io(e) => write!(f, "read error: {e}"),
+            Error::Io(e) => write!(f, "I/O error: {e}"),
             Error::Truncated {
                 offset,
                 wanted,

@@ -44,7 +44,8 @@ fn main() -> ExitCode {
             say!("{USAGE}");
             Ok(())
         }
-        _ => Err(Error::Other(USAGE.to_string())),
+        Some(other) => Err(Error::Other(format!("unknown command {other:?}\n{USAGE}"))),
+        None => Err(Error::Other(USAGE.to_string())),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
@@ -191,6 +192,17 @@ fn cmd_scan(args: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// Creates a directory (and parents); the error names the path.
+fn create_dir(p: &Path) -> Result<()> {
+    std::fs::create_dir_all(p)
+        .map_err(|e| Error::Io(format!("cannot create directory {}: {e}", p.display())))
+}
+
+/// Creates an output file; the error names the path.
+fn create_file(p: &Path) -> Result<std::fs::File> {
+    std::fs::File::create(p).map_err(|e| Error::Io(format!("cannot create {}: {e}", p.display())))
+}
+
 fn cmd_convert(args: &[String]) -> Result<()> {
     let dir = positional(args, &["-o"]).ok_or_else(|| Error::Other(USAGE.into()))?;
     let out = PathBuf::from(opt(args, "-o").ok_or_else(|| Error::Other(USAGE.into()))?);
@@ -204,9 +216,9 @@ fn cmd_convert(args: &[String]) -> Result<()> {
             .any(|f| f.ends_with("ntrace.pb") || f.ends_with("trace_info.pb"))
         {
             let target = out.join(neuronscope::util::safe_name(&p.id)).join("system");
-            std::fs::create_dir_all(&target)?;
+            create_dir(&target)?;
             let mut psink = sink::ParquetSink::new(|table: &str| {
-                std::fs::File::create(target.join(format!("{table}.parquet"))).map_err(Error::from)
+                create_file(&target.join(format!("{table}.parquet")))
             });
             let res = profile::process_system(&inv, &p.id, &open, &mut psink, &mut |_, _, _| {})?;
             say!("{} / system -> {}", p.id, target.display());
@@ -221,9 +233,9 @@ fn cmd_convert(args: &[String]) -> Result<()> {
             let target = out
                 .join(neuronscope::util::safe_name(&p.id))
                 .join(neuronscope::util::safe_name(&d.name));
-            std::fs::create_dir_all(&target)?;
+            create_dir(&target)?;
             let mut psink = sink::ParquetSink::new(|table: &str| {
-                std::fs::File::create(target.join(format!("{table}.parquet"))).map_err(Error::from)
+                create_file(&target.join(format!("{table}.parquet")))
             });
             let t0 = Instant::now();
             let res =
@@ -252,9 +264,9 @@ fn cmd_convert(args: &[String]) -> Result<()> {
             continue;
         }
         let target = out.join(neuronscope::util::safe_name(&f.path));
-        std::fs::create_dir_all(&target)?;
+        create_dir(&target)?;
         let mut psink = sink::ParquetSink::new(|table: &str| {
-            std::fs::File::create(target.join(format!("{table}.parquet"))).map_err(Error::from)
+            create_file(&target.join(format!("{table}.parquet")))
         });
         let res = profile::process_memory(&inv, &f.path, &open, &mut psink)?;
         say!("{} -> {}", f.path, target.display());
@@ -268,8 +280,22 @@ fn cmd_convert(args: &[String]) -> Result<()> {
             }
         }
     }
+    if inv.profiles.is_empty()
+        && !inv
+            .files
+            .iter()
+            .any(|f| matches!(f.kind, inventory::FileKind::MemorySnapshot { .. }))
+    {
+        return Err(Error::Other(format!(
+            "{}: no profile found (no .ntff, .neff, trace_info.pb/ntrace.pb or memory snapshot)",
+            dir.display()
+        )));
+    }
     if failures > 0 {
-        eprintln!("{failures} error(s); tables decoded before each fault were written");
+        // Exit non-zero, but only after every table that could be decoded was written.
+        return Err(Error::Other(format!(
+            "{failures} error(s); tables decoded before each fault were written"
+        )));
     }
     Ok(())
 }

@@ -341,6 +341,35 @@ pub fn process_device(
                 let raw_ps = rep.info.subgraphs.iter().all(|s| {
                     s.calibration.is_identity() && s.calibration.dma.iter().all(|d| d.is_identity())
                 });
+                // Records that decode to no instruction are dropped, never guessed: say how many,
+                // so a corrupt trace does not pass for a quiet one.
+                for c in &rep.cores {
+                    let odd = c.foreign_records + c.unpaired_ends;
+                    if odd > 0 {
+                        problems.push(Problem::new(
+                            Severity::Info,
+                            "NTFF_RECORDS_DROPPED",
+                            Some(path),
+                            format!(
+                                "{path}: {} instruction records of {} point outside its code \
+                                 block (another run's code image, or corrupt bytes) and {} end \
+                                 records have no start; they were dropped",
+                                c.foreign_records, c.name, c.unpaired_ends
+                            ),
+                        ));
+                    }
+                }
+                if rep.instructions == 0 {
+                    problems.push(Problem::new(
+                        Severity::Warning,
+                        "Missing Data",
+                        Some(path),
+                        format!(
+                            "{path}: no instruction could be decoded from the trace buffers \
+                             (empty window, or corrupt records)"
+                        ),
+                    ));
+                }
                 if let Err(e) = crate::summary::write_summary(&kept, &rep, raw_ps, &mut sink) {
                     problems.push(Problem::from_error(Severity::Error, "SUMMARY", path, &e));
                 }
