@@ -131,13 +131,13 @@ pub fn gather(t: &Tables, raw_ps: bool) -> Gathered {
     // Batch by batch: the per-row vectors below then cost one batch (≤ 64 Ki rows), not the
     // whole table (a 200 MB NTFF has ~6 M instructions).
     for b in t.get("Instruction").unwrap_or(&[]) {
-        let (s, e) = (i64s(&b, "start_ts"), i64s(&b, "end_ts"));
+        let (s, e) = (i64s(b, "start_ts"), i64s(b, "end_ts"));
         let (rs, re) = (
-            i64s(&b, "nscope_raw_start_ticks"),
-            i64s(&b, "nscope_raw_end_ticks"),
+            i64s(b, "nscope_raw_start_ticks"),
+            i64s(b, "nscope_raw_end_ticks"),
         );
-        let eng = strs(&b, "engine");
-        let op = strs(&b, "opcode");
+        let eng = strs(b, "engine");
+        let op = strs(b, "opcode");
         for i in 0..b.num_rows() {
             let Some((a, z)) = span_of(i, (&rs, &re), (&s, &e), raw_ps) else {
                 continue;
@@ -155,13 +155,13 @@ pub fn gather(t: &Tables, raw_ps: bool) -> Gathered {
         }
     }
     for b in t.get("DmaPacket").unwrap_or(&[]) {
-        let (s, e) = (i64s(&b, "start_ts"), i64s(&b, "end_ts"));
+        let (s, e) = (i64s(b, "start_ts"), i64s(b, "end_ts"));
         let (rs, re) = (
-            i64s(&b, "nscope_raw_start_ticks"),
-            i64s(&b, "nscope_raw_end_ticks"),
+            i64s(b, "nscope_raw_start_ticks"),
+            i64s(b, "nscope_raw_end_ticks"),
         );
-        let qt = strs(&b, "queue_type");
-        let by = i64s(&b, "transfer_bytes");
+        let qt = strs(b, "queue_type");
+        let by = i64s(b, "transfer_bytes");
         for i in 0..b.num_rows() {
             let Some((a, z)) = span_of(i, (&rs, &re), (&s, &e), raw_ps) else {
                 continue;
