@@ -147,6 +147,20 @@ impl TableSink for SpanCollector<'_> {
     }
 }
 
+/// Closes a processed profile: `Warning` rows from `problems`, then `SchemaFields` describing
+/// every table written (itself included). Returns the tables written with their row counts.
+fn finish_tables(problems: &[Problem], sink: &mut Counting<'_>) -> Result<Vec<TableCount>> {
+    write_warnings(problems, sink)?;
+    let mut defs: Vec<&'static TableDef> = sink.rows.values().map(|(d, _)| *d).collect();
+    defs.push(&explorer::SCHEMA_FIELDS);
+    tables::schema_fields(&defs, sink)?;
+    Ok(sink
+        .rows
+        .iter()
+        .map(|(n, (_, r))| TableCount { name: n, rows: *r })
+        .collect())
+}
+
 /// Finds a profile by id and one of its device profiles by index.
 pub fn find_device<'i>(
     inv: &'i Inventory,
@@ -384,20 +398,13 @@ pub fn process_device(
         }
     }
 
-    write_warnings(&problems, &mut sink)?;
-    let mut defs: Vec<&'static TableDef> = sink.rows.values().map(|(d, _)| *d).collect();
-    defs.push(&explorer::SCHEMA_FIELDS);
-    tables::schema_fields(&defs, &mut sink)?;
+    let tables = finish_tables(&problems, &mut sink)?;
 
     Ok(DeviceResult {
         key: String::new(),
         profile_id: profile.id.clone(),
         device: dev.name.clone(),
-        tables: sink
-            .rows
-            .iter()
-            .map(|(n, (_, r))| TableCount { name: n, rows: *r })
-            .collect(),
+        tables,
         summary,
         problems,
     })
@@ -474,18 +481,11 @@ pub fn process_system(
     let report = crate::system::process(profile, open, &mut sink, progress)?;
     let mut problems: Vec<Problem> = profile.problems.clone();
     problems.extend(report.problems.iter().cloned());
-    write_warnings(&problems, &mut sink)?;
-    let mut defs: Vec<&'static TableDef> = sink.rows.values().map(|(d, _)| *d).collect();
-    defs.push(&explorer::SCHEMA_FIELDS);
-    tables::schema_fields(&defs, &mut sink)?;
+    let tables = finish_tables(&problems, &mut sink)?;
     Ok(SystemResult {
         key: String::new(),
         profile_id: profile.id.clone(),
-        tables: sink
-            .rows
-            .iter()
-            .map(|(n, (_, r))| TableCount { name: n, rows: *r })
-            .collect(),
+        tables,
         report,
         problems,
     })
@@ -538,18 +538,11 @@ pub fn process_memory(
     };
     let src = open(path)?;
     let report = crate::memsnap::process(&*src, path, &mut sink)?;
-    write_warnings(&report.problems, &mut sink)?;
-    let mut defs: Vec<&'static TableDef> = sink.rows.values().map(|(d, _)| *d).collect();
-    defs.push(&explorer::SCHEMA_FIELDS);
-    tables::schema_fields(&defs, &mut sink)?;
+    let tables = finish_tables(&report.problems, &mut sink)?;
     Ok(MemoryResult {
         key: String::new(),
         file: path.to_string(),
-        tables: sink
-            .rows
-            .iter()
-            .map(|(n, (_, r))| TableCount { name: n, rows: *r })
-            .collect(),
+        tables,
         report,
     })
 }
