@@ -5,6 +5,9 @@
 //! KevGomes: the three NEFFs with NKI kernel debug info and their paired NTFFs. Run with
 //! `--nocapture` to see the match rates.
 
+mod common;
+use common::samples;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,16 +18,6 @@ use neuronscope::ntff::{self, DecodeContext};
 use neuronscope::source::FileSource;
 use neuronscope::tables::Tables;
 use serde_json::Value;
-
-fn samples() -> PathBuf {
-    let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/samples"));
-    assert!(
-        p.join("INDEX.tsv").is_file(),
-        "sample folder missing: {} (tests need the shared samples next to the repository)",
-        p.display()
-    );
-    p
-}
 
 fn index() -> Vec<Vec<String>> {
     let root = samples();

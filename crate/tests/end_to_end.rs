@@ -2,6 +2,9 @@
 //! JSON exports (the seven allenkchau v6 triples: NEFF + NTFF + `*_profile_full.json`), plus the
 //! KevGomes System+Device capture and the whole-pipeline robustness on corrupted input.
 
+mod common;
+use common::samples;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -14,16 +17,6 @@ use neuronscope::source::FileSource;
 use neuronscope::tables::Tables;
 use neuronscope::{ByteSource, Result, Severity};
 use serde_json::Value;
-
-fn samples() -> PathBuf {
-    let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/samples"));
-    assert!(
-        p.join("INDEX.tsv").is_file(),
-        "sample folder missing: {} (tests read ../shared/samples beside the repository)",
-        p.display()
-    );
-    p
-}
 
 /// Files under `dir` as the browser presents a picked folder: relative to its parent.
 fn picked(dir: &Path) -> Vec<(String, u64)> {

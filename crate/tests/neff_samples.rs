@@ -2,6 +2,9 @@
 //! §6, §7), the allenkchau JSON exports (`neff_header`, `neff_node`, semaphore ids), the synthetic
 //! writer round trip, and garbage/truncated input.
 
+mod common;
+use common::samples;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -11,18 +14,6 @@ use neuronscope::neff::{self, write, HashCheck, OpenOptions};
 use neuronscope::source::{FileSource, SliceSource};
 use neuronscope::tables::Tables;
 use serde_json::Value;
-
-const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/samples");
-
-fn samples() -> PathBuf {
-    let p = PathBuf::from(SAMPLES);
-    assert!(
-        p.join("INDEX.tsv").is_file(),
-        "sample folder {} (with INDEX.tsv) is missing: the NEFF tests need ../shared/samples",
-        p.display()
-    );
-    p
-}
 
 fn walk(dir: &Path, ext: &str, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<_> = std::fs::read_dir(dir)

@@ -2,6 +2,9 @@
 //! exports (ntff.md §3.3.2, §4.4, §4.5, §5.2, §10 steps 6–8). Run with `--nocapture` for the
 //! per-field match rates.
 
+mod common;
+use common::samples;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -10,16 +13,6 @@ use neuronscope::ntff::{self, DecodeContext, DecodeReport};
 use neuronscope::source::{FileSource, SliceSource};
 use neuronscope::tables::Tables;
 use serde_json::Value;
-
-fn samples() -> PathBuf {
-    let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/samples"));
-    assert!(
-        p.join("INDEX.tsv").is_file(),
-        "sample folder missing: {} (tests need the shared samples next to the repository)",
-        p.display()
-    );
-    p
-}
 
 /// (ntff path, json path) for the 16 exports, from INDEX.tsv.
 fn export_pairs() -> Vec<(PathBuf, PathBuf)> {

@@ -4,6 +4,9 @@
 //! 9 AnchovyPark v5 exports (`profile_*.json`, profiler 2.27.33.0); INDEX.tsv's `ground_truth`
 //! column names the export of each NTFF. Run with `--nocapture` to see the match-rate tables.
 
+mod common;
+use common::samples;
+
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
@@ -12,16 +15,6 @@ use neuronscope::ntff::{self, DecodeContext, DecodeReport, TimeOrigin};
 use neuronscope::source::{ByteSource, FileSource, SliceSource};
 use neuronscope::tables::Tables;
 use serde_json::Value;
-
-fn samples() -> PathBuf {
-    let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/samples"));
-    assert!(
-        p.join("INDEX.tsv").is_file(),
-        "sample folder missing: {} (tests need the shared samples next to the repository)",
-        p.display()
-    );
-    p
-}
 
 /// (ntff path, json path) for the 16 exports, from INDEX.tsv.
 fn export_pairs() -> Vec<(PathBuf, PathBuf)> {

@@ -1,6 +1,9 @@
 //! Pairing and inventory on the real samples: INDEX.tsv column `ntff_pairs_with_neff` is the
 //! ground truth (spec/pairing.md §4.3: 38 pairs, 12 NTFFs without a NEFF).
 
+mod common;
+use common::samples;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -8,16 +11,6 @@ use neuronscope::inventory::{self, DeviceProfile, FileKind, Inventory, PairStatu
 use neuronscope::pairing::{self, uuid_match, UuidMatch};
 use neuronscope::source::FileSource;
 use neuronscope::{ByteSource, Result, Severity};
-
-fn samples() -> PathBuf {
-    let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/samples"));
-    assert!(
-        p.join("INDEX.tsv").is_file(),
-        "sample folder missing: expected {} (../shared/samples relative to the repository root)",
-        p.display()
-    );
-    p
-}
 
 /// All files below `root`, as (path relative to `root`, size), sorted.
 fn walk(root: &Path) -> Vec<(String, u64)> {

@@ -2,6 +2,9 @@
 //! (KevGomes-nki-moe-megakernel/output/i-0af76a70a6d3864dd_pid_713479): spec README conformance
 //! tests 10 and 11, table contents, and no-panic runs on truncated / bit-flipped copies.
 
+mod common;
+use common::samples;
+
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -14,16 +17,6 @@ use neuronscope::{ByteSource, Result};
 
 const CAPTURE: &str = "KevGomes-nki-moe-megakernel/output";
 const DIR: &str = "i-0af76a70a6d3864dd_pid_713479";
-
-fn samples() -> PathBuf {
-    let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/samples"));
-    assert!(
-        p.join("INDEX.tsv").is_file(),
-        "sample folder missing: expected {} (../shared/samples relative to the repository root)",
-        p.display()
-    );
-    p
-}
 
 fn capture_root() -> PathBuf {
     let root = samples().join(CAPTURE);
