@@ -21,12 +21,13 @@ import {
 import { renderSummary } from './views/summary.ts';
 import { TableBrowser, type TableSource } from './views/tables.ts';
 import { buildTimeline } from './views/timeline-model.ts';
+import { addDeviceRows, DMA_COLUMNS, PENDING_DMA_COLUMNS, SEMAPHORE_COLUMNS, THROTTLE_COLUMNS } from './views/device-rows.ts';
 import { TimelineView } from './views/timeline.ts';
 
 type State = 'boot' | 'idle' | 'loading' | 'processing' | 'ready' | 'error';
 
 const client = new CoreClient();
-const timeline = new TimelineView();
+const timeline = new TimelineView({ gutter: 190 });
 /** System profile: runtime/hardware spans per thread and core, CPU and host memory under them. */
 const systemView = new TimelineView({
   canvasTestid: 'system-canvas',
@@ -188,8 +189,17 @@ async function openDevice(profile: ProfileEntry, deviceIndex: number): Promise<v
   try {
     progress('Drawing the timeline');
     const hasInstr = result.tables.some((t) => t.name === 'Instruction');
-    timeline.rowLoader = (row) => source.page('Instruction', row, 1);
-    timeline.setModel(hasInstr ? buildTimeline(await source.columns('Instruction', TIMELINE_COLUMNS)) : null);
+    timeline.rowLoader = (row, table) => source.page(table, row, 1);
+    // Rows under the engines come from tables a profile may or may not have (PendingDma is newer).
+    const has = (n: string): boolean => result.tables.some((t) => t.name === n && Number(t.rows) > 0);
+    const opt = (n: string, cols: string[]): Promise<Table | null> => (has(n) ? source.columns(n, cols) : Promise.resolve(null));
+    const [instr, dma, semaphores, throttle, pending] = await Promise.all([
+      hasInstr ? source.columns('Instruction', TIMELINE_COLUMNS) : Promise.resolve(null),
+      opt('DmaPacket', DMA_COLUMNS), opt('SemaphoreUpdate', SEMAPHORE_COLUMNS), opt('Throttle', THROTTLE_COLUMNS), opt('PendingDma', PENDING_DMA_COLUMNS),
+    ]);
+    if (selected?.profileId !== profile.id || selected.deviceIndex !== deviceIndex) return;
+    const model = instr !== null || dma !== null ? buildTimeline(instr ?? emptyInstructions()) : null;
+    timeline.setModel(model === null ? null : addDeviceRows(model, { dma, semaphores, throttle, pending }));
     progress(null);
     setState('ready');
   } catch (e) {
@@ -296,6 +306,10 @@ async function openSystem(profile: ProfileEntry): Promise<void> {
     progress(null);
     showError(`The system timeline could not be drawn: ${message(e)}`);
   }
+}
+
+function emptyInstructions(): Table {
+  return tableFromArrays({ start_ts: new BigInt64Array(0), end_ts: new BigInt64Array(0) });
 }
 
 function emptyEvents(): Table {

@@ -23,7 +23,27 @@ export interface Track {
   maxDur: number;
   /** busy[k] = summed duration of slices 0..k-1, ns (length = slices + 1). */
   busy: Float64Array;
+  /** What the row shows (colour, tooltip): engine instructions (default), dma, semaphore, pending, throttle. */
+  kind?: RowKind;
+  /** 'step': a counter whose value (values[k]) holds from starts[k] to ends[k]; default 'slice'. */
+  style?: 'slice' | 'step';
+  values?: Float64Array;
+  /** Largest |value| of a step row (its full height). */
+  maxValue?: number;
+  /** Table that `rows` index and its name (for loading a whole row); default the model's table. */
+  table?: Table;
+  source?: string;
+  /** Group header row: the group key; its rows carry the same key in `group`. */
+  header?: string;
+  group?: string;
+  /** Rows in the group (header only) and whether it starts collapsed. */
+  count?: number;
+  collapsed?: boolean;
+  /** Row height, CSS px (default the view's row height). */
+  height?: number;
 }
+
+export type RowKind = 'engine' | 'dma' | 'semaphore' | 'pending' | 'throttle';
 
 export interface TimelineModel {
   tracks: Track[];
@@ -71,7 +91,7 @@ export function numberColumn(table: Table, name: string): Float64Array | null {
 }
 
 /** A string column as dictionary codes into `dict` (extended in place); absent column → all "". */
-function codeColumn(table: Table, name: string, dict: string[], index: Map<string, number>): Uint16Array {
+export function codeColumn(table: Table, name: string, dict: string[], index: Map<string, number>): Uint16Array {
   const out = new Uint16Array(table.numRows);
   const col = table.getChild(name);
   if (col === null) {

@@ -9,7 +9,8 @@
 
 import type { Schema, Table } from 'apache-arrow';
 import { h, nodes } from '../dom.ts';
-import { cell, int, ns, tick } from '../format.ts';
+import { bytes, cell, int, ns, tick } from '../format.ts';
+import { coreLabel } from './summary.ts';
 import { busyIn, lowerBound, type Counter, type TimelineModel, type Track } from './timeline-model.ts';
 
 /** What differs between the device timeline (instructions) and the system timeline (runtime spans). */
@@ -33,8 +34,13 @@ const ROW_H = 24;
 const GUTTER = 150;
 const PAD_BOTTOM = 6;
 
-/** Engine hues (HSL degrees). */
-const HUES: Record<string, number> = { tensor: 212, vector: 150, scalar: 36, gpsimd: 275, sync: 350 };
+/** Engine hues (HSL degrees); the rows under the engines use `engine` dma, semaphore, pending, throttle. */
+const HUES: Record<string, number> = { tensor: 212, vector: 150, scalar: 36, gpsimd: 275, sync: 350, semaphore: 48, pending: 24, throttle: 0 };
+/** DMA packets are coloured by DmaPacket.queue_type. */
+const DMA_HUES: Record<string, number> = { software_dynamic: 186, hardware_dynamic: 318, instruction: 62, static: 62 };
+/** What one slice is called in the details header, per row kind. */
+const NOUNS: Record<string, string> = { dma: 'DMA packet', semaphore: 'semaphore update', pending: 'pending-DMA sample', throttle: 'throttle record' };
+const HEADER_BG = '#1d232c';
 
 const BG = '#14171c';
 const ROW_ALT = '#181c22';
@@ -60,8 +66,16 @@ function niceStep(minNs: number): number {
 }
 
 interface Hit {
+  /** Index into model.tracks. */
   track: number;
   k: number;
+}
+
+/** A visible row: which track, its top and height (CSS px, below the axis included). */
+interface RowBox {
+  track: number;
+  y: number;
+  h: number;
 }
 
 export class TimelineView {
@@ -88,6 +102,10 @@ export class TimelineView {
 
   private readonly opts: TimelineOptions;
   private readonly gutter: number;
+  /** Visible rows top to bottom (collapsed groups hide their rows). */
+  private rows: RowBox[] = [];
+  /** Keys of the collapsed groups. */
+  private readonly collapsed = new Set<string>();
 
   constructor(opts: TimelineOptions = {}) {
     this.opts = opts;
@@ -133,15 +151,75 @@ export class TimelineView {
   /** Shows a new model, zoomed to fit. */
   setModel(model: TimelineModel | null): void {
     this.model = model;
-    this.canvas.dataset['trackLabels'] = JSON.stringify(model?.tracks.map((t) => t.label) ?? []);
+    this.collapsed.clear();
+    for (const t of model?.tracks ?? []) if (t.header !== undefined && t.collapsed === true) this.collapsed.add(t.header);
     this.canvas.dataset['counterLabels'] = JSON.stringify(model?.counters?.map((c) => c.label) ?? []);
+    // Rows under the engines, by kind (group headers not counted), for tools and tests.
+    const count = (kind: string): number => model?.tracks.filter((t) => t.kind === kind && t.header === undefined).length ?? 0;
+    this.canvas.dataset['dmaRows'] = String(count('dma'));
+    this.canvas.dataset['semaphoreRows'] = String(count('semaphore'));
+    this.canvas.dataset['throttleRows'] = String(count('throttle'));
+    this.canvas.dataset['pendingRows'] = String(count('pending'));
     this.hover = null;
     this.selected = null;
     this.colorCache.clear();
     this.applyFilter();
     this.details.replaceChildren(h('div', { class: 'muted' }, `Click ${this.noun()} to see all its fields.`));
-    this.layout();
+    this.relayoutRows();
     this.fit();
+  }
+
+  /** Expands or collapses a group (key = the header track's `header`). */
+  toggleGroup(key: string, collapse?: boolean): void {
+    const now = collapse ?? !this.collapsed.has(key);
+    if (now) this.collapsed.add(key);
+    else this.collapsed.delete(key);
+    this.relayoutRows();
+  }
+
+  /** Recomputes the visible rows after a model change or a group toggle. */
+  private relayoutRows(): void {
+    const m = this.model;
+    this.rows = [];
+    let y = AXIS_H;
+    m?.tracks.forEach((t, i) => {
+      if (t.group !== undefined && this.collapsed.has(t.group)) return;
+      const hgt = t.height ?? ROW_H;
+      this.rows.push({ track: i, y, h: hgt });
+      y += hgt;
+    });
+    const shown = this.rows.map((r) => m?.tracks[r.track]);
+    this.canvas.dataset['trackLabels'] = JSON.stringify(shown.map((t) => t?.label ?? ''));
+    this.canvas.dataset['rows'] = JSON.stringify(this.rows.map((r) => {
+      const t = m?.tracks[r.track];
+      return {
+        label: t?.label ?? '', kind: t?.kind ?? 'engine', pcore: t?.pcore ?? 0, top: r.y, height: r.h, items: t?.starts.length ?? 0,
+        ...(t?.header !== undefined ? { header: t.header, count: t.count ?? 0, collapsed: this.collapsed.has(t.header) } : {}),
+        ...(t?.group !== undefined ? { group: t.group } : {}),
+      };
+    }));
+    if (this.hover !== null && !this.rows.some((r) => r.track === this.hover?.track)) this.hover = null;
+    this.layout();
+  }
+
+  /** Bottom of the slice rows, CSS px from the canvas top. */
+  private rowsBottom(): number {
+    const last = this.rows[this.rows.length - 1];
+    return last === undefined ? AXIS_H : last.y + last.h;
+  }
+
+  private rowAt(yCss: number): RowBox | null {
+    let a = 0;
+    let b = this.rows.length;
+    while (a < b) {
+      const mid = (a + b) >>> 1;
+      const r = this.rows[mid];
+      if (r === undefined) break;
+      if (yCss < r.y) b = mid;
+      else if (yCss >= r.y + r.h) a = mid + 1;
+      else return r;
+    }
+    return null;
   }
 
   private noun(): string {
@@ -151,9 +229,9 @@ export class TimelineView {
 
   /** Height of the slice rows plus the counter rows, CSS px (below the axis). */
   private bodyHeight(): number {
-    const rows = this.model?.tracks.length ?? 0;
+    const rows = this.rowsBottom() - AXIS_H;
     const counters = (this.model?.counters ?? []).reduce((a, c) => a + c.height, 0);
-    return Math.max(rows, counters > 0 ? 0 : 1) * ROW_H + counters;
+    return Math.max(rows, counters > 0 ? 0 : ROW_H) + counters;
   }
 
   private plotWidth(): number {
@@ -224,7 +302,8 @@ export class TimelineView {
       if (o.toLowerCase().includes(q)) match[i] = 1;
     });
     let count = 0;
-    for (const t of m.tracks) for (let k = 0; k < t.ops.length; k++) count += match[t.ops[k] ?? 0] ?? 0;
+    // Group headers repeat their rows' slices: count each slice once.
+    for (const t of m.tracks) if (t.header === undefined) for (let k = 0; k < t.ops.length; k++) count += match[t.ops[k] ?? 0] ?? 0;
     this.match = match;
     this.filterInfo.textContent = `${int(count)} match${count === 1 ? '' : 'es'}`;
     this.filterInfo.dataset['count'] = String(count);
@@ -236,9 +315,24 @@ export class TimelineView {
     const key = (hashString(track.engine) & 0xffff) * 65536 + op;
     let c = this.colorCache.get(key);
     if (c === undefined) {
-      const hue = HUES[track.engine] ?? hashString(track.engine) % 360;
       const name = this.model?.opcodes[op] ?? '';
       const hv = hashString(name);
+      if (track.kind === 'dma') {
+        // One colour per queue type (merged bars: a neutral teal).
+        const hue = op === 0xffff ? 200 : (DMA_HUES[name] ?? hv % 360);
+        c = `hsl(${hue} 58% ${op === 0xffff ? 50 : 52}%)`;
+        this.colorCache.set(key, c);
+        return c;
+      }
+      const kn = track.kind === 'throttle' ? /(\d+)\/(\d+)$/.exec(name) : null;
+      if (kn !== null) {
+        // Darker when the limit is loose (k/n near 1), brighter the harder the core is throttled.
+        const f = 1 - Number(kn[1]) / Math.max(1, Number(kn[2]));
+        c = `hsl(2 68% ${24 + 36 * Math.min(1, Math.max(0, f))}%)`;
+        this.colorCache.set(key, c);
+        return c;
+      }
+      const hue = HUES[track.engine] ?? hashString(track.engine) % 360;
       const l = name === '' ? 55 : 46 + (hv % 20);
       const dh = name === '' ? 0 : ((hv >>> 8) % 24) - 12;
       c = `hsl(${hue + dh} 62% ${l}%)`;
@@ -270,22 +364,39 @@ export class TimelineView {
     // Rows and labels.
     ctx.font = '12px system-ui, sans-serif';
     ctx.textBaseline = 'middle';
-    m.tracks.forEach((tr, r) => {
-      const y = AXIS_H + r * ROW_H;
-      if (r % 2 === 1) {
-        ctx.fillStyle = ROW_ALT;
-        ctx.fillRect(0, y, W, ROW_H);
+    this.rows.forEach((row, r) => {
+      const tr = m.tracks[row.track];
+      if (tr === undefined) return;
+      const y = row.y;
+      const rh = row.h;
+      const isHeader = tr.header !== undefined;
+      if (isHeader || r % 2 === 1) {
+        ctx.fillStyle = isHeader ? HEADER_BG : ROW_ALT;
+        ctx.fillRect(0, y, W, rh);
+      }
+      if (isHeader) {
+        ctx.strokeStyle = GRID;
+        ctx.beginPath();
+        ctx.moveTo(0, y + 0.5);
+        ctx.lineTo(W, y + 0.5);
+        ctx.stroke();
       }
       ctx.fillStyle = TEXT;
-      ctx.fillText(tr.label, 8, y + ROW_H / 2);
-      // Share of the visible time this engine was busy.
-      const pct = Math.min(100, (100 * busyIn(tr, Math.max(t0, m.start), Math.min(t1, m.end))) / Math.max(1e-9, Math.min(t1, m.end) - Math.max(t0, m.start)));
-      ctx.fillStyle = MUTED;
-      ctx.textAlign = 'right';
-      ctx.font = '11px system-ui, sans-serif';
-      ctx.fillText(`${pct < 10 ? pct.toFixed(1) : pct.toFixed(0)}%`, this.gutter - 6, y + ROW_H / 2);
+      const child = tr.group !== undefined;
+      ctx.font = child ? `${rh <= 14 ? 9 : 10}px system-ui, sans-serif` : isHeader ? '11px system-ui, sans-serif' : '12px system-ui, sans-serif';
+      const label = isHeader ? `${this.collapsed.has(tr.header ?? '') ? '▸' : '▾'} ${tr.label}` : tr.label;
+      const maxW = this.gutter - (child ? 52 : 40);
+      ctx.fillText(this.fitText(label, maxW), child ? 20 : 8, y + rh / 2);
+      // Share of the visible time this row was busy (slice rows; counters and instants have none).
+      if (tr.style !== 'step' && tr.kind !== 'semaphore') {
+        const pct = Math.min(100, (100 * busyIn(tr, Math.max(t0, m.start), Math.min(t1, m.end))) / Math.max(1e-9, Math.min(t1, m.end) - Math.max(t0, m.start)));
+        ctx.fillStyle = MUTED;
+        ctx.textAlign = 'right';
+        ctx.font = child ? '9px system-ui, sans-serif' : '11px system-ui, sans-serif';
+        ctx.fillText(`${pct < 10 ? pct.toFixed(1) : pct.toFixed(0)}%`, this.gutter - 6, y + rh / 2);
+        ctx.textAlign = 'left';
+      }
       ctx.font = '12px system-ui, sans-serif';
-      ctx.textAlign = 'left';
     });
 
     // Grid and axis.
@@ -314,30 +425,96 @@ export class TimelineView {
     ctx.rect(this.gutter, AXIS_H, plotW, H - AXIS_H);
     ctx.clip();
     let drawn = 0;
-    m.tracks.forEach((tr, r) => {
-      drawn += this.drawTrack(tr, AXIS_H + r * ROW_H + 3, ROW_H - 6, t0, t1);
-    });
+    ctx.font = '12px system-ui, sans-serif';
+    for (const row of this.rows) {
+      const tr = m.tracks[row.track];
+      if (tr === undefined) continue;
+      const pad = row.h >= ROW_H ? 3 : 2;
+      drawn += tr.style === 'step'
+        ? this.drawStep(tr, row.y + 1, row.h - 2, t0, t1)
+        : this.drawTrack(tr, row.y + pad, row.h - 2 * pad, t0, t1);
+    }
     for (const [hit, style] of [[this.hover, '#ffffffaa'], [this.selected, '#ffffff']] as const) {
       if (hit === null) continue;
       const tr = m.tracks[hit.track];
-      if (tr === undefined) continue;
+      const row = this.rows.find((r) => r.track === hit.track);
+      if (tr === undefined || row === undefined) continue;
       const x0 = this.gutter + ((tr.starts[hit.k] ?? 0) - t0) / this.nsPerPx;
       const x1 = this.gutter + ((tr.ends[hit.k] ?? 0) - t0) / this.nsPerPx;
       ctx.strokeStyle = style;
       ctx.lineWidth = style === '#ffffff' ? 2 : 1;
-      ctx.strokeRect(x0 - 1, AXIS_H + hit.track * ROW_H + 1.5, Math.max(x1 - x0, 1) + 2, ROW_H - 3);
+      ctx.strokeRect(x0 - 1, row.y + 1.5, Math.max(x1 - x0, 1) + 2, row.h - 3);
     }
     ctx.restore();
-    this.drawCounters(m.counters ?? [], AXIS_H + m.tracks.length * ROW_H, t0, t1);
+    this.drawCounters(m.counters ?? [], this.rowsBottom(), t0, t1);
 
     this.canvas.dataset['drawn'] = String(drawn);
     // Row layout for tests and tools: labels top to bottom, where the counter rows begin (CSS px).
     this.canvas.dataset['rowH'] = String(ROW_H);
     this.canvas.dataset['gutter'] = String(this.gutter);
     this.canvas.dataset['axisH'] = String(AXIS_H);
-    this.canvas.dataset['counterTop'] = String(AXIS_H + m.tracks.length * ROW_H);
+    this.canvas.dataset['counterTop'] = String(this.rowsBottom());
     this.canvas.dataset['nsPerPx'] = String(this.nsPerPx);
-    this.status.textContent = ` ${ns(Math.max(t0, m.start))} – ${ns(Math.min(t1, m.end))} · ${ns(t1 - t0)} visible · ${m.tracks.length} rows`;
+    this.status.textContent = ` ${ns(Math.max(t0, m.start))} – ${ns(Math.min(t1, m.end))} · ${ns(t1 - t0)} visible · ${this.rows.length} rows`;
+  }
+
+  /** `text` cut with an ellipsis to `maxW` CSS px in the current font. */
+  private fitText(text: string, maxW: number): string {
+    if (this.ctx.measureText(text).width <= maxW) return text;
+    let lo = 0;
+    let hi = text.length;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >>> 1;
+      if (this.ctx.measureText(`${text.slice(0, mid)}…`).width <= maxW) lo = mid;
+      else hi = mid - 1;
+    }
+    return `${text.slice(0, lo)}…`;
+  }
+
+  /**
+   * A step (counter) row: each value holds until the next update, bar height ∝ value / maxValue,
+   * a tick at every update. Updates closer than a pixel merge into one column at their maximum.
+   */
+  private drawStep(tr: Track, y: number, hgt: number, t0: number, t1: number): number {
+    const ctx = this.ctx;
+    const { starts, ends } = tr;
+    const values = tr.values ?? new Float64Array(starts.length);
+    const n = starts.length;
+    const npp = this.nsPerPx;
+    const hue = HUES[tr.engine] ?? 48;
+    const fill = this.match !== null ? DIMMED : `hsl(${hue} 62% 46% / 0.75)`;
+    const tickStyle = this.match !== null ? '#3a404a' : `hsl(${hue} 80% 68%)`;
+    const scale = hgt / Math.max(tr.maxValue ?? 0, 1e-12);
+    const base = y + hgt;
+    let drawn = 0;
+    let k = Math.max(0, lowerBound(starts, t0) - 1);
+    while (k < n) {
+      const s = starts[k] ?? 0;
+      if (s > t1) break;
+      const x0 = (s - t0) / npp;
+      const x1 = ((ends[k] ?? s) - t0) / npp;
+      let v = Math.abs(values[k] ?? 0);
+      let j = k + 1;
+      if (x1 - x0 < 1) {
+        const tNext = t0 + (Math.floor(x0) + 1) * npp;
+        j = Math.max(k + 1, lowerBound(starts, tNext, k + 1));
+        for (let q = k + 1, end = Math.min(j, k + 4096); q < end; q++) v = Math.max(v, Math.abs(values[q] ?? 0));
+      }
+      const xa = Math.max(-1, x0);
+      const xb = x1 - x0 < 1 ? Math.floor(x0) + 1 : Math.min(x1, this.plotWidth() + 1);
+      if (Number.isFinite(v) && v > 0) {
+        ctx.fillStyle = fill;
+        const bh = Math.max(1, v * scale);
+        ctx.fillRect(this.gutter + xa, base - bh, Math.max(1, xb - xa), bh);
+      }
+      if (x0 >= -1) {
+        ctx.fillStyle = tickStyle;
+        ctx.fillRect(this.gutter + Math.floor(x0), y, 1, hgt);
+      }
+      drawn++;
+      k = j;
+    }
+    return drawn;
   }
 
   /**
@@ -442,7 +619,7 @@ export class TimelineView {
   private counterAt(xCss: number, yCss: number): { c: Counter; k: number } | null {
     const m = this.model;
     if (m === null || xCss < this.gutter) return null;
-    let y = AXIS_H + m.tracks.length * ROW_H;
+    let y = this.rowsBottom();
     for (const c of m.counters ?? []) {
       if (yCss >= y && yCss < y + c.height) {
         const t = this.viewStart + (xCss - this.gutter) * this.nsPerPx;
@@ -478,7 +655,7 @@ export class TimelineView {
         ctx.fillStyle = this.color(tr, ops[k] ?? 0);
         const w = x1 - x0;
         ctx.fillRect(this.gutter + x0, y, w > 2 ? w - 0.5 : w, hgt);
-        if (w > 44) {
+        if (w > 44 && hgt >= 10) {
           const label = this.model?.opcodes[ops[k] ?? 0] ?? '';
           if (label !== '') {
             ctx.fillStyle = '#0b0d10';
@@ -502,7 +679,8 @@ export class TimelineView {
         // Bounded look at the merged run's ends (ends are not sorted).
         for (let q = Math.max(k, j - 8); q < j; q++) endMax = Math.max(endMax, ends[q] ?? 0);
         const xe = Math.max(px + 1, (endMax - t0) / npp);
-        let style = j - k > 1 ? merged : this.color(tr, ops[k] ?? 0);
+        // A DMA queue has one queue type: merged packets keep its colour.
+        let style = j - k > 1 && tr.kind !== 'dma' ? merged : this.color(tr, ops[k] ?? 0);
         if (this.match !== null && j - k > 1) {
           style = DIMMED;
           // Bounded scan: a frame stays fast even when a pixel holds a huge run.
@@ -531,10 +709,16 @@ export class TimelineView {
   private hitTest(xCss: number, yCss: number): Hit | null {
     const m = this.model;
     if (m === null || xCss < this.gutter || yCss < AXIS_H) return null;
-    const r = Math.floor((yCss - AXIS_H) / ROW_H);
+    const row = this.rowAt(yCss);
+    const r = row?.track ?? -1;
     const tr = m.tracks[r];
     if (tr === undefined) return null;
     const t = this.viewStart + (xCss - this.gutter) * this.nsPerPx;
+    if (tr.style === 'step') {
+      // The update in force at t.
+      const k = lowerBound(tr.starts, t + 1e-9) - 1;
+      return k >= 0 && t <= (tr.ends[k] ?? 0) ? { track: r, k } : null;
+    }
     const tol = 3 * this.nsPerPx;
     // Candidates start within [t - maxDur - tol, t + tol]; pick the one nearest to t.
     let best = -1;
@@ -559,7 +743,7 @@ export class TimelineView {
     const m = this.model;
     const tr = m?.tracks[hit.track];
     if (m === undefined || m === null || tr === undefined) return {};
-    const row = m.table.get(tr.rows[hit.k] ?? 0);
+    const row = (tr.table ?? m.table).get(tr.rows[hit.k] ?? 0);
     return row === null ? {} : (row.toJSON() as Record<string, unknown>);
   }
 
@@ -572,6 +756,7 @@ export class TimelineView {
     const e = tr.ends[hit.k] ?? 0;
     const op = m.opcodes[tr.ops[hit.k] ?? 0] || (this.opts.noun ?? 'instruction');
     if (this.opts.tooltip !== undefined) this.tooltip.replaceChildren(h('div', { class: 'tt-title' }, op), ...this.opts.tooltip(o, tr, op, s, e));
+    else if (tr.kind !== undefined && tr.kind !== 'engine') this.tooltip.replaceChildren(...deviceTooltip(o, tr, op, s, e, tr.values?.[hit.k]));
     else this.tooltip.replaceChildren(...nodes(
       h('div', { class: 'tt-title' }, op),
       h('div', {}, `${tr.label} · pc ${cell(o['pc'])}`),
@@ -590,16 +775,21 @@ export class TimelineView {
     this.tooltip.style.top = `${yCss + 14}px`;
   }
 
-  /** Loads one Instruction row with every column (the model holds only the drawing columns). */
-  rowLoader: ((row: number) => Promise<Table | null>) | null = null;
+  /**
+   * Loads one row with every column (the model holds only the drawing columns) from `table`: the
+   * track's source table (DmaPacket, SemaphoreUpdate, …), "Instruction" by default.
+   */
+  rowLoader: ((row: number, table: string) => Promise<Table | null>) | null = null;
   private detailSeq = 0;
 
   private showDetails(hit: Hit): void {
     const tr = this.model?.tracks[hit.track];
     if (tr === undefined) return;
     const row = tr.rows[hit.k] ?? 0;
-    const noun = this.opts.noun ?? 'instruction';
-    const head = h('div', { class: 'details-head' }, `${tr.label || 'nested lane'} · ${noun} ${hit.k + 1} of ${tr.starts.length} on this row · table row ${row}`);
+    const noun = NOUNS[tr.kind ?? ''] ?? this.opts.noun ?? 'instruction';
+    const where = tr.group !== undefined ? `${coreLabel(tr.pcore)} ${tr.label}` : tr.label;
+    const head = h('div', { class: 'details-head', 'data-kind': tr.kind ?? 'engine', 'data-table': tr.source ?? '' },
+      `${where || 'nested lane'} · ${noun} ${hit.k + 1} of ${tr.starts.length} on this row · ${tr.source ?? 'table'} row ${row}`);
     const seq = ++this.detailSeq;
     const render = (o: Record<string, unknown>, schema: Schema | undefined): void => {
       if (seq !== this.detailSeq) return;
@@ -619,10 +809,10 @@ export class TimelineView {
       );
     };
     // Show what the model has at once, then every field when the full row arrives.
-    render(this.rowObject(hit), this.model?.table.schema);
+    render(this.rowObject(hit), (tr.table ?? this.model?.table)?.schema);
     const load = this.rowLoader;
     if (load === null) return;
-    load(row).then(
+    load(row, tr.source ?? 'Instruction').then(
       (t) => {
         const r = t?.get(0);
         if (t && r) render(r.toJSON() as Record<string, unknown>, t.schema);
@@ -682,7 +872,8 @@ export class TimelineView {
       this.placeTooltip(x, y);
     } else if (hit === null) this.tooltip.hidden = true;
     else this.showTooltip(hit, x, y);
-    this.canvas.style.cursor = hit === null ? 'default' : 'pointer';
+    const onHeader = x < this.gutter && this.model?.tracks[this.rowAt(y)?.track ?? -1]?.header !== undefined;
+    this.canvas.style.cursor = hit === null && !onHeader ? 'default' : 'pointer';
     if (changed) this.request();
   }
 
@@ -691,6 +882,12 @@ export class TimelineView {
     this.drag = null;
     if (d === null || d.moved) return;
     const [x, y] = this.localXY(e);
+    // A click on a group header's label expands or collapses the group.
+    const header = x < this.gutter ? this.model?.tracks[this.rowAt(y)?.track ?? -1]?.header : undefined;
+    if (header !== undefined) {
+      this.toggleGroup(header);
+      return;
+    }
     this.selected = this.hitTest(x, y);
     if (this.selected !== null) this.showDetails(this.selected);
     this.request();
@@ -707,4 +904,44 @@ export class TimelineView {
     else return;
     e.preventDefault();
   }
+}
+
+/** Tooltip lines for the rows under the engines (DMA packet, semaphore, pending DMA, throttle). */
+function deviceTooltip(o: Record<string, unknown>, tr: Track, name: string, s: number, e: number, value: number | undefined): (Node | string)[] {
+  const num = (k: string): number | null => (o[k] === null || o[k] === undefined ? null : Number(o[k] as number | bigint));
+  const where = tr.group !== undefined ? `${coreLabel(tr.pcore)} ${tr.label}` : tr.label;
+  if (tr.kind === 'dma') {
+    const size = num('transfer_bytes');
+    const rd = num('read_bytes');
+    const wr = num('write_bytes');
+    const tp = num('throughput');
+    return nodes(
+      h('div', { class: 'tt-title' }, `DMA ${cell(o['queue_name'])}`),
+      h('div', {}, `${where} · ${name}`),
+      h('div', { 'data-testid': 'tooltip-bytes', 'data-value': size ?? '' }, size === null ? 'size unknown' : `${bytes(size)} (${int(size)} B) in ${ns(e - s)}`),
+      rd !== null || wr !== null ? h('div', { class: 'muted' }, `read ${rd === null ? '–' : bytes(rd)} · write ${wr === null ? '–' : bytes(wr)}`) : null,
+      tp !== null && Number.isFinite(tp) ? h('div', { class: 'muted' }, `${(tp / 1e9).toFixed(2)} GB/s`) : null,
+      h('div', {}, `start ${int(Math.round(s))} ns`),
+      h('div', { class: 'muted' }, `engine ${cell(o['engine_idx'])} · queue ${cell(o['queue_idx'])}${o['variable'] && o['variable'] !== 'unknown' ? ` · ${cell(o['variable'])}` : ''}`),
+    );
+  }
+  if (tr.kind === 'throttle') {
+    const k = num('k');
+    const n = num('n');
+    return nodes(
+      h('div', { class: 'tt-title' }, `Throttle ${name}`),
+      h('div', {}, `${where}`),
+      k !== null && n !== null && n > 0 ? h('div', {}, `utilisation limited to ${k}/${n} (${((100 * k) / n).toFixed(0)}%)`) : null,
+      h('div', {}, `start ${int(Math.round(s))} ns · duration ${ns(e - s)}`),
+    );
+  }
+  const v = value ?? num('value');
+  const title = tr.kind === 'pending' ? 'Pending DMA' : `Semaphore ${cell(o['id'])}`;
+  return nodes(
+    h('div', { class: 'tt-title' }, title),
+    h('div', {}, where),
+    h('div', { 'data-testid': 'tooltip-value', 'data-value': v ?? '' }, `value ${v === null || v === undefined ? '–' : v}`),
+    tr.style === 'step' ? h('div', {}, `from ${ns(s)} for ${ns(e - s)}`) : h('div', {}, `at ${ns(s)}`),
+    o['update_source'] || o['update_operation_type'] ? h('div', { class: 'muted' }, [cell(o['update_source']), cell(o['update_operation_type'])].filter(Boolean).join(' · ')) : null,
+  );
 }
