@@ -18,7 +18,7 @@ import {
   SYSTEM_EVENT_COLUMNS,
   type DeviceLinkRow,
 } from './views/system-model.ts';
-import { renderSummary } from './views/summary.ts';
+import { renderSummary, renderSummaryGroups } from './views/summary.ts';
 import { TableBrowser, type TableSource } from './views/tables.ts';
 import { buildTimeline } from './views/timeline-model.ts';
 import { addDeviceRows, DMA_COLUMNS, PENDING_DMA_COLUMNS, SEMAPHORE_COLUMNS, THROTTLE_COLUMNS } from './views/device-rows.ts';
@@ -186,6 +186,7 @@ async function openDevice(profile: ProfileEntry, deviceIndex: number): Promise<v
   document.body.classList.add('has-result');
   const source = tableSource(result, name);
   browser.setSource(source, result.tables);
+  void fillSummaryGroups(source, result.tables);
   try {
     progress('Drawing the timeline');
     const hasInstr = result.tables.some((t) => t.name === 'Instruction');
@@ -205,6 +206,23 @@ async function openDevice(profile: ProfileEntry, deviceIndex: number): Promise<v
   } catch (e) {
     progress(null);
     showError(`The timeline could not be drawn: ${message(e)}`);
+  }
+}
+
+/** The Summary page's Explorer groups, from the one-row Summary and Metadata tables and ThrottleSummary. */
+async function fillSummaryGroups(source: TableSource, tables: TableInfo[]): Promise<void> {
+  const box = document.querySelector<HTMLElement>('[data-testid=summary-groups]');
+  if (box === null) return;
+  const has = (n: string): boolean => tables.some((t) => t.name === n && Number(t.rows) > 0);
+  try {
+    const [summary, metadata, throttle] = await Promise.all([
+      has('Summary') ? source.page('Summary', 0, 1) : Promise.resolve(null),
+      has('Metadata') ? source.page('Metadata', 0, 1) : Promise.resolve(null),
+      has('ThrottleSummary') ? source.page('ThrottleSummary', 0, 4096) : Promise.resolve(null),
+    ]);
+    if (box.isConnected) renderSummaryGroups(box, summary, metadata, throttle);
+  } catch (e) {
+    box.replaceChildren(h('div', { class: 'error-inline' }, `The Summary table could not be read: ${message(e)}`));
   }
 }
 

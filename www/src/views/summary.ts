@@ -1,10 +1,12 @@
 // Summary of one processed device profile: headline numbers, instructions per engine and physical
 // core, the NEFF it ran. Elements carry data-testid so browser tests read what the user reads.
 
+import type { Table } from 'apache-arrow';
 import type { ProcessResult } from '../api.ts';
 import { h, nodes } from '../dom.ts';
-import { int, ns } from '../format.ts';
+import { bytes, cell, int, ns } from '../format.ts';
 import { foldedProblems } from './profiles.ts';
+import { fieldRank, GROUP_TITLES, groupOrder, summaryGroup } from './summary-groups.ts';
 
 /** Explorer engine names in the order the timeline uses, with their display names. */
 export const ENGINES: readonly (readonly [string, string])[] = [
@@ -80,5 +82,110 @@ export function renderSummary(root: HTMLElement, title: string, r: ProcessResult
         h('h3', {}, 'Tables'),
         h('ul', { class: 'table-counts' }, r.tables.map((t) => h('li', {}, h('span', {}, t.name), h('span', { class: 'num' }, int(Number(t.rows)))))))),
     r.problems.length > 0 ? h('section', {}, h('h3', {}, 'Problems'), foldedProblems(r.problems)) : null,
+    h('details', { class: 'summary-groups-fold', open: true },
+      h('summary', {}, 'Summary metrics, grouped as in Neuron Explorer'),
+      h('div', { class: 'summary-groups', 'data-testid': 'summary-groups' }, h('div', { class: 'muted' }, 'loading…'))),
   ));
+}
+
+/** Value of one summary field with its unit → display text (and the raw value for data-value). */
+export function summaryValue(v: unknown, unit: string, percentIsFraction: boolean): string {
+  if (v === null || v === undefined) return '–';
+  if (typeof v === 'string') return v;
+  if (typeof v === 'boolean') return v ? 'yes' : 'no';
+  if (typeof v !== 'number' && typeof v !== 'bigint') return cell(v);
+  const x = Number(v);
+  if (!Number.isFinite(x)) return String(x);
+  switch (unit) {
+    case 's':
+      return ns(x * 1e9);
+    case 'ns':
+      return ns(x);
+    case 'B':
+      return x >= 1024 ? `${bytes(x)} (${int(Math.round(x))} B)` : `${int(Math.round(x))} B`;
+    case '%':
+      return `${(percentIsFraction ? x * 100 : x).toFixed(2)} %`;
+    case 'cycles':
+      return `${int(Math.round(x))} cycles`;
+    case 'FLOPs':
+      return x >= 1e6 ? `${si(x)}FLOP (${int(Math.round(x))})` : `${int(Math.round(x))} FLOP`;
+    case 'B/s':
+      return `${si(x)}B/s`;
+    default:
+      return Number.isInteger(x) ? int(x) : x.toPrecision(5);
+  }
+}
+
+/** 285212672 → "285.2 M". */
+function si(x: number): string {
+  const a = Math.abs(x);
+  for (const [d, p] of [[1e15, 'P'], [1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k']] as const) if (a >= d) return `${(x / d).toFixed(1)} ${p}`;
+  return `${x} `;
+}
+
+/**
+ * The Summary table (one row) in Explorer's groups and order (summary-groups.ts), plus the
+ * Metadata fields the exports file under a group (versions, instance type) and the
+ * ThrottleSummary rows under the throttling groups. `*_percent` fields of the Summary table are
+ * fractions (crate/src/summary.rs) and show ×100.
+ */
+export function renderSummaryGroups(root: HTMLElement, summary: Table | null, metadata: Table | null, throttle: Table | null): void {
+  interface Field { name: string; text: string; raw: string; unit: string }
+  const groups = new Map<string, Field[]>();
+  const add = (group: string, f: Field): void => {
+    let list = groups.get(group);
+    if (list === undefined) groups.set(group, (list = []));
+    if (!list.some((x) => x.name === f.name)) list.push(f);
+  };
+  const fields = (t: Table | null, onlyKnown: boolean, percentIsFraction: boolean): void => {
+    const row = t?.get(0);
+    if (t === null || row === null || row === undefined) return;
+    const o = row.toJSON() as Record<string, unknown>;
+    for (const f of t.schema.fields) {
+      const v = o[f.name];
+      if (v === null || v === undefined || f.name.startsWith('nscope_')) continue;
+      const group = summaryGroup(f.name);
+      if (onlyKnown && group === 'other') continue;
+      const unit = f.metadata.get('unit') ?? '';
+      add(group, { name: f.name, text: summaryValue(v, unit, percentIsFraction), raw: typeof v === 'bigint' ? v.toString() : String(v), unit });
+    }
+  };
+  fields(summary, false, true);
+  fields(metadata, true, false);
+  // ThrottleSummary: per NeuronCore and throttle type (our table's fields, not Explorer's names).
+  if (throttle !== null && throttle.numRows > 0) {
+    const nc = throttle.getChild('nc_idx');
+    const ty = throttle.getChild('throttle_type');
+    const act = throttle.getChild('throttle_active_time_ns');
+    const pct = throttle.getChild('throttle_active_time_percent');
+    const lim = throttle.getChild('max_achievable_util_with_throttling_percent');
+    const cores = [...new Set(Array.from({ length: throttle.numRows }, (_, i) => Number(nc?.get(i) ?? 0)))].sort((a, b) => a - b);
+    for (let i = 0; i < throttle.numRows; i++) {
+      const core = Number(nc?.get(i) ?? 0);
+      const group = `throttling_nc${Math.min(1, Math.max(0, cores.indexOf(core)))}`;
+      const type = String(ty?.get(i) ?? 'all');
+      const a = act?.get(i) as number | bigint | null | undefined;
+      const p = pct?.get(i) as number | null | undefined;
+      const l = lim?.get(i) as number | null | undefined;
+      const text = [a === null || a === undefined ? null : ns(Number(a)),
+        p === null || p === undefined ? null : `${p.toFixed(2)} %`,
+        l === null || l === undefined ? null : `limit ${l.toFixed(1)} %`].filter(Boolean).join(' · ');
+      add(group, { name: `throttled nc ${core} ${type}`, text, raw: String(a ?? ''), unit: 'ns' });
+    }
+  }
+  const order = groupOrder();
+  const sorted = [...groups.entries()].sort((a, b) => order.indexOf(a[0]) - order.indexOf(b[0]));
+  if (sorted.length === 0) {
+    root.replaceChildren(h('div', { class: 'muted' }, 'No Summary table for this profile.'));
+    return;
+  }
+  root.replaceChildren(...sorted.map(([group, list]) => {
+    list.sort((a, b) => fieldRank(a.name) - fieldRank(b.name));
+    return h('section', { class: 'summary-group', 'data-testid': 'summary-group', 'data-group': group },
+      h('h3', {}, GROUP_TITLES[group] ?? group),
+      h('table', { class: 'grid summary-fields' }, h('tbody', {}, list.map((f) =>
+        h('tr', { 'data-field': f.name },
+          h('td', { class: 'mono', title: f.unit ? `unit: ${f.unit}` : '' }, f.name),
+          h('td', { class: 'num', 'data-value': f.raw }, f.text))))));
+  }));
 }
