@@ -37,28 +37,102 @@ const EXPAND_DMA_UP_TO = 16;
 /** Where a row sorts within its physical core (engines use their rank, 0–5). */
 const ORDER: Record<string, number> = { dmaHeader: 100, dma: 101, pending: 110, throttle: 120, semHeader: 130, semaphore: 131 };
 
-/** Row indices of `n` rows grouped by a numeric key (rows with key < 0 are skipped), in row order. */
+/**
+ * Row indices of `n` rows grouped by a numeric key (rows with key < 0 are skipped), in row order.
+ * Dense counting arrays when the keys are small (pcore × 65536 + code), a Map otherwise.
+ */
 function partition(n: number, keyOf: (i: number) => number): Map<number, Uint32Array> {
-  const counts = new Map<number, number>();
   const keys = new Float64Array(n);
+  let max = -1;
   for (let i = 0; i < n; i++) {
     const k = keyOf(i);
     keys[i] = k;
-    if (k >= 0) counts.set(k, (counts.get(k) ?? 0) + 1);
+    if (k > max) max = k;
   }
   const out = new Map<number, Uint32Array>();
-  const fill = new Map<number, number>();
-  for (const [k, c] of counts) {
-    out.set(k, new Uint32Array(c));
-    fill.set(k, 0);
+  if (max < 0) return out;
+  if (max < 1 << 22 && Number.isInteger(max)) {
+    const counts = new Uint32Array(max + 1);
+    for (let i = 0; i < n; i++) {
+      const k = keys[i] ?? -1;
+      if (k >= 0) counts[k] = (counts[k] ?? 0) + 1;
+    }
+    const arrays: (Uint32Array | undefined)[] = new Array<Uint32Array | undefined>(max + 1);
+    counts.forEach((c, k) => {
+      if (c > 0) out.set(k, (arrays[k] = new Uint32Array(c)));
+    });
+    const fill = new Uint32Array(max + 1);
+    for (let i = 0; i < n; i++) {
+      const k = keys[i] ?? -1;
+      if (k < 0) continue;
+      const arr = arrays[k];
+      if (arr === undefined) continue;
+      arr[fill[k] ?? 0] = i;
+      fill[k] = (fill[k] ?? 0) + 1;
+    }
+    return out;
   }
+  const lists = new Map<number, number[]>();
   for (let i = 0; i < n; i++) {
     const k = keys[i] ?? -1;
-    const arr = out.get(k);
-    if (arr === undefined) continue;
-    const f = fill.get(k) ?? 0;
-    arr[f] = i;
-    fill.set(k, f + 1);
+    if (k < 0) continue;
+    let l = lists.get(k);
+    if (l === undefined) lists.set(k, (l = []));
+    l.push(i);
+  }
+  for (const [k, l] of lists) out.set(k, Uint32Array.from(l));
+  return out;
+}
+
+/** The rows of sorted tracks merged by start (k-way merge with a binary heap): O(n log k). */
+function mergeRows(tracks: Track[]): Uint32Array {
+  const total = tracks.reduce((a, t) => a + t.rows.length, 0);
+  const out = new Uint32Array(total);
+  const pos = new Uint32Array(tracks.length);
+  // Heap of track indices keyed by their next start (ties: lower track first).
+  const hk = new Float64Array(tracks.length);
+  const ht = new Int32Array(tracks.length);
+  let size = 0;
+  tracks.forEach((t, i) => {
+    if (t.rows.length === 0) return;
+    hk[size] = t.starts[0] ?? 0;
+    ht[size++] = i;
+  });
+  const down = (i0: number): void => {
+    let i = i0;
+    const k = hk[i] ?? 0;
+    const t = ht[i] ?? 0;
+    for (;;) {
+      const l = 2 * i + 1;
+      if (l >= size) break;
+      let c = l;
+      const r = l + 1;
+      if (r < size && ((hk[r] ?? 0) < (hk[l] ?? 0) || ((hk[r] ?? 0) === (hk[l] ?? 0) && (ht[r] ?? 0) < (ht[l] ?? 0)))) c = r;
+      const ck = hk[c] ?? 0;
+      if (ck > k || (ck === k && (ht[c] ?? 0) > t)) break;
+      hk[i] = ck;
+      ht[i] = ht[c] ?? 0;
+      i = c;
+    }
+    hk[i] = k;
+    ht[i] = t;
+  };
+  for (let i = (size >> 1) - 1; i >= 0; i--) down(i);
+  let o = 0;
+  while (size > 0) {
+    const t = ht[0] ?? 0;
+    const tr = tracks[t];
+    if (tr === undefined) break;
+    const p = pos[t] ?? 0;
+    out[o++] = tr.rows[p] ?? 0;
+    pos[t] = p + 1;
+    if (p + 1 < tr.rows.length) hk[0] = tr.starts[p + 1] ?? 0;
+    else {
+      size--;
+      hk[0] = hk[size] ?? 0;
+      ht[0] = ht[size] ?? 0;
+    }
+    if (size > 0) down(0);
   }
   return out;
 }
@@ -207,24 +281,25 @@ export function addDeviceRows(model: TimelineModel, t: DeviceTables): TimelineMo
     for (let i = 0; i < ops.length; i++) ops[i] = typeOps[types[i] ?? 0] ?? 0;
     const valid = (i: number): boolean => Number.isFinite(starts[i] ?? NaN);
     const groups = partition(dma.numRows, (i) => (valid(i) ? pcoreOf(pcores, i) * 65536 + (queues[i] ?? 0) : -1));
-    const perCore = partition(dma.numRows, (i) => (valid(i) ? pcoreOf(pcores, i) : -1));
-    for (const [pc, idx] of perCore) {
-      const nQueues = [...groups.keys()].filter((k) => Math.floor(k / 65536) === pc).length;
-      const key = `dma:${pc}`;
+    const children = new Map<number, Track[]>();
+    for (const [k, idx] of groups) {
+      const pc = Math.floor(k / 65536);
+      const name = qDict[k % 65536] || 'queue ?';
+      const track = sliceTrack({ label: name, pcore: pc, engine: 'dma', kind: 'dma', group: `dma:${pc}`, height: DMA_ROW_H, table: dma, source: 'DmaPacket' }, idx, starts, ends, ops);
+      added.push({ pcore: pc, order: ORDER['dma'] ?? 0, sub: 0, name, track });
+      const list = children.get(pc);
+      if (list === undefined) children.set(pc, [track]);
+      else list.push(track);
+    }
+    // The group header draws every packet of the core: the queues' rows merged by start.
+    for (const [pc, list] of children) {
+      const nQueues = list.length;
       added.push({
         pcore: pc, order: ORDER['dmaHeader'] ?? 0, sub: 0, name: '',
         track: sliceTrack({
           label: `${coreLabel(pc)} DMA (${nQueues} queue${nQueues === 1 ? '' : 's'})`, pcore: pc, engine: 'dma', kind: 'dma',
-          header: key, count: nQueues, collapsed: nQueues > EXPAND_DMA_UP_TO, height: HEADER_H, table: dma, source: 'DmaPacket',
-        }, idx, starts, ends, ops),
-      });
-    }
-    for (const [k, idx] of groups) {
-      const pc = Math.floor(k / 65536);
-      const name = qDict[k % 65536] || 'queue ?';
-      added.push({
-        pcore: pc, order: ORDER['dma'] ?? 0, sub: 0, name,
-        track: sliceTrack({ label: name, pcore: pc, engine: 'dma', kind: 'dma', group: `dma:${pc}`, height: DMA_ROW_H, table: dma, source: 'DmaPacket' }, idx, starts, ends, ops),
+          header: `dma:${pc}`, count: nQueues, collapsed: nQueues > EXPAND_DMA_UP_TO, height: HEADER_H, table: dma, source: 'DmaPacket',
+        }, mergeRows(list), starts, ends, ops),
       });
     }
   }
@@ -270,23 +345,26 @@ export function addDeviceRows(model: TimelineModel, t: DeviceTables): TimelineMo
     const valid = (i: number): boolean => Number.isFinite(semTimes[i] ?? NaN);
     const groups = partition(sem.numRows, (i) => (valid(i) ? pcoreOf(pcores, i) * 65536 + (ids[i] ?? 0) : -1));
     const instants = dictCode(model, dictIndex, 'semaphore update');
-    for (const [pc, idx] of partition(sem.numRows, (i) => (valid(i) ? pcoreOf(pcores, i) : -1))) {
-      const nSem = [...groups.keys()].filter((k) => Math.floor(k / 65536) === pc).length;
+    const children = new Map<number, Track[]>();
+    for (const [k, idx] of groups) {
+      const pc = Math.floor(k / 65536);
+      const id = idDict[k % 65536] ?? '';
+      const track = stepTrack({ label: id === '' ? 'semaphore ?' : /^\d+$/.test(id) ? `sem ${id}` : id, pcore: pc, engine: 'semaphore', kind: 'semaphore', group: `sem:${pc}`, height: SEM_ROW_H, table: sem, source: 'SemaphoreUpdate' }, idx, semTimes, values, hi);
+      // Busy semaphores first (most are set once), then by number.
+      added.push({ pcore: pc, order: ORDER['semaphore'] ?? 0, sub: -idx.length * 1e6 + Math.min(semNumber(id), 1e6 - 1), name: id, track });
+      const list = children.get(pc);
+      if (list === undefined) children.set(pc, [track]);
+      else list.push(track);
+    }
+    // The header: every update of the core as an instant.
+    for (const [pc, list] of children) {
+      const nSem = list.length;
       added.push({
         pcore: pc, order: ORDER['semHeader'] ?? 0, sub: 0, name: '',
         track: sliceTrack({
           label: `${coreLabel(pc)} Semaphores (${nSem})`, pcore: pc, engine: 'semaphore', kind: 'semaphore',
           header: `sem:${pc}`, count: nSem, collapsed: true, height: HEADER_H, table: sem, source: 'SemaphoreUpdate',
-        }, idx, semTimes, semTimes, null, instants),
-      });
-    }
-    for (const [k, idx] of groups) {
-      const pc = Math.floor(k / 65536);
-      const id = idDict[k % 65536] ?? '';
-      // Busy semaphores first (most are set once), then by number.
-      added.push({
-        pcore: pc, order: ORDER['semaphore'] ?? 0, sub: -idx.length * 1e6 + Math.min(semNumber(id), 1e6 - 1), name: id,
-        track: stepTrack({ label: id === '' ? 'semaphore ?' : /^\d+$/.test(id) ? `sem ${id}` : id, pcore: pc, engine: 'semaphore', kind: 'semaphore', group: `sem:${pc}`, height: SEM_ROW_H, table: sem, source: 'SemaphoreUpdate' }, idx, semTimes, values, hi),
+        }, mergeRows(list), semTimes, semTimes, null, instants),
       });
     }
   }

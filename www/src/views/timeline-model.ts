@@ -2,7 +2,7 @@
 // each a pair of start/end arrays sorted by start. Times stay in ns since profile start (Explorer's
 // convention); Float64 holds them exactly up to 2^53 ns (104 days).
 
-import type { Table } from 'apache-arrow';
+import { DataType, Vector, type Table } from 'apache-arrow';
 import { coreLabel, engineLabel, engineRank } from './summary.ts';
 
 /** One row of the timeline: the instructions one engine ran on one physical core. */
@@ -84,27 +84,30 @@ export function numberColumn(table: Table, name: string): Float64Array | null {
   if (col === null) return null;
   const out = new Float64Array(table.numRows);
   let i = 0;
-  for (const v of col as Iterable<unknown>) {
-    out[i++] = v === null || v === undefined ? NaN : Number(v as number | bigint);
+  // Fast path over the chunks' typed arrays (millions of DMA packets); the iterator otherwise.
+  for (const d of col.data) {
+    const vals: unknown = d.values;
+    const fixed = (DataType.isInt(d.type) || DataType.isFloat(d.type)) && (vals instanceof BigInt64Array || vals instanceof BigUint64Array
+      || vals instanceof Float64Array || vals instanceof Float32Array || vals instanceof Int32Array || vals instanceof Uint32Array
+      || vals instanceof Int16Array || vals instanceof Uint16Array || vals instanceof Int8Array || vals instanceof Uint8Array);
+    if (!fixed || (vals as ArrayLike<unknown>).length < d.length) {
+      const part = new Vector([d]);
+      for (const v of part as Iterable<unknown>) out[i++] = v === null || v === undefined ? NaN : Number(v as number | bigint);
+      continue;
+    }
+    const arr = vals as ArrayLike<number | bigint>;
+    const nulls = d.nullCount > 0;
+    for (let k = 0; k < d.length; k++) out[i++] = nulls && !d.getValid(k) ? NaN : Number(arr[k] ?? NaN);
   }
   return out;
 }
 
+const utf8 = new TextDecoder();
+
 /** A string column as dictionary codes into `dict` (extended in place); absent column → all "". */
 export function codeColumn(table: Table, name: string, dict: string[], index: Map<string, number>): Uint16Array {
   const out = new Uint16Array(table.numRows);
-  const col = table.getChild(name);
-  if (col === null) {
-    if (!index.has('')) {
-      index.set('', dict.length);
-      dict.push('');
-    }
-    out.fill(index.get('') ?? 0);
-    return out;
-  }
-  let i = 0;
-  for (const v of col as Iterable<unknown>) {
-    const s = v === null || v === undefined ? '' : String(v);
+  const codeOf = (s: string): number => {
     let code = index.get(s);
     if (code === undefined) {
       // Codes are u16; beyond that many distinct values everything shares the last code.
@@ -114,7 +117,55 @@ export function codeColumn(table: Table, name: string, dict: string[], index: Ma
         index.set(s, code);
       }
     }
-    out[i++] = code;
+    return code;
+  };
+  const col = table.getChild(name);
+  if (col === null) {
+    out.fill(codeOf(''));
+    return out;
+  }
+  let i = 0;
+  for (const d of col.data) {
+    const offsets: unknown = d.valueOffsets;
+    const bytes: unknown = d.values;
+    if (!DataType.isUtf8(d.type) || !(offsets instanceof Int32Array) || !(bytes instanceof Uint8Array)) {
+      for (const v of new Vector([d]) as Iterable<unknown>) out[i++] = codeOf(v === null || v === undefined ? '' : String(v));
+      continue;
+    }
+    // Utf8: hash the bytes (FNV-1a) and decode a string only for a new value, not per row.
+    const seen = new Map<number, [Uint8Array, number][]>();
+    const nulls = d.nullCount > 0;
+    for (let k = 0; k < d.length; k++) {
+      if (nulls && !d.getValid(k)) {
+        out[i++] = codeOf('');
+        continue;
+      }
+      const a = offsets[k] ?? 0;
+      const b = offsets[k + 1] ?? a;
+      let hsh = 2166136261;
+      for (let q = a; q < b; q++) hsh = Math.imul(hsh ^ (bytes[q] ?? 0), 16777619);
+      hsh = (hsh ^ (b - a)) >>> 0;
+      const bucket = seen.get(hsh);
+      let code = -1;
+      if (bucket !== undefined) {
+        for (const [raw, c] of bucket) {
+          if (raw.length !== b - a) continue;
+          let same = true;
+          for (let q = 0; q < raw.length && same; q++) same = raw[q] === bytes[a + q];
+          if (same) {
+            code = c;
+            break;
+          }
+        }
+      }
+      if (code < 0) {
+        const raw = bytes.slice(a, b);
+        code = codeOf(utf8.decode(raw));
+        if (bucket === undefined) seen.set(hsh, [[raw, code]]);
+        else bucket.push([raw, code]);
+      }
+      out[i++] = code;
+    }
   }
   return out;
 }
