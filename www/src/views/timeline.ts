@@ -640,6 +640,21 @@ export class TimelineView {
     const npp = this.nsPerPx;
     const merged = this.color(tr, 0xffff);
     let drawn = 0;
+    // Adjacent merged bars of one colour and opacity are drawn as one rectangle (dense rows cost
+    // a few fills instead of one per pixel column).
+    let runX = 0;
+    let runW = 0;
+    let runStyle = '';
+    let runAlpha = 0;
+    const flush = (): void => {
+      if (runW <= 0) return;
+      ctx.fillStyle = runStyle;
+      ctx.globalAlpha = runAlpha;
+      ctx.fillRect(this.gutter + runX, y, runW, hgt);
+      ctx.globalAlpha = 1;
+      drawn++;
+      runW = 0;
+    };
     let k = k0;
     while (k < n) {
       const s = starts[k] ?? 0;
@@ -652,6 +667,7 @@ export class TimelineView {
       const x0 = (s - t0) / npp;
       const x1 = (e - t0) / npp;
       if (x1 - x0 >= 1) {
+        flush();
         ctx.fillStyle = this.color(tr, ops[k] ?? 0);
         const w = x1 - x0;
         ctx.fillRect(this.gutter + x0, y, w > 2 ? w - 0.5 : w, hgt);
@@ -691,18 +707,24 @@ export class TimelineView {
             }
           }
         }
-        ctx.fillStyle = style;
         // Opacity follows how busy the engine was inside the merged pixels, so a sparse engine
-        // does not look solid when zoomed out.
+        // does not look solid when zoomed out (in eighths; neighbours within an eighth share a fill).
         const w = Math.min(xe, this.plotWidth() + 1) - px;
         const frac = Math.min(1, ((tr.busy[j] ?? 0) - (tr.busy[k] ?? 0)) / Math.max(1e-9, w * npp));
-        ctx.globalAlpha = 0.25 + 0.75 * frac;
-        ctx.fillRect(this.gutter + px, y, w, hgt);
-        ctx.globalAlpha = 1;
-        drawn++;
+        const alpha = Math.round((0.25 + 0.75 * frac) * 8) / 8;
+        if (runW > 0 && style === runStyle && Math.abs(alpha - runAlpha) <= 0.125 && px <= runX + runW) {
+          runW = Math.max(runX + runW, px + w) - runX;
+        } else {
+          flush();
+          runX = px;
+          runW = w;
+          runStyle = style;
+          runAlpha = alpha;
+        }
         k = j;
       }
     }
+    flush();
     return drawn;
   }
 
