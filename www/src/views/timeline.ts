@@ -85,6 +85,8 @@ export class TimelineView {
   private readonly tooltip: HTMLElement;
   private readonly details: HTMLElement;
   private readonly status: HTMLElement;
+  /** DMA colour key (queue types present), under the canvas. */
+  private readonly legend: HTMLElement;
   private model: TimelineModel | null = null;
   private viewStart = 0;
   private nsPerPx = 1;
@@ -132,6 +134,7 @@ export class TimelineView {
       h('div', { class: 'timeline-bar' }, fit, zin, zout, this.filter, this.filterInfo,
         h('span', { class: 'muted small hint', title: 'Mouse wheel zooms around the cursor, drag pans, W/S zoom, A/D pan, 0 fits. The % beside each row is the share of the visible time that engine was busy.' }, 'wheel zoom · drag pan · click for details · % busy in view'), this.status),
       h('div', { class: 'timeline-wrap' }, this.canvas, this.tooltip),
+      (this.legend = h('div', { class: 'timeline-legend muted small', 'data-testid': 'timeline-legend', hidden: true })),
       this.details);
 
     this.canvas.addEventListener('wheel', (e) => this.onWheel(e), { passive: false });
@@ -163,10 +166,28 @@ export class TimelineView {
     this.hover = null;
     this.selected = null;
     this.colorCache.clear();
+    this.showLegend();
     this.applyFilter();
     this.details.replaceChildren(h('div', { class: 'muted' }, `Click ${this.noun()} to see all its fields.`));
     this.relayoutRows();
     this.fit();
+  }
+
+  /** The DMA queue types of the model with their colours (hidden without DMA rows). */
+  private showLegend(): void {
+    const m = this.model;
+    const types = new Set<number>();
+    for (const t of m?.tracks ?? []) if (t.kind === 'dma' && t.header === undefined && t.ops.length > 0) types.add(t.ops[0] ?? 0);
+    this.legend.hidden = types.size === 0;
+    if (m === null || types.size === 0) {
+      this.legend.replaceChildren();
+      return;
+    }
+    const dmaTrack = m.tracks.find((t) => t.kind === 'dma');
+    this.legend.replaceChildren('DMA queue types: ', ...[...types].sort((a, b) => a - b).flatMap((op) => [
+      h('span', { class: 'swatch', style: `background:${dmaTrack === undefined ? '' : this.color(dmaTrack, op)}` }),
+      h('span', { 'data-queue-type': m.opcodes[op] ?? '' }, `${m.opcodes[op] ?? ''}  `),
+    ]), ' · click a ▸ group to expand it');
   }
 
   /** Expands or collapses a group (key = the header track's `header`). */
