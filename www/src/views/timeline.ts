@@ -409,7 +409,8 @@ export class TimelineView {
       const maxW = this.gutter - (child ? 52 : 40);
       ctx.fillText(this.fitText(label, maxW), child ? 20 : 8, y + rh / 2);
       // Share of the visible time this row was busy (slice rows; counters and instants have none).
-      if (tr.style !== 'step' && tr.kind !== 'semaphore') {
+      // Not on group headers: their rows overlap, so the sum is no share of time.
+      if (tr.style !== 'step' && tr.kind !== 'semaphore' && !isHeader) {
         const pct = Math.min(100, (100 * busyIn(tr, Math.max(t0, m.start), Math.min(t1, m.end))) / Math.max(1e-9, Math.min(t1, m.end) - Math.max(t0, m.start)));
         ctx.fillStyle = MUTED;
         ctx.textAlign = 'right';
@@ -732,7 +733,8 @@ export class TimelineView {
         // does not look solid when zoomed out (in eighths; neighbours within an eighth share a fill).
         const w = Math.min(xe, this.plotWidth() + 1) - px;
         const frac = Math.min(1, ((tr.busy[j] ?? 0) - (tr.busy[k] ?? 0)) / Math.max(1e-9, w * npp));
-        const alpha = Math.round((0.25 + 0.75 * frac) * 8) / 8;
+        // Instants (a collapsed semaphore group) have no duration: draw them solid.
+        const alpha = tr.maxDur === 0 ? 1 : Math.round((0.25 + 0.75 * frac) * 8) / 8;
         if (runW > 0 && style === runStyle && Math.abs(alpha - runAlpha) <= 0.125 && px <= runX + runW) {
           runW = Math.max(runX + runW, px + w) - runX;
         } else {
