@@ -26,6 +26,7 @@ async function load(rel) {
 const model = await load('views/timeline-model.ts');
 const rows = await load('views/device-rows.ts');
 const groups = await load('views/summary-groups.ts');
+const summary = await load('views/summary.ts');
 
 const big = (xs) => BigInt64Array.from(xs.map((x) => BigInt(x)));
 const instructions = () => model.buildTimeline(tableFromArrays({
@@ -135,4 +136,28 @@ test('summary groups: Explorer order, exact fields, wildcard queue fields, unkno
   const all = Object.values(groups.SUMMARY_GROUPS).flat();
   assert.equal(new Set(all).size, all.length);
   assert.equal(all.length, 186, 'fields of the profiler 2.28 export');
+});
+
+test('throttleFields: per physical core and type, percents as fractions of the total time', () => {
+  const t = tableFromArrays({
+    duration: vectorFromArray([600n, 200n, 100n, null]),
+    k: Int32Array.from([8, 4, 2, 4]),
+    n: Int32Array.from([8, 8, 8, 8]),
+    type: ['activity_0', 'activity_1', 'activity_1', 'activity_1'],
+    pcore_idx: big([0, 0, 1, 0]),
+  });
+  const f = summary.throttleFields(t, 1000);
+  assert.deepEqual(f, {
+    throttle_activity_0_active_time_nc0_percent: 0.6,
+    throttle_activity_0_avg_util_limit_nc0_percent: 1,
+    throttle_activity_1_active_time_nc0_percent: 0.2,
+    throttle_activity_1_avg_util_limit_nc0_percent: 0.5,
+    throttle_activity_1_active_time_nc1_percent: 0.1,
+    throttle_activity_1_avg_util_limit_nc1_percent: 0.25,
+    throttle_active_nc0_time_ns: 200,
+    throttle_avg_util_limit_nc0_percent: 0.7,
+    throttle_active_nc1_time_ns: 100,
+    throttle_avg_util_limit_nc1_percent: 0.025,
+  });
+  assert.equal(groups.summaryGroup('throttle_activity_1_active_time_nc1_percent'), 'throttling_nc1');
 });

@@ -18,7 +18,7 @@ import {
   SYSTEM_EVENT_COLUMNS,
   type DeviceLinkRow,
 } from './views/system-model.ts';
-import { renderSummary, renderSummaryGroups } from './views/summary.ts';
+import { renderSummary, renderSummaryGroups, THROTTLE_SUMMARY_COLUMNS } from './views/summary.ts';
 import { TableBrowser, type TableSource } from './views/tables.ts';
 import { buildTimeline } from './views/timeline-model.ts';
 import { addDeviceRows, DMA_COLUMNS, PENDING_DMA_COLUMNS, SEMAPHORE_COLUMNS, THROTTLE_COLUMNS } from './views/device-rows.ts';
@@ -209,8 +209,8 @@ async function openDevice(profile: ProfileEntry, deviceIndex: number): Promise<v
   }
 }
 
-/** The Summary page's Explorer groups, from the one-row Summary and Metadata tables and ThrottleSummary. */
-async function fillSummaryGroups(source: TableSource, tables: TableInfo[]): Promise<void> {
+/** The Summary page's Explorer groups, from the one-row Summary and Metadata tables and the Throttle rows. */
+async function fillSummaryGroups(source: TableSource & { columns(name: string, cols: string[]): Promise<Table> }, tables: TableInfo[]): Promise<void> {
   const box = document.querySelector<HTMLElement>('[data-testid=summary-groups]');
   if (box === null) return;
   const has = (n: string): boolean => tables.some((t) => t.name === n && Number(t.rows) > 0);
@@ -218,7 +218,7 @@ async function fillSummaryGroups(source: TableSource, tables: TableInfo[]): Prom
     const [summary, metadata, throttle] = await Promise.all([
       has('Summary') ? source.page('Summary', 0, 1) : Promise.resolve(null),
       has('Metadata') ? source.page('Metadata', 0, 1) : Promise.resolve(null),
-      has('ThrottleSummary') ? source.page('ThrottleSummary', 0, 4096) : Promise.resolve(null),
+      has('Throttle') ? source.columns('Throttle', THROTTLE_SUMMARY_COLUMNS) : Promise.resolve(null),
     ]);
     if (box.isConnected) renderSummaryGroups(box, summary, metadata, throttle);
   } catch (e) {

@@ -123,11 +123,62 @@ function si(x: number): string {
   return `${x} `;
 }
 
+/** Throttle columns `throttleFields` reads. */
+export const THROTTLE_SUMMARY_COLUMNS = ['duration', 'k', 'n', 'type', 'pcore_idx'];
+
+/**
+ * Explorer's throttling summary fields from the Throttle rows (duration ns, k, n, type, pcore_idx)
+ * and the total time (ns), per physical core p (Explorer's nc<p>):
+ * `throttle_<type>_active_time_nc<p>_percent` = Σ duration of that type / total time,
+ * `throttle_<type>_avg_util_limit_nc<p>_percent` = Σ (k/n × duration) / Σ duration of that type,
+ * `throttle_active_nc<p>_time_ns` = Σ duration of the records with k < n,
+ * `throttle_avg_util_limit_nc<p>_percent` = Σ (k/n × duration) / total time; percents as
+ * fractions, like the exports. Matches the `summary` of all 10 exports with throttle records
+ * (allenkchau ×6, AnchovyPark ×4) — checked against fused_bf16_s512 in tests/browser/device.test.mjs.
+ */
+export function throttleFields(throttle: Table, totalNs: number): Record<string, number> {
+  const col = (n: string): ((i: number) => unknown) => {
+    const c = throttle.getChild(n);
+    return (i) => c?.get(i);
+  };
+  const [dur, k, n, type, pc] = [col('duration'), col('k'), col('n'), col('type'), col('pcore_idx')];
+  interface Acc { dur: number; weighted: number }
+  const byType = new Map<string, Acc>();
+  const byCore = new Map<number, { limited: number; weighted: number }>();
+  for (let i = 0; i < throttle.numRows; i++) {
+    const d = Number(dur(i) ?? NaN);
+    const kk = Number(k(i) ?? NaN);
+    const nn = Number(n(i) ?? NaN);
+    if (!Number.isFinite(d) || !Number.isFinite(kk) || !Number.isFinite(nn) || nn <= 0) continue;
+    const p = Number(pc(i) ?? 0);
+    const key = `${String(type(i) ?? 'unknown')}\u0000${p}`;
+    const t = byType.get(key) ?? { dur: 0, weighted: 0 };
+    t.dur += d;
+    t.weighted += (kk / nn) * d;
+    byType.set(key, t);
+    const c = byCore.get(p) ?? { limited: 0, weighted: 0 };
+    if (kk < nn) c.limited += d;
+    c.weighted += (kk / nn) * d;
+    byCore.set(p, c);
+  }
+  const out: Record<string, number> = {};
+  for (const [key, t] of byType) {
+    const [ty, p] = key.split('\u0000');
+    out[`throttle_${ty}_active_time_nc${p}_percent`] = t.dur / totalNs;
+    if (t.dur > 0) out[`throttle_${ty}_avg_util_limit_nc${p}_percent`] = t.weighted / t.dur;
+  }
+  for (const [p, c] of byCore) {
+    out[`throttle_active_nc${p}_time_ns`] = c.limited;
+    out[`throttle_avg_util_limit_nc${p}_percent`] = c.weighted / totalNs;
+  }
+  return out;
+}
+
 /**
  * The Summary table (one row) in Explorer's groups and order (summary-groups.ts), plus the
- * Metadata fields the exports file under a group (versions, instance type) and the
- * ThrottleSummary rows under the throttling groups. `*_percent` fields of the Summary table are
- * fractions (crate/src/summary.rs) and show ×100.
+ * Metadata fields the exports file under a group (versions, instance type) and the throttling
+ * fields computed from the Throttle rows (`throttleFields`). `*_percent` fields are fractions
+ * (crate/src/summary.rs, as in the exports) and show ×100.
  */
 export function renderSummaryGroups(root: HTMLElement, summary: Table | null, metadata: Table | null, throttle: Table | null): void {
   interface Field { name: string; text: string; raw: string; unit: string }
@@ -152,25 +203,12 @@ export function renderSummaryGroups(root: HTMLElement, summary: Table | null, me
   };
   fields(summary, false, true);
   fields(metadata, true, false);
-  // ThrottleSummary: per NeuronCore and throttle type (our table's fields, not Explorer's names).
-  if (throttle !== null && throttle.numRows > 0) {
-    const nc = throttle.getChild('nc_idx');
-    const ty = throttle.getChild('throttle_type');
-    const act = throttle.getChild('throttle_active_time_ns');
-    const pct = throttle.getChild('throttle_active_time_percent');
-    const lim = throttle.getChild('max_achievable_util_with_throttling_percent');
-    const cores = [...new Set(Array.from({ length: throttle.numRows }, (_, i) => Number(nc?.get(i) ?? 0)))].sort((a, b) => a - b);
-    for (let i = 0; i < throttle.numRows; i++) {
-      const core = Number(nc?.get(i) ?? 0);
-      const group = `throttling_nc${Math.min(1, Math.max(0, cores.indexOf(core)))}`;
-      const type = String(ty?.get(i) ?? 'all');
-      const a = act?.get(i) as number | bigint | null | undefined;
-      const p = pct?.get(i) as number | null | undefined;
-      const l = lim?.get(i) as number | null | undefined;
-      const text = [a === null || a === undefined ? null : ns(Number(a)),
-        p === null || p === undefined ? null : `${p.toFixed(2)} %`,
-        l === null || l === undefined ? null : `limit ${l.toFixed(1)} %`].filter(Boolean).join(' · ');
-      add(group, { name: `throttled nc ${core} ${type}`, text, raw: String(a ?? ''), unit: 'ns' });
+  // Explorer's throttling fields, from the Throttle rows and total_time.
+  const totalS = Number(summary?.get(0)?.toJSON()['total_time'] ?? NaN);
+  if (throttle !== null && throttle.numRows > 0 && Number.isFinite(totalS) && totalS > 0) {
+    for (const [name, v] of Object.entries(throttleFields(throttle, totalS * 1e9))) {
+      const unit = name.endsWith('_ns') ? 'ns' : '%';
+      add(summaryGroup(name), { name, text: summaryValue(v, unit, true), raw: String(v), unit });
     }
   }
   const order = groupOrder();
