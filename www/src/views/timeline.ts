@@ -693,7 +693,8 @@ export class TimelineView {
         ctx.fillStyle = this.color(tr, ops[k] ?? 0);
         const w = x1 - x0;
         ctx.fillRect(this.gutter + x0, y, w > 2 ? w - 0.5 : w, hgt);
-        if (w > 44 && hgt >= 10) {
+        // DMA packets go unlabelled: the colour gives the queue type, the tooltip the bytes.
+        if (w > 44 && hgt >= 10 && tr.kind !== 'dma') {
           const label = this.model?.opcodes[ops[k] ?? 0] ?? '';
           if (label !== '') {
             ctx.fillStyle = '#0b0d10';
