@@ -142,6 +142,36 @@ test('fused_bf16_s512: DMA queue, semaphore and throttle rows match the JSON exp
   }
 });
 
+test('every allenkchau capture: DMA queue, semaphore and throttle row counts equal the JSON export', async () => {
+  const names = ['baseline_bf16_s1024', 'baseline_bf16_s512', 'baseline_fp32_s512', 'fused_bf16_s512', 'fused_fp32_s1024', 'fused_fp32_s512'];
+  const b = await launch();
+  try {
+    const { page } = b;
+    for (const name of names) {
+      const dir = sample(`allenkchau-trainium-kernel-fusion/profiling/artifacts/${name}`);
+      const doc = JSON.parse(readFileSync(await fullJsonExport(dir), 'utf8'));
+      await openFolder(page, dir);
+      const canvas = page.locator('[data-testid=timeline-canvas]');
+      const got = {
+        dma: Number(await canvas.getAttribute('data-dma-rows')),
+        semaphores: Number(await canvas.getAttribute('data-semaphore-rows')),
+        throttle: Number(await canvas.getAttribute('data-throttle-rows')),
+        packets: (await timelineRows(page)).filter((r) => r.kind === 'dma' && r.header).reduce((a, r) => a + r.items, 0),
+      };
+      const want = {
+        dma: new Set(doc.dma.map((r) => `${r.subgraph}/${r.subgroup}`)).size,
+        semaphores: new Set(doc.semaphore_update.map((r) => `${r.subgraph}/${r.id}`)).size,
+        throttle: new Set((doc.ham ?? []).map((r) => r.subgraph)).size,
+        packets: doc.dma.length,
+      };
+      assert.deepEqual(got, want, `${name}: rows and packets drawn vs the export`);
+    }
+    assert.deepEqual(b.errors, [], 'no uncaught page errors');
+  } finally {
+    await b.close();
+  }
+});
+
 test('fused_bf16_s512: the Summary shows Explorer\'s groups in Explorer\'s order, values in the right group', async () => {
   const dir = sample('allenkchau-trainium-kernel-fusion/profiling/artifacts/fused_bf16_s512');
   const doc = JSON.parse(readFileSync(await fullJsonExport(dir), 'utf8'));
