@@ -18,6 +18,7 @@ import {
   SYSTEM_EVENT_COLUMNS,
   type DeviceLinkRow,
 } from './views/system-model.ts';
+import { SourceView } from './views/source.ts';
 import { renderSummary } from './views/summary.ts';
 import { TableBrowser, type TableSource } from './views/tables.ts';
 import { buildTimeline } from './views/timeline-model.ts';
@@ -26,7 +27,14 @@ import { TimelineView } from './views/timeline.ts';
 type State = 'boot' | 'idle' | 'loading' | 'processing' | 'ready' | 'error';
 
 const client = new CoreClient();
-const timeline = new TimelineView();
+const timeline = new TimelineView({ detailsExtra: (o) => instructionSource(o) });
+/** Source view: picked .py / .tar.gz files with the device time per line. */
+const sourceView = new SourceView({
+  sources: () => client.sources(),
+  addSources: (files) => client.addSources(files),
+  text: (path) => client.sourceText(path),
+  resolve: (locations) => client.sourceResolve(locations),
+});
 /** System profile: runtime/hardware spans per thread and core, CPU and host memory under them. */
 const systemView = new TimelineView({
   canvasTestid: 'system-canvas',
@@ -123,6 +131,7 @@ async function loadDemo(): Promise<void> {
 function showInventory(inv: Inventory): void {
   inventory = inv;
   selected = null;
+  sourceView.reset();
   document.body.classList.add('has-capture');
   renderInventory();
   clearWorkspace();
@@ -153,6 +162,7 @@ function clearWorkspace(): void {
   byId('summary').replaceChildren(h('div', { class: 'muted' }, 'Pick a device profile on the left.'));
   timeline.setModel(null);
   browser.setSource(null, []);
+  sourceView.setHeat(null);
 }
 
 function message(e: unknown): string {
@@ -190,6 +200,13 @@ async function openDevice(profile: ProfileEntry, deviceIndex: number): Promise<v
     const hasInstr = result.tables.some((t) => t.name === 'Instruction');
     timeline.rowLoader = (row) => source.page('Instruction', row, 1);
     timeline.setModel(hasInstr ? buildTimeline(await source.columns('Instruction', TIMELINE_COLUMNS)) : null);
+    if (hasInstr) {
+      progress('Summing device time per source line');
+      sourceView.setHeat(await client.sourceHeat(result.key).catch((e: unknown) => {
+        console.warn('source heat failed', e);
+        return null;
+      }));
+    }
     progress(null);
     setState('ready');
   } catch (e) {
@@ -243,6 +260,37 @@ function systemDetailsExtra(o: Record<string, unknown>): HTMLElement | null {
     parts.push(h('h3', {}, 'Device profile'), box);
   }
   return parts.length > 0 ? h('div', {}, parts) : null;
+}
+
+/** Source attribution of a clicked instruction and the link into the Source view. */
+function instructionSource(o: Record<string, unknown>): HTMLElement | null {
+  // The first render has only the timeline columns; the full row follows.
+  if (!('nki_source_location' in o) && !('bir_debug_info_source_location' in o)) return null;
+  const str = (k: string): string => (typeof o[k] === 'string' ? (o[k] as string) : '');
+  const loc = str('nki_source_location') || str('bir_debug_info_source_location');
+  const fields = ['bir_instruction_name', 'hlo_name', 'nki_source_location', 'bir_debug_info_source_location'];
+  const box = h('div', { class: 'source-attr', 'data-testid': 'source-attribution' },
+    h('dl', { class: 'kv' }, fields.flatMap((k) => [h('dt', {}, k), h('dd', { class: 'mono', 'data-attr': k }, str(k) || '–')])));
+  if (loc === '') {
+    box.append(h('div', { class: 'muted' }, 'No source location is recorded for this instruction.'));
+    return h('div', {}, h('h3', {}, 'Source'), box);
+  }
+  const note = h('span', { class: 'muted small', 'data-testid': 'source-link-note' });
+  box.append(h('div', { class: 'source-link-row' },
+    h('button', { class: 'btn small', 'data-testid': 'source-link', 'data-location': loc, onclick: () => void openSourceLine(loc) }, 'Open source line'), ' ', note));
+  client.sourceResolve([loc]).then((r) => {
+    const f = r[0]?.files[0];
+    note.dataset['resolved'] = f ?? '';
+    note.textContent = f !== undefined
+      ? `→ ${f}`
+      : `${r[0]?.debug_path ?? loc} was not picked: add the folder that contains it, or a .tar.gz of your sources.`;
+  }, () => {});
+  return h('div', {}, h('h3', {}, 'Source'), box);
+}
+
+async function openSourceLine(location: string): Promise<void> {
+  byId('source-panel').scrollIntoView({ block: 'start' });
+  await sourceView.openLocation(location);
 }
 
 /** Index of the device whose NTFF stem is `name` in `profile`, or null. */
@@ -448,6 +496,7 @@ function wire(): void {
   byId('timeline-slot').append(timeline.root);
   byId('system-slot').append(systemView.root);
   byId('tables-slot').append(browser.root);
+  byId('source-slot').append(sourceView.root);
   client.onFatal = (m) => showError(`The processing worker stopped: ${m}`);
 }
 
