@@ -69,6 +69,9 @@ function tokenTree(text: string): TokNode | null {
 export function highlightLines(text: string): Seg[][] {
   const plain = (): Seg[][] => text.split('\n').map((l) => [{ text: l, cls: '' }]);
   if (text.length > HIGHLIGHT_MAX_CHARS) return plain();
+  let newlines = 0;
+  for (let i = text.indexOf('\n'); i >= 0 && newlines <= HIGHLIGHT_MAX_LINES; i = text.indexOf('\n', i + 1)) newlines++;
+  if (newlines >= HIGHLIGHT_MAX_LINES) return plain();
   const root = tokenTree(text);
   if (root === null) return plain();
   const lines: Seg[][] = [[]];
@@ -86,7 +89,6 @@ export function highlightLines(text: string): Seg[][] {
     for (const ch of n.children) if (isTok(ch)) walk(ch, c, depth + 1);
   };
   walk(root, '', 0);
-  if (lines.length > HIGHLIGHT_MAX_LINES) return plain();
   // The runs must reproduce the text exactly, or the line numbers would lie.
   const joined = lines.map((l) => l.map((s) => s.text).join('')).join('\n');
   return joined === text ? lines : plain();
