@@ -331,6 +331,8 @@ export class SourceView {
     const total = this.heat?.total_ns ?? 0;
     const max = Math.max(1, ...[...heat.values()].map((x) => x.ns));
     const segs = highlightLines(text);
+    // A final newline ends the last line; it does not start another one.
+    if (text.endsWith('\n') && segs.length > 1 && segs[segs.length - 1]?.length === 0) segs.pop();
     const rows = segs.map((runs, i) => this.row(i + 1, runs, heat.get(i + 1), max, total));
     this.code.replaceChildren(...rows);
     this.shown = { path, lines: rows.length, rows };
@@ -373,7 +375,7 @@ export class SourceView {
       const bar = h('span', { class: 'src-bar-fill' });
       bar.style.width = `${Math.max(2, (100 * heat.ns) / max).toFixed(1)}%`;
       const engines = [...heat.engines.entries()].sort((a, b) => b[1].ns - a[1].ns);
-      cell.append(h('span', { class: 'src-bar-track' }, bar), h('span', { class: 'src-heat-text' }, `${ns(heat.ns)} ${pct(heat.ns, total)}`));
+      cell.append(h('span', { class: 'src-bar-track' }, bar), h('span', { class: 'src-heat-text' }, `${short(heat.ns)} ${pct(heat.ns, total)}`));
       cell.title = `${int(heat.count)} instructions · ${ns(heat.ns)} (${pct(heat.ns, total)} of all instruction time)\n` +
         engines.map(([e, v]) => `${e || '?'}: ${ns(v.ns)} · ${int(v.count)}`).join('\n');
       row.classList.add('has-heat');
@@ -416,6 +418,13 @@ export class SourceView {
     // Scroll inside the code pane only (the page keeps its place).
     this.code.scrollTop = Math.max(0, row.offsetTop - this.code.clientHeight / 2);
   }
+}
+
+/** ns → 3 significant digits with a unit ("251 µs", "1.06 ms"), for the narrow heat column. */
+function short(v: number): string {
+  const [d, u] = v >= 1e9 ? [1e9, 's'] : v >= 1e6 ? [1e6, 'ms'] : v >= 1e3 ? [1e3, 'µs'] : [1, 'ns'];
+  const x = v / d;
+  return `${u === 'ns' ? Math.round(x) : Number(x.toPrecision(3))} ${u}`;
 }
 
 function pct(part: number, total: number): string {
