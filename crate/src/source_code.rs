@@ -417,8 +417,11 @@ pub struct SourceHeat {
 #[derive(Debug, Default)]
 pub struct HeatBuilder {
     heat: SourceHeat,
-    by_loc: HashMap<String, (i64, u64, HashMap<String, (i64, u64)>)>,
+    by_loc: HashMap<String, LocSums>,
 }
+
+/// (ns, count) of one location, and per engine.
+type LocSums = (i64, u64, HashMap<String, (i64, u64)>);
 
 /// The Instruction columns [`HeatBuilder::add_batch`] reads.
 pub const HEAT_COLUMNS: [&str; 6] = [
