@@ -40,26 +40,38 @@ fn picked(dir: &Path) -> Vec<(String, u64)> {
 
 /// The KevGomes device profile's Instruction table as the page stores it (in-memory Parquet).
 fn instruction_parquet() -> bytes::Bytes {
-    let dir = samples().join(CAPTURE);
-    assert!(dir.is_dir(), "sample capture {} is missing", dir.display());
+    let (bytes, rows) = instructions_of(CAPTURE, "profile_exec_2");
+    assert_eq!(rows, 7628, "Instruction rows of the KevGomes profile");
+    bytes
+}
+
+/// Instruction table (Parquet bytes, rows) of the device whose NTFF stem is `ntff` in sample
+/// folder `rel`.
+fn instructions_of(rel: &str, ntff: &str) -> (bytes::Bytes, u64) {
+    let dir = samples().join(rel);
+    assert!(dir.is_dir(), "sample folder {} is missing", dir.display());
     let base = dir.parent().unwrap().to_path_buf();
     let open = move |p: &str| -> Result<Box<dyn ByteSource>> {
         Ok(Box::new(FileSource::open(&base.join(p))?))
     };
     let inv = inventory::build(&picked(&dir), &open);
+    let is = |d: &inventory::DeviceProfile| {
+        d.ntff
+            .as_deref()
+            .is_some_and(|n| n.ends_with(&format!("/{ntff}.ntff")))
+    };
     let p = inv
         .profiles
         .iter()
-        .find(|p| p.devices.iter().any(|d| d.ntff.is_some()))
-        .expect("a profile with an NTFF");
-    let idx = p.devices.iter().position(|d| d.ntff.is_some()).unwrap();
+        .find(|p| p.devices.iter().any(is))
+        .unwrap_or_else(|| panic!("{rel}: no device {ntff}"));
+    let idx = p.devices.iter().position(is).unwrap();
     let mut sink = ParquetSink::new(|_t: &str| Ok(Vec::<u8>::new()));
     profile::process_device(&inv, &p.id, idx, &open, &mut sink, &mut |_, _, _| {})
         .expect("process_device");
     let mut out = sink.into_outputs().expect("parquet outputs");
     let (bytes, rows) = out.remove("Instruction").expect("an Instruction table");
-    assert_eq!(rows, 7628, "Instruction rows of the KevGomes profile");
-    bytes::Bytes::from(bytes)
+    (bytes::Bytes::from(bytes), rows)
 }
 
 /// Per location: (sum of duration_ns, count), computed row by row; plus (total ns, rows).
@@ -234,5 +246,101 @@ fn kevgomes_locations_resolve_to_the_stand_in_and_heat_matches_row_sums() {
             idx.listing().iter().find(|f| f.path == want).unwrap().lines,
             600
         );
+    }
+}
+
+/// Every source path the KevGomes NEFFs' debug info names (the capture's, moe `v6b.neff` and
+/// attention `attn_v6.neff`, whose locations include a site-packages file of the NKI library)
+/// resolves to its own stand-in, in a folder and in a `.tar.gz`, at the recorded line.
+#[test]
+fn every_kevgomes_location_resolves_to_its_own_stand_in() {
+    let mut by_path: BTreeMap<String, u32> = BTreeMap::new();
+    let mut locations = Vec::new();
+    for (rel, ntff, want_locs) in [
+        (CAPTURE, "profile_exec_2", 21),
+        (
+            "KevGomes-nki-moe-megakernel/kernels/moe_tkg/agents",
+            "profile_v6b_exec_2",
+            20,
+        ),
+        (
+            "KevGomes-nki-moe-megakernel/kernels/attn_tkg/agents",
+            "profile_attn_v6_exec_2",
+            107,
+        ),
+    ] {
+        let (parquet, _) = instructions_of(rel, ntff);
+        let (sums, _, _) = sums_by_location(&parquet);
+        assert_eq!(sums.len(), want_locs, "{ntff}: distinct locations");
+        for loc in sums.keys() {
+            let (path, line) = split_location(loc).unwrap_or_else(|| panic!("{loc}: no :line"));
+            let m = by_path.entry(path.to_string()).or_default();
+            *m = (*m).max(line);
+            locations.push(loc.clone());
+        }
+    }
+    eprintln!("source_view: debug paths and largest lines: {by_path:?}");
+    assert_eq!(by_path.len(), 4, "distinct source files named: {by_path:?}");
+    assert!(by_path
+        .keys()
+        .any(|p| p.ends_with("/nki/language/creation_ops.py")));
+
+    let root = scratch();
+    let src = root.join("src");
+    for (path, max) in &by_path {
+        let f = src.join(path.trim_start_matches('/'));
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        let mut text = String::new();
+        for n in 1..=max + 10 {
+            text.push_str(&format!(
+                "x = {n}  # {} line {n}\n",
+                f.file_name().unwrap().to_string_lossy()
+            ));
+        }
+        std::fs::write(&f, text).unwrap();
+    }
+    let tgz = root.join("src.tar.gz");
+    let st = std::process::Command::new("tar")
+        .arg("czf")
+        .arg(&tgz)
+        .arg("-C")
+        .arg(&src)
+        .args(["home", "opt"])
+        .status()
+        .expect("run tar");
+    assert!(st.success(), "tar czf failed");
+    let mut folder = SourceIndex::new();
+    for top in ["home", "opt"] {
+        assert_eq!(folder.add_dir(&src.join(top)).error, None);
+    }
+    let mut archive = SourceIndex::new();
+    let load = archive.add_input("src.tar.gz", &FileSource::open(&tgz).unwrap());
+    std::fs::remove_dir_all(&root).unwrap();
+    assert_eq!((folder.len(), archive.len()), (4, 4));
+    assert_eq!(load.load.error, None);
+
+    for idx in [&folder, &archive] {
+        for loc in &locations {
+            let r = idx.resolve(loc);
+            assert_eq!(r.files.len(), 1, "{loc}: {:?}", r.files);
+            let file = &r.files[0];
+            assert!(
+                file.ends_with(r.debug_path.trim_start_matches('/')),
+                "{loc} → {file}"
+            );
+            let name = file.rsplit('/').next().unwrap();
+            let line = idx
+                .get(file)
+                .unwrap()
+                .text
+                .lines()
+                .nth(r.line as usize - 1)
+                .unwrap();
+            assert_eq!(
+                line,
+                format!("x = {}  # {name} line {}", r.line, r.line),
+                "{loc}"
+            );
+        }
     }
 }
