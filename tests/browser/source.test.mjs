@@ -241,6 +241,8 @@ test('KevGomes capture alone: the link says which file is missing; adding a .tar
     await waitSource(page, 'missing');
     assert.equal(await page.locator('[data-testid=source-expected]').textContent(), 'v5_token_parallel_tkg.py');
     assert.match(await page.locator('[data-testid=source-message]').textContent(), /\.tar\.gz/, 'says how to add it');
+    await page.locator('[data-testid=source-panel]').screenshot({ path: join(SHOTS, 'kevgomes-source-missing.png') });
+    await page.locator('[data-testid=instruction-details]').screenshot({ path: join(SHOTS, 'kevgomes-instruction-source.png') });
 
     await page.setInputFiles('[data-testid=source-files-input]', join(TMP, 'src.tar.gz'));
     await waitSource(page, 'ready');
