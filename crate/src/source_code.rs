@@ -329,11 +329,21 @@ impl SourceIndex {
 }
 
 /// Splits a debug-info location `path:line` (Instruction `nki_source_location`,
-/// `bir_debug_info_source_location`) at its last `:` into the path and the 1-based line.
-/// `None` when there is no `:` followed by a positive decimal line number.
+/// `bir_debug_info_source_location`) at its last `:` into the path and the 1-based line. The
+/// schema says "file:line(s)": for a range or list (`x.py:12-14`, `x.py:12,15`) the first line is
+/// taken (every KevGomes sample location is a single line). `None` when no positive decimal line
+/// follows the last `:`.
 pub fn split_location(loc: &str) -> Option<(&str, u32)> {
-    let (path, line) = loc.trim().rsplit_once(':')?;
-    let line: u32 = line.trim().parse().ok()?;
+    let (path, rest) = loc.trim().rsplit_once(':')?;
+    let rest = rest.trim();
+    let digits = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    let (num, tail) = rest.split_at(digits);
+    if !(tail.is_empty() || tail.starts_with(['-', ','])) {
+        return None;
+    }
+    let line: u32 = num.parse().ok()?;
     (line > 0 && !path.is_empty()).then_some((path, line))
 }
 
@@ -627,6 +637,10 @@ mod tests {
         assert_eq!(split_location("/a/b.py"), None);
         assert_eq!(split_location("/a/b.py:0"), None);
         assert_eq!(split_location(":3"), None);
+        assert_eq!(split_location("/a/b.py:12-14"), Some(("/a/b.py", 12)));
+        assert_eq!(split_location("/a/b.py:12,15"), Some(("/a/b.py", 12)));
+        assert_eq!(split_location("/a/b.py:12x"), None);
+        assert_eq!(split_location("/a/b.py:99999999999"), None);
         let mut idx = SourceIndex::new();
         let mut load = SourceLoad::default();
         idx.add_bytes("up/kernels/k.py", b"a\nb\n", &mut load);
