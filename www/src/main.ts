@@ -27,7 +27,7 @@ import { TimelineView } from './views/timeline.ts';
 type State = 'boot' | 'idle' | 'loading' | 'processing' | 'ready' | 'error';
 
 const client = new CoreClient();
-const timeline = new TimelineView({ detailsExtra: (o) => instructionSource(o) });
+const timeline = new TimelineView({ detailsExtra: (o) => instructionSource(o), detailsExtraFirst: true });
 /** Source view: picked .py / .tar.gz files with the device time per line. */
 const sourceView = new SourceView({
   sources: () => client.sources(),
