@@ -277,6 +277,276 @@ impl SourceIndex {
     }
 }
 
+/// What loading one picked input (a `.py`, a `.tar.gz`) into the index did.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct InputLoad {
+    /// The picked path.
+    pub file: String,
+    #[serde(flatten)]
+    pub load: SourceLoad,
+}
+
+/// One indexed file for a file list.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SourceFileInfo {
+    /// Indexed path (an archive's members sit under the archive's own path).
+    pub path: String,
+    /// Text length, bytes.
+    pub bytes: u64,
+    /// Lines (a last line without `\n` counts).
+    pub lines: u64,
+}
+
+impl SourceIndex {
+    /// Adds a picked input by its name: `*.tar.gz` / `*.tgz` (gzip) and `*.tar` are read as
+    /// archives whose members go under `path`; anything else as one text file.
+    pub fn add_input(&mut self, path: &str, src: &dyn ByteSource) -> InputLoad {
+        let lower = path.to_ascii_lowercase();
+        let load = if lower.ends_with(".tar.gz") || lower.ends_with(".tgz") {
+            self.add_tar(src, true, path)
+        } else if lower.ends_with(".tar") {
+            self.add_tar(src, false, path)
+        } else {
+            self.add_file(path, src)
+        };
+        InputLoad {
+            file: path.to_string(),
+            load,
+        }
+    }
+
+    /// Every indexed file with its size and line count, in insertion order.
+    pub fn listing(&self) -> Vec<SourceFileInfo> {
+        self.files
+            .iter()
+            .map(|f| SourceFileInfo {
+                path: f.path.clone(),
+                bytes: f.text.len() as u64,
+                lines: f.text.lines().count() as u64,
+            })
+            .collect()
+    }
+}
+
+/// Splits a debug-info location `path:line` (Instruction `nki_source_location`,
+/// `bir_debug_info_source_location`) at its last `:` into the path and the 1-based line. The
+/// schema says "file:line(s)": for a range or list (`x.py:12-14`, `x.py:12,15`) the first line is
+/// taken (every KevGomes sample location is a single line). `None` when no positive decimal line
+/// follows the last `:`.
+pub fn split_location(loc: &str) -> Option<(&str, u32)> {
+    let (path, rest) = loc.trim().rsplit_once(':')?;
+    let rest = rest.trim();
+    let digits = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    let (num, tail) = rest.split_at(digits);
+    if !(tail.is_empty() || tail.starts_with(['-', ','])) {
+        return None;
+    }
+    let line: u32 = num.parse().ok()?;
+    (line > 0 && !path.is_empty()).then_some((path, line))
+}
+
+/// Where a debug-info location lands among the indexed files.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Resolved {
+    /// The location as given (`path:line`).
+    pub location: String,
+    /// Its path part, as recorded on the compile host.
+    pub debug_path: String,
+    /// Its 1-based line (0 when the location has no line).
+    pub line: u32,
+    /// Indexed paths sharing the longest suffix with `debug_path` (empty: not picked; several: a tie).
+    pub files: Vec<String>,
+}
+
+impl SourceIndex {
+    /// Resolves a location `path:line` (or a bare path) to the indexed files it may name.
+    pub fn resolve(&self, location: &str) -> Resolved {
+        let (path, line) = split_location(location).unwrap_or((location.trim(), 0));
+        Resolved {
+            location: location.to_string(),
+            debug_path: path.to_string(),
+            line,
+            files: self
+                .lookup(path)
+                .into_iter()
+                .map(|f| f.path.clone())
+                .collect(),
+        }
+    }
+}
+
+/// Device time of one engine at one source location.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct EngineHeat {
+    /// Explorer engine name (`tensor`, `vector`, `scalar`, `gpsimd`, `sync`, …).
+    pub engine: String,
+    /// Sum of instruction durations, ns.
+    pub total_ns: i64,
+    /// Instructions.
+    pub count: u64,
+}
+
+/// Device time attributed to one source location (all instructions whose `nki_source_location`,
+/// else `bir_debug_info_source_location`, is `location`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct LineHeat {
+    /// `path:line` as recorded.
+    pub location: String,
+    /// Path part (compile-host path).
+    pub path: String,
+    /// 1-based line (0 when the location carries none).
+    pub line: u32,
+    /// Sum of instruction durations, ns (engines run in parallel, so sums can exceed wall time).
+    pub total_ns: i64,
+    /// Instructions.
+    pub count: u64,
+    /// Per engine, largest `total_ns` first.
+    pub engines: Vec<EngineHeat>,
+}
+
+/// Per-location heat of a device profile's `Instruction` table.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct SourceHeat {
+    /// Sum of every instruction's duration, ns (the denominator of a line's share).
+    pub total_ns: i64,
+    /// Every instruction.
+    pub count: u64,
+    /// Duration and count of instructions without a source location.
+    pub unattributed_ns: i64,
+    pub unattributed_count: u64,
+    /// One entry per distinct location, largest `total_ns` first.
+    pub lines: Vec<LineHeat>,
+}
+
+/// Accumulates [`SourceHeat`] from `Instruction` record batches (columns `nki_source_location`,
+/// `bir_debug_info_source_location`, `duration_ns`, `engine`; `start_ts`/`end_ts` stand in for a
+/// null `duration_ns`). Missing columns count as null. Memory: one entry per distinct
+/// (location, engine), not per row.
+#[derive(Debug, Default)]
+pub struct HeatBuilder {
+    heat: SourceHeat,
+    by_loc: HashMap<String, LocSums>,
+}
+
+/// (ns, count) of one location, and per engine.
+type LocSums = (i64, u64, HashMap<String, (i64, u64)>);
+
+/// The Instruction columns [`HeatBuilder::add_batch`] reads.
+pub const HEAT_COLUMNS: [&str; 6] = [
+    "nki_source_location",
+    "bir_debug_info_source_location",
+    "duration_ns",
+    "start_ts",
+    "end_ts",
+    "engine",
+];
+
+impl HeatBuilder {
+    /// Adds one batch of `Instruction` rows.
+    pub fn add_batch(&mut self, b: &arrow_array::RecordBatch) {
+        use arrow_array::{Array, Int64Array, StringArray};
+        let s = |n: &str| {
+            b.column_by_name(n)
+                .and_then(|c| c.as_any().downcast_ref::<StringArray>())
+        };
+        let i = |n: &str| {
+            b.column_by_name(n)
+                .and_then(|c| c.as_any().downcast_ref::<Int64Array>())
+        };
+        let (nki, bir, eng) = (
+            s("nki_source_location"),
+            s("bir_debug_info_source_location"),
+            s("engine"),
+        );
+        let (dur, st, en) = (i("duration_ns"), i("start_ts"), i("end_ts"));
+        fn get_s(a: Option<&StringArray>, r: usize) -> Option<&str> {
+            a.filter(|a| a.is_valid(r))
+                .map(|a| a.value(r))
+                .filter(|v| !v.is_empty())
+        }
+        fn get_i(a: Option<&Int64Array>, r: usize) -> Option<i64> {
+            a.filter(|a| a.is_valid(r)).map(|a| a.value(r))
+        }
+        for r in 0..b.num_rows() {
+            let d = get_i(dur, r)
+                .or_else(|| Some(get_i(en, r)?.saturating_sub(get_i(st, r)?)))
+                .unwrap_or(0)
+                .max(0);
+            self.heat.total_ns = self.heat.total_ns.saturating_add(d);
+            self.heat.count += 1;
+            let Some(loc) = get_s(nki, r).or_else(|| get_s(bir, r)) else {
+                self.heat.unattributed_ns = self.heat.unattributed_ns.saturating_add(d);
+                self.heat.unattributed_count += 1;
+                continue;
+            };
+            let e = self.by_loc.entry(loc.to_string()).or_default();
+            e.0 = e.0.saturating_add(d);
+            e.1 += 1;
+            let engine = get_s(eng, r).unwrap_or("");
+            let pe = e.2.entry(engine.to_string()).or_default();
+            pe.0 = pe.0.saturating_add(d);
+            pe.1 += 1;
+        }
+    }
+
+    /// The heat, lines and engines sorted by time (largest first; ties by location / engine).
+    pub fn finish(self) -> SourceHeat {
+        let mut heat = self.heat;
+        heat.lines = self
+            .by_loc
+            .into_iter()
+            .map(|(location, (total_ns, count, engines))| {
+                let (path, line) = split_location(&location).unwrap_or((location.as_str(), 0));
+                let mut engines: Vec<EngineHeat> = engines
+                    .into_iter()
+                    .map(|(engine, (total_ns, count))| EngineHeat {
+                        engine,
+                        total_ns,
+                        count,
+                    })
+                    .collect();
+                engines.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.engine.cmp(&b.engine)));
+                LineHeat {
+                    path: path.to_string(),
+                    line,
+                    location: location.clone(),
+                    total_ns,
+                    count,
+                    engines,
+                }
+            })
+            .collect();
+        heat.lines.sort_by(|a, b| {
+            b.total_ns
+                .cmp(&a.total_ns)
+                .then(a.location.cmp(&b.location))
+        });
+        heat
+    }
+}
+
+/// [`SourceHeat`] of an `Instruction` table stored as Parquet, read batch by batch (only
+/// [`HEAT_COLUMNS`]). Errors: the bytes are not a readable Parquet file.
+pub fn heat_of_parquet(parquet: bytes::Bytes) -> Result<SourceHeat> {
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use parquet::arrow::ProjectionMask;
+    let b = ParquetRecordBatchReaderBuilder::try_new(parquet)?
+        .with_batch_size(crate::tables::BATCH_ROWS);
+    let schema = b.schema().clone();
+    let idx: Vec<usize> = HEAT_COLUMNS
+        .iter()
+        .filter_map(|c| schema.index_of(c).ok())
+        .collect();
+    let mask = ProjectionMask::roots(b.parquet_schema(), idx);
+    let mut heat = HeatBuilder::default();
+    for batch in b.with_projection(mask).build()? {
+        heat.add_batch(&batch?);
+    }
+    Ok(heat.finish())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -358,6 +628,115 @@ mod tests {
             g[pos] ^= 0x55;
             let _ = SourceIndex::new().add_tar(&SliceSource(&g), true, "");
         }
+    }
+
+    #[test]
+    fn locations_split_and_resolve() {
+        assert_eq!(split_location("/a/b.py:194"), Some(("/a/b.py", 194)));
+        assert_eq!(split_location("C:\\x\\b.py:7"), Some(("C:\\x\\b.py", 7)));
+        assert_eq!(split_location("/a/b.py"), None);
+        assert_eq!(split_location("/a/b.py:0"), None);
+        assert_eq!(split_location(":3"), None);
+        assert_eq!(split_location("/a/b.py:12-14"), Some(("/a/b.py", 12)));
+        assert_eq!(split_location("/a/b.py:12,15"), Some(("/a/b.py", 12)));
+        assert_eq!(split_location("/a/b.py:12x"), None);
+        assert_eq!(split_location("/a/b.py:99999999999"), None);
+        let mut idx = SourceIndex::new();
+        let mut load = SourceLoad::default();
+        idx.add_bytes("up/kernels/k.py", b"a\nb\n", &mut load);
+        let r = idx.resolve("/home/u/kernels/k.py:2");
+        assert_eq!((r.debug_path.as_str(), r.line), ("/home/u/kernels/k.py", 2));
+        assert_eq!(r.files, vec!["up/kernels/k.py".to_string()]);
+        assert!(idx.resolve("/home/u/other.py:1").files.is_empty());
+    }
+
+    #[test]
+    fn heat_sums_durations_by_location_and_engine() {
+        use arrow_array::{Int64Array, RecordBatch, StringArray};
+        use std::sync::Arc;
+        let b = RecordBatch::try_from_iter(vec![
+            (
+                "nki_source_location",
+                Arc::new(StringArray::from(vec![
+                    Some("/h/k.py:3"),
+                    None,
+                    Some("/h/k.py:3"),
+                    None,
+                    Some(""),
+                ])) as _,
+            ),
+            (
+                "bir_debug_info_source_location",
+                Arc::new(StringArray::from(vec![
+                    None,
+                    Some("/h/k.py:9"),
+                    None,
+                    None,
+                    None,
+                ])) as _,
+            ),
+            (
+                "duration_ns",
+                Arc::new(Int64Array::from(vec![
+                    Some(10),
+                    Some(5),
+                    None,
+                    Some(7),
+                    Some(1),
+                ])) as _,
+            ),
+            (
+                "start_ts",
+                Arc::new(Int64Array::from(vec![0, 0, 100, 0, 0])) as _,
+            ),
+            (
+                "end_ts",
+                Arc::new(Int64Array::from(vec![0, 0, 130, 0, 0])) as _,
+            ),
+            (
+                "engine",
+                Arc::new(StringArray::from(vec![
+                    "tensor", "vector", "vector", "sync", "sync",
+                ])) as _,
+            ),
+        ])
+        .unwrap();
+        let mut hb = HeatBuilder::default();
+        hb.add_batch(&b);
+        hb.add_batch(&b.slice(0, 1));
+        let h = hb.finish();
+        assert_eq!((h.total_ns, h.count), (10 + 5 + 30 + 7 + 1 + 10, 6));
+        assert_eq!((h.unattributed_ns, h.unattributed_count), (8, 2));
+        assert_eq!(h.lines.len(), 2);
+        let l = &h.lines[0];
+        assert_eq!(
+            (l.location.as_str(), l.line, l.total_ns, l.count),
+            ("/h/k.py:3", 3, 50, 3)
+        );
+        assert_eq!(
+            l.engines[0],
+            EngineHeat {
+                engine: "vector".into(),
+                total_ns: 30,
+                count: 1
+            }
+        );
+        assert_eq!(
+            l.engines[1],
+            EngineHeat {
+                engine: "tensor".into(),
+                total_ns: 20,
+                count: 2
+            }
+        );
+        assert_eq!(
+            (
+                h.lines[1].path.as_str(),
+                h.lines[1].line,
+                h.lines[1].total_ns
+            ),
+            ("/h/k.py", 9, 5)
+        );
     }
 
     #[cfg(not(target_arch = "wasm32"))]

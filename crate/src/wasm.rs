@@ -110,6 +110,11 @@ pub struct Session {
     files: BTreeMap<String, Input>,
     inventory: Option<Inventory>,
     results: BTreeMap<String, BTreeMap<&'static str, StoredTable>>,
+    /// Source files for the Source view, built on first use (`sources`).
+    sources: Option<(
+        crate::source_code::SourceIndex,
+        Vec<crate::source_code::InputLoad>,
+    )>,
 }
 
 /// Results cross to JS through JSON text: reports have integer-keyed maps (trace_info name
@@ -214,6 +219,7 @@ impl Session {
             files: BTreeMap::new(),
             inventory: None,
             results: BTreeMap::new(),
+            sources: None,
         }
     }
     /// Adds a picked file (`path` relative to the picked folder, '/'-separated). Not read yet.
@@ -241,6 +247,7 @@ impl Session {
         let inv = inventory::build(&list, &|p: &str| self.open(p));
         let js = to_js(&inv)?;
         self.inventory = Some(inv);
+        self.sources = None;
         Ok(js)
     }
     /// Decodes device profile `device_index` of profile `profile_id`; its tables are kept in the
@@ -392,6 +399,85 @@ impl Session {
         )
         .map_err(js_err)?;
         Ok(cur.into_inner())
+    }
+    /// Indexes the picked source files (inventory kinds `SourcePy`, `SourceArchive`; archives
+    /// streamed) once, and returns `{files: [{path, bytes, lines}], loads: [{file, added,
+    /// skipped_binary, skipped_large, skipped_other, error}]}`.
+    pub fn sources(&mut self) -> std::result::Result<JsValue, JsError> {
+        use crate::inventory::FileKind;
+        if self.sources.is_none() {
+            let inv = self
+                .inventory
+                .as_ref()
+                .ok_or_else(|| JsError::new("scan() first"))?;
+            let mut idx = crate::source_code::SourceIndex::new();
+            let mut loads = Vec::new();
+            for f in &inv.files {
+                if !matches!(f.kind, FileKind::SourcePy | FileKind::SourceArchive) {
+                    continue;
+                }
+                loads.push(match self.open(&f.path) {
+                    Ok(src) => idx.add_input(&f.path, src.as_ref()),
+                    Err(e) => crate::source_code::InputLoad {
+                        file: f.path.clone(),
+                        load: crate::source_code::SourceLoad {
+                            error: Some(e.to_string()),
+                            ..Default::default()
+                        },
+                    },
+                });
+            }
+            self.sources = Some((idx, loads));
+        }
+        let (idx, loads) = self
+            .sources
+            .as_ref()
+            .ok_or_else(|| JsError::new("no sources"))?;
+        to_js(&serde_json::json!({ "files": idx.listing(), "loads": loads }))
+    }
+    /// Adds a source file or archive (`.tar.gz`, `.tgz`, `.tar`) picked after the capture to the
+    /// source index; returns its load report (see `sources`).
+    pub fn add_source(
+        &mut self,
+        path: String,
+        blob: web_sys::Blob,
+    ) -> std::result::Result<JsValue, JsError> {
+        self.sources()?;
+        let src = BlobSource::new(blob).map_err(js_err)?;
+        let (idx, loads) = self
+            .sources
+            .as_mut()
+            .ok_or_else(|| JsError::new("no sources"))?;
+        let load = idx.add_input(&path, &src);
+        loads.push(load.clone());
+        to_js(&load)
+    }
+    /// Text of the indexed source file at `path` (as listed by `sources`), or undefined.
+    pub fn source_text(&mut self, path: &str) -> std::result::Result<Option<String>, JsError> {
+        self.sources()?;
+        Ok(self
+            .sources
+            .as_ref()
+            .and_then(|(idx, _)| idx.get(path))
+            .map(|f| f.text.clone()))
+    }
+    /// Resolves a debug location `path:line` to indexed files:
+    /// `{location, debug_path, line, files: [path]}` (empty `files`: not picked).
+    pub fn source_resolve(&mut self, location: &str) -> std::result::Result<JsValue, JsError> {
+        self.sources()?;
+        let (idx, _) = self
+            .sources
+            .as_ref()
+            .ok_or_else(|| JsError::new("no sources"))?;
+        to_js(&idx.resolve(location))
+    }
+    /// Device time per source location of processed profile `key` (its `Instruction` table,
+    /// read batch by batch): `{total_ns, count, unattributed_ns, unattributed_count,
+    /// lines: [{location, path, line, total_ns, count, engines: [{engine, total_ns, count}]}]}`.
+    pub fn source_heat(&self, key: &str) -> std::result::Result<JsValue, JsError> {
+        let t = self.table(key, "Instruction")?;
+        let heat = crate::source_code::heat_of_parquet(t.parquet.clone()).map_err(js_err)?;
+        to_js(&heat)
     }
     /// Drops a processed profile's tables (frees memory).
     pub fn release(&mut self, key: &str) {

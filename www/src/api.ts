@@ -164,6 +164,72 @@ export interface SystemResult {
   problems: Problem[];
 }
 
+/** One indexed source file (crate::source_code::SourceFileInfo). */
+export interface SourceFileInfo {
+  /** Indexed path: the picked path, or `<archive path>/<member path>` for archive members. */
+  path: string;
+  /** Text length, bytes. */
+  bytes: number;
+  lines: number;
+}
+
+/** What loading one picked source input did (crate::source_code::InputLoad). */
+export interface SourceInputLoad {
+  file: string;
+  added: number;
+  skipped_binary: number;
+  skipped_large: number;
+  skipped_other: number;
+  error?: string | null;
+}
+
+/** Result of Session.sources(). */
+export interface SourceListing {
+  files: SourceFileInfo[];
+  loads: SourceInputLoad[];
+}
+
+/** A debug location resolved to indexed files (crate::source_code::Resolved). */
+export interface SourceResolved {
+  location: string;
+  /** Path as recorded on the compile host. */
+  debug_path: string;
+  /** 1-based line, 0 when the location has none. */
+  line: number;
+  /** Indexed paths that match (empty: not picked; several: a tie). */
+  files: string[];
+}
+
+/** Device time of one engine at one location (crate::source_code::EngineHeat). */
+export interface EngineHeat {
+  engine: string;
+  /** ns */
+  total_ns: number;
+  count: number;
+}
+
+/** Device time attributed to one source location (crate::source_code::LineHeat). */
+export interface LineHeat {
+  location: string;
+  path: string;
+  line: number;
+  /** Sum of instruction durations, ns. */
+  total_ns: number;
+  count: number;
+  engines: EngineHeat[];
+}
+
+/** Result of Session.source_heat(key) (crate::source_code::SourceHeat). */
+export interface SourceHeat {
+  /** Sum of every instruction's duration, ns (denominator of a line's %). */
+  total_ns: number;
+  count: number;
+  unattributed_ns: number;
+  unattributed_count: number;
+  /** Largest total_ns first. */
+  lines: LineHeat[];
+}
+
 /** A file of the built-in demo capture. */
 export interface DemoFile {
   path: string;
@@ -191,6 +257,14 @@ export interface WasmSession {
   table_ipc_rows?(key: string, table: string, offset: number, count: number): Uint8Array;
   /** Drops a processed profile's tables (frees wasm memory). */
   release(key: string): void;
+  /** Indexes the picked .py / .tar.gz sources (once) and lists them. */
+  sources?(): SourceListing;
+  /** Adds a source file or archive picked later. */
+  add_source?(path: string, blob: Blob): SourceInputLoad;
+  source_text?(path: string): string | undefined;
+  source_resolve?(location: string): SourceResolved;
+  /** Device time per source location of a processed device profile. */
+  source_heat?(key: string): SourceHeat;
   free(): void;
 }
 

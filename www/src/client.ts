@@ -1,7 +1,7 @@
 // Main-thread proxy for the worker: one promise per request, progress callbacks per request.
 
 import type { FromWorker, PickedFile, ReplyMap, Request } from './protocol.ts';
-import type { Inventory, ProcessResult, SystemResult } from './api.ts';
+import type { Inventory, ProcessResult, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SystemResult } from './api.ts';
 
 type Progress = (stage: string, done: number, total: number) => void;
 
@@ -94,5 +94,24 @@ export class CoreClient {
   }
   bundle(key: string): Promise<Uint8Array> {
     return this.call({ op: 'bundle', key });
+  }
+  /** The picked source files (indexed on first call). */
+  sources(): Promise<SourceListing> {
+    return this.call({ op: 'sources' });
+  }
+  /** Adds source files or .tar.gz archives to the current capture's source index. */
+  addSources(files: PickedFile[]): Promise<SourceInputLoad[]> {
+    return this.call({ op: 'addSources', files });
+  }
+  sourceText(path: string): Promise<string | null> {
+    return this.call({ op: 'sourceText', path });
+  }
+  /** Resolves debug locations (`path:line`) to indexed files. */
+  sourceResolve(locations: string[]): Promise<SourceResolved[]> {
+    return this.call({ op: 'sourceResolve', locations });
+  }
+  /** Device time per source location of processed device profile `key`. */
+  sourceHeat(key: string): Promise<SourceHeat> {
+    return this.call({ op: 'sourceHeat', key });
   }
 }

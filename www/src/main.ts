@@ -18,6 +18,7 @@ import {
   SYSTEM_EVENT_COLUMNS,
   type DeviceLinkRow,
 } from './views/system-model.ts';
+import { SourceView } from './views/source.ts';
 import { renderSummary, renderSummaryGroups, THROTTLE_SUMMARY_COLUMNS } from './views/summary.ts';
 import { TableBrowser, type TableSource } from './views/tables.ts';
 import { buildTimeline } from './views/timeline-model.ts';
@@ -27,7 +28,14 @@ import { TimelineView } from './views/timeline.ts';
 type State = 'boot' | 'idle' | 'loading' | 'processing' | 'ready' | 'error';
 
 const client = new CoreClient();
-const timeline = new TimelineView({ gutter: 190 });
+const timeline = new TimelineView({ gutter: 190, detailsExtra: (o) => instructionSource(o), detailsExtraFirst: true });
+/** Source view: picked .py / .tar.gz files with the device time per line. */
+const sourceView = new SourceView({
+  sources: () => client.sources(),
+  addSources: (files) => client.addSources(files),
+  text: (path) => client.sourceText(path),
+  resolve: (locations) => client.sourceResolve(locations),
+});
 /** System profile: runtime/hardware spans per thread and core, CPU and host memory under them. */
 const systemView = new TimelineView({
   canvasTestid: 'system-canvas',
@@ -124,6 +132,7 @@ async function loadDemo(): Promise<void> {
 function showInventory(inv: Inventory): void {
   inventory = inv;
   selected = null;
+  sourceView.reset();
   document.body.classList.add('has-capture');
   renderInventory();
   clearWorkspace();
@@ -154,6 +163,7 @@ function clearWorkspace(): void {
   byId('summary').replaceChildren(h('div', { class: 'muted' }, 'Pick a device profile on the left.'));
   timeline.setModel(null);
   browser.setSource(null, []);
+  sourceView.setHeat(null);
 }
 
 function message(e: unknown): string {
@@ -201,6 +211,13 @@ async function openDevice(profile: ProfileEntry, deviceIndex: number): Promise<v
     if (selected?.profileId !== profile.id || selected.deviceIndex !== deviceIndex) return;
     const model = instr !== null || dma !== null ? buildTimeline(instr ?? emptyInstructions()) : null;
     timeline.setModel(model === null ? null : addDeviceRows(model, { dma, semaphores, throttle, pending }));
+    if (hasInstr) {
+      progress('Summing device time per source line');
+      sourceView.setHeat(await client.sourceHeat(result.key).catch((e: unknown) => {
+        console.warn('source heat failed', e);
+        return null;
+      }));
+    }
     progress(null);
     setState('ready');
   } catch (e) {
@@ -271,6 +288,37 @@ function systemDetailsExtra(o: Record<string, unknown>): HTMLElement | null {
     parts.push(h('h3', {}, 'Device profile'), box);
   }
   return parts.length > 0 ? h('div', {}, parts) : null;
+}
+
+/** Source attribution of a clicked instruction and the link into the Source view. */
+function instructionSource(o: Record<string, unknown>): HTMLElement | null {
+  // The first render has only the timeline columns; the full row follows.
+  if (!('nki_source_location' in o) && !('bir_debug_info_source_location' in o)) return null;
+  const str = (k: string): string => (typeof o[k] === 'string' ? (o[k] as string) : '');
+  const loc = str('nki_source_location') || str('bir_debug_info_source_location');
+  const fields = ['bir_instruction_name', 'hlo_name', 'nki_source_location', 'bir_debug_info_source_location'];
+  const box = h('div', { class: 'source-attr', 'data-testid': 'source-attribution' },
+    h('dl', { class: 'kv' }, fields.flatMap((k) => [h('dt', {}, k), h('dd', { class: 'mono', 'data-attr': k }, str(k) || '–')])));
+  if (loc === '') {
+    box.append(h('div', { class: 'muted' }, 'No source location is recorded for this instruction.'));
+    return h('div', {}, h('h3', {}, 'Source'), box);
+  }
+  const note = h('span', { class: 'muted small', 'data-testid': 'source-link-note' });
+  box.append(h('div', { class: 'source-link-row' },
+    h('button', { class: 'btn small', 'data-testid': 'source-link', 'data-location': loc, onclick: () => void openSourceLine(loc) }, 'Open source line'), ' ', note));
+  client.sourceResolve([loc]).then((r) => {
+    const f = r[0]?.files[0];
+    note.dataset['resolved'] = f ?? '';
+    note.textContent = f !== undefined
+      ? `→ ${f}`
+      : `${r[0]?.debug_path ?? loc} was not picked: add the folder that contains it, or a .tar.gz of your sources.`;
+  }, () => {});
+  return h('div', {}, h('h3', {}, 'Source'), box);
+}
+
+async function openSourceLine(location: string): Promise<void> {
+  byId('source-panel').scrollIntoView({ block: 'start' });
+  await sourceView.openLocation(location);
 }
 
 /** Index of the device whose NTFF stem is `name` in `profile`, or null. */
@@ -480,6 +528,7 @@ function wire(): void {
   byId('timeline-slot').append(timeline.root);
   byId('system-slot').append(systemView.root);
   byId('tables-slot').append(browser.root);
+  byId('source-slot').append(sourceView.root);
   client.onFatal = (m) => showError(`The processing worker stopped: ${m}`);
 }
 

@@ -133,6 +133,35 @@ async function handle(msg: Envelope): Promise<void> {
       replyBytes(id, current().bundle_zip(msg.key));
       return;
     }
+    case 'sources': {
+      const s = current();
+      post({ kind: 'reply', id, ok: true, value: s.sources ? s.sources() : { files: [], loads: [] } });
+      return;
+    }
+    case 'addSources': {
+      const s = current();
+      if (s.add_source === undefined) throw new Error('this build of the core has no source view');
+      const add = s.add_source.bind(s);
+      post({ kind: 'reply', id, ok: true, value: msg.files.map((f) => add(f.path, f.file)) });
+      return;
+    }
+    case 'sourceText': {
+      const s = current();
+      post({ kind: 'reply', id, ok: true, value: s.source_text?.(msg.path) ?? null });
+      return;
+    }
+    case 'sourceResolve': {
+      const s = current();
+      const resolve = (l: string) => s.source_resolve?.(l) ?? { location: l, debug_path: l, line: 0, files: [] };
+      post({ kind: 'reply', id, ok: true, value: msg.locations.map(resolve) });
+      return;
+    }
+    case 'sourceHeat': {
+      const s = current();
+      if (s.source_heat === undefined) throw new Error('this build of the core has no source heat');
+      post({ kind: 'reply', id, ok: true, value: s.source_heat(msg.key) });
+      return;
+    }
   }
 }
 

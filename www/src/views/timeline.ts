@@ -25,6 +25,8 @@ export interface TimelineOptions {
   tooltip?: (row: Record<string, unknown>, track: Track, name: string, start: number, end: number) => (Node | string)[];
   /** Extra content under a clicked slice's fields (e.g. the device-profile link); gets the full row. */
   detailsExtra?: (row: Record<string, unknown>) => Node | null;
+  /** Show detailsExtra above the fields instead of below (the device timeline's source link). */
+  detailsExtraFirst?: boolean;
   /** Width of the label column, CSS px (default 150). */
   gutter?: number;
 }
@@ -841,7 +843,9 @@ export class TimelineView {
       if (seq !== this.detailSeq) return;
       const entries = Object.entries(o).filter(([, v]) => v !== null && v !== undefined && v !== '');
       const unitOf = (name: string): string => schema?.fields.find((f) => f.name === name)?.metadata.get('unit') ?? '';
-      this.details.replaceChildren(head,
+      const extra = nodes(this.opts.detailsExtra?.(o) ?? null);
+      const first = this.opts.detailsExtraFirst === true;
+      this.details.replaceChildren(head, ...(first ? extra : []),
         h('dl', { class: 'kv details-grid' },
           entries.flatMap(([k, v]) => {
             const unit = unitOf(k);
@@ -851,7 +855,7 @@ export class TimelineView {
               h('dd', { 'data-field': k }, cell(v), isTime ? h('span', { class: 'muted' }, `  (${ns(Number(v))})`) : unit && unit !== '–' ? h('span', { class: 'muted' }, ` ${unit}`) : null),
             ];
           })),
-        ...nodes(this.opts.detailsExtra?.(o) ?? null),
+        ...(first ? [] : extra),
       );
     };
     // Show what the model has at once, then every field when the full row arrives.
