@@ -27,7 +27,10 @@ fi
 
 TARGET_DIR="$(cargo metadata --format-version 1 --no-deps 2>/dev/null | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
 TARGET_DIR="${TARGET_DIR:-target}"
-WASM="$TARGET_DIR/wasm32-unknown-unknown/$PROFILE/neuronscope.wasm"
+# cargo writes the dev profile to debug/.
+OUT_DIR="$PROFILE"
+[[ "$PROFILE" == dev ]] && OUT_DIR=debug
+WASM="$TARGET_DIR/wasm32-unknown-unknown/$OUT_DIR/neuronscope.wasm"
 rm -rf www/public/pkg
 wasm-bindgen --target web --out-dir www/public/pkg "$WASM"
 echo "build-wasm: wrote www/public/pkg ($(du -sh www/public/pkg | cut -f1))"
