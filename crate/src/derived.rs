@@ -311,7 +311,13 @@ pub fn write_tables(
         busy.compact();
         let name = Engine::from_ntff(engine as u32).map_or("unknown", Engine::explorer_name);
         for (s, e) in busy.iv {
-            let (sf, ef) = (fs_engine(pcore, engine, s), fs_engine(pcore, engine, e));
+            // Whole calibrated ps first, as for DmaPacket (inf2: 9 more rows exact).
+            let ps = |fs: i128| fs.div_euclid(1000) * 1000;
+            let (sf, ef) = (
+                ps(fs_engine(pcore, engine, s)),
+                ps(fs_engine(pcore, engine, e)),
+            );
+            let t0 = ps(t0);
             em.b.i64(cs, Some(ns(sf - t0)));
             em.b.i64(ce, Some(ns(ef - t0)));
             em.b.str(cen, Some(name));
