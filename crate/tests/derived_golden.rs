@@ -424,3 +424,46 @@ fn dge_warning_follows_the_dge_records() {
     }
     assert_eq!((with, without), (6, 7));
 }
+
+/// `Error` from error-buffer records: no sample has any, so a synthetic v6 capture carries two
+/// per core (one inside the window, one after t1) and the decoder must give one row per core.
+#[test]
+fn error_records_of_a_synthetic_capture() {
+    use neuronscope::ntff::write::{write_ntff, NtffSpec};
+    use neuronscope::ntff::{self, DecodeContext};
+    use neuronscope::source::SliceSource;
+    let mut spec = NtffSpec::default();
+    spec.error_records = vec![
+        (0x8000_0105, 0x0000_0005, 1_234_567),
+        (0x8000_0107, 7, 10_u64.pow(13)),
+    ];
+    let mut bytes = Vec::new();
+    let w = write_ntff(&spec, &mut bytes).unwrap();
+    let src = SliceSource(&bytes);
+    let mut t = Tables::default();
+    let rep = ntff::decode(&src, &DecodeContext::default(), &mut t, &mut |_, _| {}).unwrap();
+    assert!(rep.problems.iter().all(|p| p.code != "NTFF_BAD_BUFFER"));
+    let b = t.concat("Error").expect("an Error table");
+    assert_eq!(b.num_rows(), spec.subgraphs.len());
+    assert_eq!(i64s(&b, "timestamp"), vec![Some(1_234); 2]);
+    assert_eq!(i64s(&b, "pcore_idx"), vec![Some(0), Some(1)]);
+    assert_eq!(i64s(&b, "error_type_id"), vec![Some(5); 2]);
+    assert_eq!(
+        strs(&b, "metadata_hex"),
+        vec![Some("80000105 00000005".to_string()); 2]
+    );
+    assert_eq!(strs(&b, "type"), vec![Some("Errors".to_string()); 2]);
+    // The other tables are unchanged by the extra buffer.
+    assert_eq!(
+        t.rows("Instruction") as u64,
+        w.instructions_in_window.iter().flatten().sum::<u64>()
+    );
+    // No sample NTFF has an error record: no Error table on real captures.
+    let mut t = Tables::default();
+    let p = samples().join(
+        "allenkchau-trainium-kernel-fusion/profiling/artifacts/fused_fp32_s512/fused_exec_2.ntff",
+    );
+    let src = FileSource::open(&p).unwrap();
+    ntff::decode(&src, &DecodeContext::default(), &mut t, &mut |_, _| {}).unwrap();
+    assert_eq!(t.rows("Error"), 0);
+}

@@ -966,6 +966,7 @@ pub fn decode<S: ByteSource + ?Sized>(
         src, &info, window, &last_ends, max_end_fs, &report, file, problems, &mut prog, sink,
         &mut cores,
     )?;
+    super::errors::decode_errors(src, &info, window, file, problems, &mut prog, sink)?;
     for c in cores.iter_mut() {
         c.trace_count =
             c.instructions_per_engine.iter().sum::<u64>() + c.event_count + c.dma.packets;
