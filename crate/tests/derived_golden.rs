@@ -432,11 +432,13 @@ fn error_records_of_a_synthetic_capture() {
     use neuronscope::ntff::write::{write_ntff, NtffSpec};
     use neuronscope::ntff::{self, DecodeContext};
     use neuronscope::source::SliceSource;
-    let mut spec = NtffSpec::default();
-    spec.error_records = vec![
-        (0x8000_0105, 0x0000_0005, 1_234_567),
-        (0x8000_0107, 7, 10_u64.pow(13)),
-    ];
+    let spec = NtffSpec {
+        error_records: vec![
+            (0x8000_0105, 0x0000_0005, 1_234_567),
+            (0x8000_0107, 7, 10_u64.pow(13)),
+        ],
+        ..NtffSpec::default()
+    };
     let mut bytes = Vec::new();
     let w = write_ntff(&spec, &mut bytes).unwrap();
     let src = SliceSource(&bytes);
