@@ -15,9 +15,11 @@
 //! Memory: [`DerivedCollector`] keeps, per row seen, only what the rules need — 16 B per merged
 //! busy interval (compacted as it grows, so it is bounded by the `ActiveTime` output, not by the
 //! instruction count), 16 B per DMA_DIRECT2D, 32 B per `DmaPacket` row (the throughput series
-//! needs every packet sorted by time; transient 2 × 16 B per packet while one core is written).
+//! needs every packet sorted by time; transient 24 B per packet of the core being written, plus a
+//! heap of the packets in flight).
 
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
 
 use arrow_array::{Array, Float32Array, Int32Array, Int64Array, RecordBatch, StringArray};
 
@@ -369,31 +371,49 @@ pub fn write_tables(
                 .unwrap_or_default();
             c.fs(u64::try_from(raw).unwrap_or(0)).div_euclid(1000) - t0_ps
         };
-        // (time ps, bytes added, rate change)
-        let mut ev: Vec<(i128, u64, f64)> = Vec::with_capacity(packets.len() * 2);
-        for p in &packets {
-            ev.push((
-                dma_ps(p.field, p.raw_s),
-                u64::from(p.bytes),
-                f64::from(p.rate),
-            ));
-            ev.push((dma_ps(p.field, p.raw_e), 0, -f64::from(p.rate)));
-        }
+        // Packets in whole ps from t0, sorted by start (24 B each while this core is written);
+        // a heap of the ends in flight replaces a second, time-sorted event list.
+        let mut pk: Vec<(i64, i64, u32, f32)> = packets
+            .iter()
+            .map(|p| {
+                let c = |x: i128| x.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
+                (
+                    c(dma_ps(p.field, p.raw_s)),
+                    c(dma_ps(p.field, p.raw_e)),
+                    p.bytes,
+                    p.rate,
+                )
+            })
+            .collect();
         drop(packets);
-        ev.sort_by_key(|e| e.0);
+        pk.sort_by_key(|p| p.0);
+        let mut ends: BinaryHeap<(Reverse<i64>, u32)> = BinaryHeap::new();
         let (mut total, mut rate) = (0u64, 0f64);
-        let mut last: Option<i128> = None;
-        let mut i = 0;
-        while i < ev.len() {
-            let t = ev[i].0;
-            while i < ev.len() && ev[i].0 == t {
-                total = total.saturating_add(ev[i].1);
-                rate += ev[i].2;
-                i += 1;
+        let mut last: Option<i64> = None;
+        let mut next = 0usize;
+        loop {
+            let t = match (pk.get(next), ends.peek()) {
+                (Some(p), Some((Reverse(e), _))) => p.0.min(*e),
+                (Some(p), None) => p.0,
+                (None, Some((Reverse(e), _))) => *e,
+                (None, None) => break,
+            };
+            while let Some(p) = pk.get(next).filter(|p| p.0 == t) {
+                total = total.saturating_add(u64::from(p.2));
+                rate += f64::from(p.3);
+                ends.push((Reverse(p.1.max(p.0)), p.3.to_bits()));
+                next += 1;
             }
-            if last.is_none_or(|l| t - l >= DMA_USAGE_MIN_GAP_PS) {
+            while let Some(&(Reverse(e), r)) = ends.peek() {
+                if e != t {
+                    break;
+                }
+                rate -= f64::from(f32::from_bits(r));
+                ends.pop();
+            }
+            if last.is_none_or(|l| i128::from(t) - i128::from(l) >= DMA_USAGE_MIN_GAP_PS) {
                 last = Some(t);
-                em.b.i64(ct, Some(ns(t * 1000)));
+                em.b.i64(ct, Some(t.div_euclid(1000)));
                 // Sums of float32 rates drift below zero by rounding when all packets end.
                 em.b.f64(cr, Some(if rate.abs() < 1.0 { 0.0 } else { rate }));
                 em.b.i64(cb, Some(i64::try_from(total).unwrap_or(i64::MAX)));
