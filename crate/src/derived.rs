@@ -154,13 +154,33 @@ pub struct Derived {
     packets: BTreeMap<i64, Vec<Packet>>,
 }
 
-fn col_i64(b: &RecordBatch, name: &str, i: usize) -> Option<i64> {
-    let c = b.column_by_name(name)?;
-    if let Some(a) = c.as_any().downcast_ref::<Int64Array>() {
-        return (!a.is_null(i)).then(|| a.value(i));
+/// An integer column resolved once per batch (int64 or int32; absent → all null).
+enum IntCol<'b> {
+    I64(&'b Int64Array),
+    I32(&'b Int32Array),
+    Absent,
+}
+
+impl<'b> IntCol<'b> {
+    fn of(b: &'b RecordBatch, name: &str) -> Self {
+        let Some(c) = b.column_by_name(name) else {
+            return IntCol::Absent;
+        };
+        if let Some(a) = c.as_any().downcast_ref::<Int64Array>() {
+            return IntCol::I64(a);
+        }
+        match c.as_any().downcast_ref::<Int32Array>() {
+            Some(a) => IntCol::I32(a),
+            None => IntCol::Absent,
+        }
     }
-    let a = c.as_any().downcast_ref::<Int32Array>()?;
-    (!a.is_null(i)).then(|| i64::from(a.value(i)))
+    fn get(&self, i: usize) -> Option<i64> {
+        match self {
+            IntCol::I64(a) => (i < a.len() && !a.is_null(i)).then(|| a.value(i)),
+            IntCol::I32(a) => (i < a.len() && !a.is_null(i)).then(|| i64::from(a.value(i))),
+            IntCol::Absent => None,
+        }
+    }
 }
 
 fn col_str<'b>(b: &'b RecordBatch, name: &str) -> Option<&'b StringArray> {
@@ -183,11 +203,13 @@ impl Derived {
         let (Some(eng), Some(op)) = (col_str(b, "engine"), col_str(b, "opcode")) else {
             return;
         };
-        for i in 0..b.num_rows() {
-            let (Some(s), Some(e)) = (
-                col_i64(b, "nscope_raw_start_ticks", i),
-                col_i64(b, "nscope_raw_end_ticks", i),
-            ) else {
+        let (rs, re, pc) = (
+            IntCol::of(b, "nscope_raw_start_ticks"),
+            IntCol::of(b, "nscope_raw_end_ticks"),
+            IntCol::of(b, "pcore_idx"),
+        );
+        for i in 0..b.num_rows().min(eng.len()).min(op.len()) {
+            let (Some(s), Some(e)) = (rs.get(i), re.get(i)) else {
                 continue;
             };
             let Some(en) = (!eng.is_null(i))
@@ -196,7 +218,7 @@ impl Derived {
             else {
                 continue;
             };
-            let pcore = col_i64(b, "pcore_idx", i).unwrap_or(0);
+            let pcore = pc.get(i).unwrap_or(0);
             let opcode = (!op.is_null(i)).then(|| op.value(i));
             match opcode {
                 // Semaphore waits are not busy time (schema: "semaphore waits excluded").
@@ -215,17 +237,22 @@ impl Derived {
         let rate = b
             .column_by_name("throughput")
             .and_then(|c| c.as_any().downcast_ref::<Float32Array>());
+        let (rs, re, fi, pc, by) = (
+            IntCol::of(b, "nscope_raw_start_ticks"),
+            IntCol::of(b, "nscope_raw_end_ticks"),
+            IntCol::of(b, "nscope_dma_engine_field"),
+            IntCol::of(b, "pcore_idx"),
+            IntCol::of(b, "transfer_bytes"),
+        );
         for i in 0..b.num_rows() {
-            let (Some(s), Some(e), Some(field)) = (
-                col_i64(b, "nscope_raw_start_ticks", i),
-                col_i64(b, "nscope_raw_end_ticks", i),
-                col_i64(b, "nscope_dma_engine_field", i),
-            ) else {
+            let (Some(s), Some(e), Some(field)) = (rs.get(i), re.get(i), fi.get(i)) else {
                 continue;
             };
-            let pcore = col_i64(b, "pcore_idx", i).unwrap_or(0);
-            let bytes = col_i64(b, "transfer_bytes", i).unwrap_or(0);
-            let r = rate.filter(|a| !a.is_null(i)).map_or(0.0, |a| a.value(i));
+            let pcore = pc.get(i).unwrap_or(0);
+            let bytes = by.get(i).unwrap_or(0);
+            let r = rate
+                .filter(|a| i < a.len() && !a.is_null(i))
+                .map_or(0.0, |a| a.value(i));
             self.packets.entry(pcore).or_default().push(Packet {
                 raw_s: s,
                 raw_e: e,
