@@ -469,3 +469,92 @@ fn error_records_of_a_synthetic_capture() {
     ntff::decode(&src, &DecodeContext::default(), &mut t, &mut |_, _| {}).unwrap();
     assert_eq!(t.rows("Error"), 0);
 }
+
+/// Invariants of the derived tables on all 50 sample NTFFs (most have no export): merged busy
+/// intervals are disjoint and sorted per (pcore, engine) and never more than the instructions,
+/// PendingDma has one row per DMA_DIRECT2D, DmaUsage totals never fall and end at most at the
+/// packet bytes, and HbmUsageSummaryByType's Total is the sum of its categories.
+#[test]
+fn derived_invariants_on_every_sample() {
+    use neuronscope::derived::{write_tables, DerivedCollector};
+    use neuronscope::ntff::{self, DecodeContext};
+    let root = samples();
+    let idx = std::fs::read_to_string(root.join("INDEX.tsv")).unwrap();
+    let mut files = 0;
+    for line in idx.lines().skip(1) {
+        let c: Vec<&str> = line.split('\t').collect();
+        if c.len() < 3 || c[2] != "NTFF" {
+            continue;
+        }
+        let p = root.join(c[0]).join(c[1]);
+        let src = FileSource::open(&p).unwrap();
+        let mut t = Tables::default();
+        let mut col = DerivedCollector {
+            inner: &mut t,
+            state: Default::default(),
+        };
+        let rep = ntff::decode(&src, &DecodeContext::default(), &mut col, &mut |_, _| {})
+            .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        let state = col.state;
+        let n = write_tables(state, &rep, &mut t).unwrap();
+        files += 1;
+        let what = p.display();
+        assert_eq!(n.active_time as usize, t.rows("ActiveTime"), "{what}");
+        assert!(t.rows("ActiveTime") <= t.rows("Instruction"), "{what}");
+        if let Some(b) = t.concat("ActiveTime") {
+            let (pc, en, s, e, d) = (
+                i64s(&b, "pcore_idx"),
+                strs(&b, "engine"),
+                i64s(&b, "start_ts"),
+                i64s(&b, "end_ts"),
+                i64s(&b, "duration_ns"),
+            );
+            for i in 0..b.num_rows() {
+                let (s, e, d) = (s[i].unwrap(), e[i].unwrap(), d[i].unwrap());
+                assert!(e >= s && d >= 0 && (e - s - d).abs() <= 1, "{what} row {i}");
+                if i > 0 && pc[i] == pc[i - 1] && en[i] == en[i - 1] {
+                    assert!(s >= i64s(&b, "end_ts")[i - 1].unwrap(), "{what} row {i}");
+                }
+            }
+        }
+        let d2d = t.concat("Instruction").map_or(0, |b| {
+            strs(&b, "opcode")
+                .iter()
+                .filter(|o| o.as_deref() == Some("DMA_DIRECT2D"))
+                .count()
+        });
+        assert_eq!(t.rows("PendingDma"), d2d, "{what}");
+        if let Some(b) = t.concat("DmaUsage") {
+            let (pc, tot) = (i64s(&b, "pcore_idx"), i64s(&b, "total_transfer_bytes"));
+            for i in 1..b.num_rows() {
+                if pc[i] == pc[i - 1] {
+                    assert!(tot[i] >= tot[i - 1], "{what} row {i}");
+                }
+            }
+            let last: i64 = (0..b.num_rows())
+                .filter(|&i| i + 1 == b.num_rows() || pc[i + 1] != pc[i])
+                .map(|i| tot[i].unwrap())
+                .sum();
+            assert!(last as u64 <= rep.dma_bytes, "{what}");
+        }
+        if let Some(b) = t.concat("HbmUsageSummaryByType") {
+            let (nc, ty, by) = (
+                i64s(&b, "neuroncore_idx"),
+                strs(&b, "usage_type"),
+                i64s(&b, "usage_bytes"),
+            );
+            let mut sums: BTreeMap<i64, (i64, i64)> = BTreeMap::new();
+            for i in 0..b.num_rows() {
+                let e = sums.entry(nc[i].unwrap()).or_default();
+                if ty[i].as_deref() == Some("Total") {
+                    e.1 = by[i].unwrap();
+                } else {
+                    e.0 += by[i].unwrap();
+                }
+            }
+            assert!(sums.values().all(|(s, t)| s == t), "{what}");
+            assert_eq!(sums.len(), rep.info.subgraphs.len(), "{what}");
+        }
+    }
+    assert_eq!(files, 50);
+}
