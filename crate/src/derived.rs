@@ -14,7 +14,7 @@
 //!
 //! Memory: [`DerivedCollector`] keeps, per row seen, only what the rules need — 16 B per merged
 //! busy interval (compacted as it grows, so it is bounded by the `ActiveTime` output, not by the
-//! instruction count), 16 B per DMA_DIRECT2D, 32 B per `DmaPacket` row (the throughput series
+//! instruction count), 16 B per DMA_DIRECT2D, 24 B per `DmaPacket` row (the throughput series
 //! needs every packet sorted by time; transient 24 B per packet of the core being written, plus a
 //! heap of the packets in flight).
 
@@ -103,14 +103,24 @@ impl NeffFacts {
     }
 }
 
-/// One DMA packet as the throughput series needs it.
+/// One DMA packet as the throughput series needs it, 24 bytes: sizes are 24-bit (w0[23:0],
+/// ntff.md §4.4) and the engine field 7-bit, so both share one word.
 #[derive(Debug, Clone, Copy)]
 struct Packet {
     raw_s: i64,
     raw_e: i64,
-    field: u8,
-    bytes: u32,
+    /// engine field << 24 | bytes.
+    field_bytes: u32,
     rate: f32,
+}
+
+impl Packet {
+    fn field(&self) -> u8 {
+        (self.field_bytes >> 24) as u8
+    }
+    fn bytes(&self) -> u32 {
+        self.field_bytes & 0xFF_FFFF
+    }
 }
 
 /// Busy intervals of one (pcore, engine) in raw ticks. Calibration is monotonic, so the union
@@ -256,8 +266,8 @@ impl Derived {
             self.packets.entry(pcore).or_default().push(Packet {
                 raw_s: s,
                 raw_e: e,
-                field: u8::try_from(field).unwrap_or(u8::MAX),
-                bytes: u32::try_from(bytes).unwrap_or(u32::MAX),
+                field_bytes: (u32::try_from(field).unwrap_or(0xFF).min(0xFF) << 24)
+                    | u32::try_from(bytes).unwrap_or(0xFF_FFFF).min(0xFF_FFFF),
                 rate: r,
             });
         }
@@ -405,9 +415,9 @@ pub fn write_tables(
             .map(|p| {
                 let c = |x: i128| x.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
                 (
-                    c(dma_ps(p.field, p.raw_s)),
-                    c(dma_ps(p.field, p.raw_e)),
-                    p.bytes,
+                    c(dma_ps(p.field(), p.raw_s)),
+                    c(dma_ps(p.field(), p.raw_e)),
+                    p.bytes(),
                     p.rate,
                 )
             })
@@ -540,6 +550,20 @@ mod tests {
         b.push(10, 20);
         b.compact();
         assert_eq!(b.iv, vec![(0, 20), (30, 40)]);
+    }
+
+    #[test]
+    fn per_row_state_sizes() {
+        // The costs docs/formats.md "Derived tables" states.
+        assert_eq!(std::mem::size_of::<Packet>(), 24);
+        assert_eq!(std::mem::size_of::<(i64, i64)>(), 16);
+        let p = Packet {
+            raw_s: 1,
+            raw_e: 2,
+            field_bytes: (21 << 24) | 0xFF_FFFF,
+            rate: 0.0,
+        };
+        assert_eq!((p.field(), p.bytes()), (21, 0xFF_FFFF));
     }
 
     #[test]
