@@ -558,3 +558,55 @@ fn derived_invariants_on_every_sample() {
     }
     assert_eq!(files, 50);
 }
+
+/// Buffer sizes near u64::MAX in the info section (corrupt descriptors) must not overflow the
+/// progress total or the error-buffer reader: decoding ends with problems, never a panic.
+#[test]
+fn huge_buffer_sizes_never_panic() {
+    use neuronscope::ntff::write::{write_ntff, NtffSpec};
+    use neuronscope::ntff::{self, DecodeContext};
+    use neuronscope::proto::NtffInfoPb;
+    use neuronscope::source::SliceSource;
+    use prost::Message;
+    let mut bytes = Vec::new();
+    write_ntff(&NtffSpec::default(), &mut bytes).unwrap();
+    let p = u64::from_le_bytes(bytes[1..9].try_into().unwrap()) as usize;
+    let blob = bytes[128 + p..].to_vec();
+    for (kinds, size) in [
+        (&[0u64, 1][..], u64::MAX / 2 + 16),
+        (&[2, 3][..], u64::MAX - 15),
+        (&[4, 5][..], u64::MAX / 2 + 16),
+    ] {
+        let mut info = NtffInfoPb::decode(&bytes[128..128 + p]).unwrap();
+        for d in info.trace_buffers.iter_mut() {
+            if kinds.contains(&d.trace_type) {
+                d.size = size;
+            }
+        }
+        info.trace_buffers
+            .push(neuronscope::proto::TraceBufferDescriptor {
+                trace_type: kinds[1],
+                size,
+                core: 4,
+                ..Default::default()
+            });
+        let ib = info.encode_to_vec();
+        let mut f = bytes[..128].to_vec();
+        f[1..9].copy_from_slice(&(ib.len() as u64).to_le_bytes());
+        f.extend_from_slice(&ib);
+        f.extend_from_slice(&blob);
+        let mut t = Tables::default();
+        let r = ntff::decode(
+            &SliceSource(&f),
+            &DecodeContext::default(),
+            &mut t,
+            &mut |_, _| {},
+        );
+        if let Ok(rep) = r {
+            assert!(
+                !rep.problems.is_empty(),
+                "kinds {kinds:?}: corrupt sizes reported"
+            );
+        }
+    }
+}

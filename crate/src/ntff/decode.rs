@@ -669,15 +669,27 @@ pub fn decode<S: ByteSource + ?Sized>(
         .iter()
         .flat_map(instruction_buffers)
         .map(|b| b.size)
-        .sum();
+        .fold(0u64, u64::saturating_add);
     let ev_bytes: u64 = info
         .subgraphs
         .iter()
         .flat_map(event_buffers)
         .map(|b| b.size)
-        .sum();
+        .fold(0u64, u64::saturating_add);
     let v6 = !info.executions.is_empty();
-    let total = ins_bytes + ev_bytes + if v6 { 0 } else { ins_bytes } + dma_bytes_total(&info);
+    let err_bytes: u64 = info
+        .subgraphs
+        .iter()
+        .flat_map(|s| &s.buffers)
+        .filter(|b| matches!(b.trace_type, 2 | 3))
+        .map(|b| b.size)
+        .fold(0u64, u64::saturating_add);
+    // Sizes come from untrusted descriptors: saturate, never overflow.
+    let total = ins_bytes
+        .saturating_add(ev_bytes)
+        .saturating_add(if v6 { 0 } else { ins_bytes })
+        .saturating_add(dma_bytes_total(&info))
+        .saturating_add(err_bytes);
     let mut done = 0u64;
     let mut prog = |n: u64| {
         done += n;
