@@ -224,6 +224,7 @@ pub fn process_device(
         dev.pairing,
         PairStatus::Paired { .. } | PairStatus::NeffOnly
     );
+    let mut neff_facts: Option<crate::derived::NeffFacts> = None;
     let mut ctx = crate::ntff::DecodeContext {
         file_name: dev.ntff.clone().unwrap_or_default(),
         ..Default::default()
@@ -240,6 +241,7 @@ pub fn process_device(
             Ok((neff, debug))
         }) {
             Ok((neff, debug)) => {
+                neff_facts = Some(crate::derived::NeffFacts::of(&neff));
                 summary.neff = Some(NeffBrief {
                     file: path.clone(),
                     name: neff.header.name.clone(),
@@ -323,13 +325,18 @@ pub fn process_device(
 
     if let (Some(path), true) = (&dev.ntff, decodable) {
         let mut cb = |done: u64, total: u64| progress("NTFF", done, total);
-        let mut spans = SpanCollector {
+        let mut derived = crate::derived::DerivedCollector {
             inner: &mut sink,
+            state: Default::default(),
+        };
+        let mut spans = SpanCollector {
+            inner: &mut derived,
             keep: Tables::default(),
         };
         let decoded =
             open(path).and_then(|src| crate::ntff::decode(&*src, &ctx, &mut spans, &mut cb));
         let kept = spans.keep;
+        let derived = derived.state;
         match decoded {
             Ok(rep) => {
                 summary.ntff_version = Some(rep.info.version);
@@ -387,6 +394,12 @@ pub fn process_device(
                 if let Err(e) = crate::summary::write_summary(&kept, &rep, raw_ps, &mut sink) {
                     problems.push(Problem::from_error(Severity::Error, "SUMMARY", path, &e));
                 }
+                // ActiveTime, PendingDma, DmaUsage, HbmUsageSummaryByType and Explorer's
+                // Missing Data warnings (crate::derived).
+                if let Err(e) = crate::derived::write_tables(derived, &rep, &mut sink) {
+                    problems.push(Problem::from_error(Severity::Error, "DERIVED", path, &e));
+                }
+                problems.extend(crate::derived::explorer_warnings(&rep, neff_facts, path));
                 problems.extend(rep.problems);
             }
             Err(e) => problems.push(Problem::from_error(

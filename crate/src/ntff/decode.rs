@@ -94,6 +94,8 @@ pub struct CoreSummary {
     pub dma: DmaCoreStats,
     /// Instruction rows + `event_count` + DMA rows (JSON `model_info.trace_count`, ntff.md §5.2).
     pub trace_count: u64,
+    /// Records of the extra kinds `0x8E`/`0x96` (DGE notifications, ntff.md §4.1); skipped.
+    pub dge_notifications: u64,
 }
 
 /// What [`decode`] found, for a Summary view.
@@ -134,6 +136,10 @@ pub struct DecodeReport {
     pub neuroncore_clock_ghz: f32,
     /// One entry per physical core.
     pub cores: Vec<CoreSummary>,
+    /// The time origin t0 in calibrated femtoseconds (v6: field 15.2 × 1000); every table time
+    /// is ⌊(t − t0) / 10⁶⌋ ns. Used by `crate::derived` to redo exact interval arithmetic.
+    #[serde(skip)]
+    pub origin_fs: i128,
 }
 
 /// Hardware constants by instance family. Values observed in the JSON exports' `metadata`
@@ -663,15 +669,27 @@ pub fn decode<S: ByteSource + ?Sized>(
         .iter()
         .flat_map(instruction_buffers)
         .map(|b| b.size)
-        .sum();
+        .fold(0u64, u64::saturating_add);
     let ev_bytes: u64 = info
         .subgraphs
         .iter()
         .flat_map(event_buffers)
         .map(|b| b.size)
-        .sum();
+        .fold(0u64, u64::saturating_add);
     let v6 = !info.executions.is_empty();
-    let total = ins_bytes + ev_bytes + if v6 { 0 } else { ins_bytes } + dma_bytes_total(&info);
+    let err_bytes: u64 = info
+        .subgraphs
+        .iter()
+        .flat_map(|s| &s.buffers)
+        .filter(|b| matches!(b.trace_type, 2 | 3))
+        .map(|b| b.size)
+        .fold(0u64, u64::saturating_add);
+    // Sizes come from untrusted descriptors: saturate, never overflow.
+    let total = ins_bytes
+        .saturating_add(ev_bytes)
+        .saturating_add(if v6 { 0 } else { ins_bytes })
+        .saturating_add(dma_bytes_total(&info))
+        .saturating_add(err_bytes);
     let mut done = 0u64;
     let mut prog = |n: u64| {
         done += n;
@@ -693,6 +711,7 @@ pub fn decode<S: ByteSource + ?Sized>(
         }
     };
     report.origin = Some(origin);
+    report.origin_fs = window.t0;
     report.total_time_ps = info.subgraphs.first().map(|s| s.total_time_ps);
 
     // Units: in v6 the window span in raw ticks equals subgraph field 14, which is ps (=
@@ -746,6 +765,9 @@ pub fn decode<S: ByteSource + ?Sized>(
         }
         for buf in instruction_buffers(sg) {
             stream_buffer(src, info.blob_offset, buf, file, problems, &mut prog, |r| {
+                if matches!(r.w0 >> 24, 0x8E | 0x96) {
+                    cs.dge_notifications += 1;
+                }
                 let Some((e, is_end)) = instruction_kind(r.w0) else {
                     return Ok(());
                 };
@@ -956,6 +978,7 @@ pub fn decode<S: ByteSource + ?Sized>(
         src, &info, window, &last_ends, max_end_fs, &report, file, problems, &mut prog, sink,
         &mut cores,
     )?;
+    super::errors::decode_errors(src, &info, window, file, problems, &mut prog, sink)?;
     for c in cores.iter_mut() {
         c.trace_count =
             c.instructions_per_engine.iter().sum::<u64>() + c.event_count + c.dma.packets;

@@ -584,9 +584,9 @@ pub(super) fn dma_bytes_total(info: &NtffInfo) -> u64 {
             dma_buffers(sg)
                 .chain(throttle_buffers(sg))
                 .map(|b| b.size)
-                .sum::<u64>()
+                .fold(0u64, u64::saturating_add)
         })
-        .sum()
+        .fold(0u64, u64::saturating_add)
 }
 
 /// Throttle rows of every core and `ThrottleSummary` (ntff.md §4.5). The last record of a core

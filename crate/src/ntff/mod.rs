@@ -10,6 +10,7 @@
 pub mod attribution;
 pub mod decode;
 pub mod dma;
+pub mod errors;
 pub mod opcode;
 pub mod write;
 

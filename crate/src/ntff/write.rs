@@ -2,9 +2,10 @@
 //!
 //! Layout as in ntff.md §2/§10: a 128-byte header (version 6, u64 info length), the info section
 //! encoded with prost from `proto/ntff.proto`, then the blob section: the engine code blocks of
-//! every core, then per core its instruction, event, error, DMA and throttle buffers (the last
-//! three empty). Each core's runtime code stream follows ntff.md §7: a 50-slot runtime prologue
-//! (PE NOTIFY at runtime pc 49), the NEFF's slot 0, NEFF slots 2.. (opcode `0xD4` rewritten to
+//! every core, then per core its instruction, event, error, DMA and throttle buffers (error
+//! records only when `NtffSpec::error_records` asks for them; DMA and throttle empty). Each
+//! core's runtime code stream follows ntff.md §7: a 50-slot runtime prologue (PE NOTIFY at
+//! runtime pc 49), the NEFF's slot 0, NEFF slots 2.. (opcode `0xD4` rewritten to
 //! `0xB8`), a 10-slot epilogue — so it pairs with a synthetic NEFF holding the same opcode bytes.
 //!
 //! Timeline per core (raw ticks are picoseconds, one clock, identity calibration as on trn2):
@@ -70,6 +71,9 @@ pub struct NtffSpec {
     pub base_ps: u64,
     /// Seed of the deterministic pseudo-random waits, CRCs and jitter.
     pub seed: u64,
+    /// Records written into every core's error buffer (trace type 2) as (w0, w1, ps after
+    /// t0). No sample has any (ntff.md §4.6): a fixture for `ntff::errors`. Empty by default.
+    pub error_records: Vec<(u32, u32, u64)>,
 }
 
 impl Default for NtffSpec {
@@ -142,6 +146,7 @@ impl NtffSpec {
             iterations,
             base_ps: 2_566_277_910_022_000,
             seed: 1,
+            error_records: Vec::new(),
         }
     }
 
@@ -446,12 +451,13 @@ pub fn write_ntff(spec: &NtffSpec, out: &mut impl Write) -> std::io::Result<Writ
             size,
             core,
         };
+        let er = spec.error_records.len() as u64 * 16;
         descriptors.push(d(0, 0, off, ins));
         descriptors.push(d(1, 0, off + ins, ev));
-        descriptors.push(d(2, 0, off + ins + ev, 0));
-        descriptors.push(d(4, 1, off + ins + ev, 0));
-        descriptors.push(d(5, 0, off + ins + ev, 0));
-        off += ins + ev;
+        descriptors.push(d(2, 0, off + ins + ev, er));
+        descriptors.push(d(4, 1, off + ins + ev + er, 0));
+        descriptors.push(d(5, 0, off + ins + ev + er, 0));
+        off += ins + ev + er;
     }
 
     let subgraphs_pb: Vec<proto::Subgraph> = spec
@@ -663,10 +669,13 @@ pub fn write_ntff(spec: &NtffSpec, out: &mut impl Write) -> std::io::Result<Writ
         summary
             .events_in_window
             .push(spec.iterations * EVENTS_PER_ITER);
+        for &(w0, w1, after) in &spec.error_records {
+            w.rec(w0, w1, t0 + after)?;
+        }
         let wrote = w.written + w.buf.len() as u64 - start_bytes;
         debug_assert_eq!(
             wrote,
-            (ins_records(p) + ev_records(p)) * 16,
+            (ins_records(p) + ev_records(p) + spec.error_records.len() as u64) * 16,
             "core {ci}: record count plan"
         );
     }
