@@ -557,8 +557,8 @@ pub static SECTIONS: &[SectionMap] = &[
         filter: None,
         kind: Kind::Table("TensorInfo"),
         align: Align::Keyed {
-            export: &[ExpKey::F("variable_name"), ExpKey::F("node")],
-            ours: &[OurKey::C("variable_name"), OurKey::C("node")],
+            export: &[ExpKey::F("variable_name")],
+            ours: &[OurKey::C("variable_name")],
             export_order: &[],
             our_order: &[],
         },
@@ -571,10 +571,14 @@ pub static SECTIONS: &[SectionMap] = &[
             f("load_to_sbuf_total_size_bytes", "load_to_sbuf_total_size_bytes", Tol::Exact),
             f("load_to_sbuf_dma_count", "load_to_sbuf_dma_count", Tol::Exact),
             f("load_to_sbuf_repeat_factor", "load_to_sbuf_repeat_factor", Tol::Rel(1e-6)),
-            tool("sg_name", "set on the node rows only"),
+            tool("sg_name", "set on the per-subgraph node rows only"),
+            tool(
+                "node",
+                "the export writes node rows (no variable) that TensorInfo has no rows for",
+            ),
         ],
         same_names: false,
-        note: "rows keyed by (variable_name, node); needs the NEFF (neff.md §6.6)",
+        note: "rows keyed by variable_name; needs the NEFF (neff.md §6.6)",
     },
     SectionMap {
         section: "nc_mem_usage",
