@@ -1,7 +1,7 @@
 // Main-thread proxy for the worker: one promise per request, progress callbacks per request.
 
 import type { FromWorker, PickedFile, ReplyMap, Request } from './protocol.ts';
-import type { Inventory, ProcessResult, SystemResult } from './api.ts';
+import type { ConformReport, Inventory, ProcessResult, SystemResult } from './api.ts';
 
 type Progress = (stage: string, done: number, total: number) => void;
 
@@ -94,5 +94,9 @@ export class CoreClient {
   }
   bundle(key: string): Promise<Uint8Array> {
     return this.call({ op: 'bundle', key });
+  }
+  /** Field-by-field comparison of processed profile `key` with an AWS JSON export's bytes. */
+  conform(key: string, exportJson: Uint8Array): Promise<ConformReport> {
+    return this.call({ op: 'conform', key, exportJson });
   }
 }

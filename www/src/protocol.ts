@@ -6,7 +6,7 @@
 // Every request gets exactly one reply with the same id; `process` may send progress events first.
 // Bulk bytes (Arrow IPC, Parquet, zip) are transferred, never copied.
 
-import type { Inventory, ProcessResult, SystemResult } from './api.ts';
+import type { ConformReport, Inventory, ProcessResult, SystemResult } from './api.ts';
 
 /** A picked file: its path relative to the picked folder ('/'-separated) and the File itself. */
 export interface PickedFile {
@@ -23,7 +23,8 @@ export type Request =
   | { op: 'table'; key: string; table: string; format: 'ipc' | 'parquet' }
   | { op: 'columns'; key: string; table: string; columns: string[] }
   | { op: 'rows'; key: string; table: string; offset: number; count: number }
-  | { op: 'bundle'; key: string };
+  | { op: 'bundle'; key: string }
+  | { op: 'conform'; key: string; exportJson: Uint8Array };
 
 /** What each request resolves to. */
 export interface ReplyMap {
@@ -36,6 +37,7 @@ export interface ReplyMap {
   columns: Uint8Array;
   rows: Uint8Array;
   bundle: Uint8Array;
+  conform: ConformReport;
 }
 
 export type Envelope = Request & { id: number };

@@ -133,6 +133,12 @@ async function handle(msg: Envelope): Promise<void> {
       replyBytes(id, current().bundle_zip(msg.key));
       return;
     }
+    case 'conform': {
+      const s = current();
+      if (s.conform === undefined) throw new Error('this build of the core cannot compare with JSON exports');
+      post({ kind: 'reply', id, ok: true, value: s.conform(msg.key, msg.exportJson) });
+      return;
+    }
   }
 }
 
