@@ -379,3 +379,50 @@ fn conform_every_ground_truth_pair() {
         assert_eq!(v6.rows[s].3, "not_produced", "{s}");
     }
 }
+
+/// Truncated, bit-flipped and oddly shaped exports give a report or an error, never a panic.
+#[test]
+fn garbage_exports_never_panic() {
+    let root = samples();
+    let dir = root.join("allenkchau-trainium-kernel-fusion/profiling/artifacts/fused_fp32_s512");
+    let export = dir.join("json_reports/fused_exec_2_profile_full.json");
+    let r = run(&dir.join("fused_exec_2.ntff"), &export);
+    assert!(r.section("instruction").is_some());
+    // Tables of a real profile, exports mangled.
+    let ntff = dir.join("fused_exec_2.ntff");
+    let src = FileSource::open(&ntff).unwrap();
+    let mut t = Tables::default();
+    neuronscope::ntff::decode(
+        &src,
+        &neuronscope::ntff::DecodeContext::default(),
+        &mut t,
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let bytes = std::fs::read(&export).unwrap();
+    let n = bytes.len();
+    for cut in (0..n).step_by(n / 61 + 1) {
+        let _ = conform::conform(&t, &bytes[..cut]);
+    }
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    for _ in 0..60 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let mut b = bytes.clone();
+        let pos = (seed as usize) % n;
+        b[pos] = b"0123456789\"{}[],:-.eE tfn"[(seed >> 40) as usize % 25];
+        let _ = conform::conform(&t, &b);
+    }
+    for odd in [
+        r#"{}"#,
+        r#"{"instruction": 5}"#,
+        r#"{"instruction": [1, "x", null, {"pc": "abc", "timestamp": 1e300}]}"#,
+        r#"{"dma": [{"aggregated": "yes", "dma_queue": [1], "timestamp": -1}]}"#,
+        r#"{"semaphore_update": [{"id": "S[", "timestamp": "NaN"}], "summary": {"total_time": "x"}}"#,
+        r#"{"profile_info": 3, "metadata": [[1]], "warnings": [{"message": {"a": 1}}]}"#,
+    ] {
+        let rep = conform::conform(&t, odd.as_bytes()).unwrap();
+        serde_json::to_string(&rep).unwrap();
+    }
+}
