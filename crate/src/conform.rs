@@ -1199,6 +1199,8 @@ fn compare_section(m: &SectionMap, export: &Value, src: &dyn TableSource) -> Sec
     let keys = key_fields(&m.align);
     let filter_field = m.filter.map(|(k, _)| k);
     let mut listed = BTreeSet::new();
+    // Export fields without a column: listed after the compared ones.
+    let mut unmapped: Vec<FieldReport> = Vec::new();
     // (export field, our column, tolerance, note)
     let mut plan: Vec<(String, Option<String>, Tol, String)> = Vec::new();
     for fm in m.fields {
@@ -1231,7 +1233,7 @@ fn compare_section(m: &SectionMap, export: &Value, src: &dyn TableSource) -> Sec
         if m.same_names && ours.col(n).is_some() {
             plan.push((n.to_string(), Some(n.to_string()), Tol::Auto, String::new()));
         } else {
-            rep.fields.push(not_produced(n, None, "no column of ours"));
+            unmapped.push(not_produced(n, None, "no column of ours"));
         }
     }
     for (fexp, fcol, ftol, fnote) in plan {
@@ -1308,6 +1310,14 @@ fn compare_section(m: &SectionMap, export: &Value, src: &dyn TableSource) -> Sec
         };
         rep.fields.push(fr);
     }
+    // Keys, compared fields, then what is not produced or not comparable.
+    rep.fields.extend(unmapped);
+    rep.fields.sort_by_key(|f| match f.status {
+        FieldStatus::Key => 0,
+        FieldStatus::Compared => 1,
+        FieldStatus::NotProduced => 2,
+        FieldStatus::NotComparable => 3,
+    });
     rep
 }
 

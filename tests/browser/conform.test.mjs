@@ -5,12 +5,15 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { foreignRequests, launch, requireBuild, sample, serve, waitReady } from './harness.mjs';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { SHOTS, foreignRequests, launch, requireBuild, sample, serve, waitReady } from './harness.mjs';
 
 let server;
 
 before(async () => {
   requireBuild();
+  mkdirSync(SHOTS, { recursive: true });
   server = await serve();
 });
 
@@ -56,6 +59,8 @@ test('fused_fp32_s512: the device view compares with the folder\'s JSON export',
     const pending = page.locator('[data-testid=conform-report] .conform-section[data-section="pending_dma"]');
     assert.match(await pending.innerText(), /not produced|compared/);
 
+    await page.locator('[data-testid=conform]').scrollIntoViewIfNeeded();
+    await page.screenshot({ path: join(SHOTS, 'conform.png') });
     assert.deepEqual(b.errors, [], 'no page errors');
     assert.deepEqual(foreignRequests(b.requests, server.origin), [], 'nothing leaves 127.0.0.1');
   } finally {
