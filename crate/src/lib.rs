@@ -5,6 +5,7 @@
 //! Flow (docs/ARCHITECTURE.md): [`inventory`] classifies picked files → [`pairing`] binds each NTFF
 //! to its NEFF → [`profile`] decodes a profile into [`tables`] → [`sink`] writes Arrow IPC/Parquet.
 
+pub mod conform;
 pub mod derived;
 pub mod engine;
 pub mod error;

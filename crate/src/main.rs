@@ -5,6 +5,8 @@
 //! neuronscope convert DIR -o OUT         Parquet per table per device profile
 //! neuronscope synth OUT [--ntff-mb N]    write a synthetic capture (the app's demo; N MB NTFF)
 //! neuronscope bench [DIR] [--synth-mb N] decode throughput and peak memory
+//! neuronscope conform DIR EXPORT.json [--json] [--device NAME]
+//!                                        field-by-field match rates against an AWS JSON export
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -31,7 +33,10 @@ const USAGE: &str = "usage:
   neuronscope scan DIR [--json]           list files, profiles, NEFF/NTFF pairing and problems
   neuronscope convert DIR -o OUT          write <OUT>/<profile>/<device>/<Table>.parquet
   neuronscope synth OUT [--ntff-mb N]     write a synthetic capture (N: NTFF size in MB, default demo size)
-  neuronscope bench [DIR] [--synth-mb N]  decode throughput (MB/s, records/s) and peak memory";
+  neuronscope bench [DIR] [--synth-mb N]  decode throughput (MB/s, records/s) and peak memory
+  neuronscope conform DIR EXPORT.json [--json] [--device NAME]
+                                          compare the device profile of DIR whose NTFF the export
+                                          (neuron-profile view --output-format json) came from";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -40,6 +45,7 @@ fn main() -> ExitCode {
         Some("convert") => cmd_convert(&args[1..]),
         Some("synth") => cmd_synth(&args[1..]),
         Some("bench") => cmd_bench(&args[1..]),
+        Some("conform") => cmd_conform(&args[1..]),
         Some("-h") | Some("--help") | Some("help") => {
             say!("{USAGE}");
             Ok(())
@@ -413,4 +419,66 @@ impl std::io::Write for CountingWriter {
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
+}
+
+/// Positional arguments (not flags, not flag values).
+fn positionals(args: &[String], flags_with_values: &[&str]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut skip = false;
+    for a in args {
+        if skip {
+            skip = false;
+        } else if flags_with_values.contains(&a.as_str()) {
+            skip = true;
+        } else if !a.starts_with("--") {
+            out.push(PathBuf::from(a));
+        }
+    }
+    out
+}
+
+fn cmd_conform(args: &[String]) -> Result<()> {
+    let pos = positionals(args, &["--device"]);
+    let (Some(dir), Some(export_path)) = (pos.first(), pos.get(1)) else {
+        return Err(Error::Other(USAGE.into()));
+    };
+    let bytes = std::fs::read(export_path)
+        .map_err(|e| Error::Io(format!("{}: {e}", export_path.display())))?;
+    let export = neuronscope::conform::parse_export(&bytes)?;
+    drop(bytes);
+    let picked = pick(dir)?;
+    let inv = scan_dir(&picked);
+    // The export's path as the inventory names files, when it lies inside the picked folder.
+    let export_rel = export_path.canonicalize().ok().and_then(|p| {
+        p.strip_prefix(&picked.base)
+            .ok()
+            .map(|r| r.to_string_lossy().replace('\\', "/"))
+    });
+    let (pid, idx) = neuronscope::conform::find_device(
+        &inv,
+        &export,
+        export_rel
+            .as_deref()
+            .or_else(|| export_path.file_name().and_then(|n| n.to_str())),
+        opt(args, "--device"),
+    )?;
+    let open = opener(&picked.base);
+    let mut tables = neuronscope::tables::Tables::default();
+    let res = profile::process_device(&inv, &pid, idx, &open, &mut tables, &mut |_, _, _| {})?;
+    let report = neuronscope::conform::conform_value(&tables, &export);
+    if args.iter().any(|a| a == "--json") {
+        say!(
+            "{}",
+            serde_json::to_string_pretty(&report).map_err(|e| Error::Other(e.to_string()))?
+        );
+    } else {
+        say!(
+            "device profile: {} / {} ({})",
+            pid,
+            res.device,
+            res.summary.ntff_file.as_deref().unwrap_or("-")
+        );
+        say!("{}", report.to_text());
+    }
+    Ok(())
 }

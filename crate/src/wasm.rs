@@ -104,6 +104,17 @@ struct StoredTable {
     rows: u64,
 }
 
+/// A processed profile's stored tables as a [`crate::conform::TableSource`].
+struct StoredTables<'a>(&'a BTreeMap<&'static str, StoredTable>);
+
+impl crate::conform::TableSource for StoredTables<'_> {
+    fn table(&self, name: &str) -> Option<arrow_array::RecordBatch> {
+        let t = self.0.get(name)?;
+        let (schema, batches) = crate::sink::read_parquet(t.parquet.clone(), None, 0, None).ok()?;
+        arrow_select::concat::concat_batches(&schema, batches.iter()).ok()
+    }
+}
+
 /// One picked folder: its files, the inventory and the processed results.
 #[wasm_bindgen]
 pub struct Session {
@@ -478,6 +489,18 @@ impl Session {
         let t = self.table(key, "Instruction")?;
         let heat = crate::source_code::heat_of_parquet(t.parquet.clone()).map_err(js_err)?;
         to_js(&heat)
+    }
+    /// Compares processed profile `key`'s tables with an AWS `neuron-profile view
+    /// --output-format json` export (its bytes): returns the serde of
+    /// [`crate::conform::ConformReport`]. Each compared table is read back from its stored Parquet
+    /// once; exports over [`crate::conform::MAX_EXPORT_BYTES`] are refused.
+    pub fn conform(&self, key: &str, export: Vec<u8>) -> std::result::Result<JsValue, JsError> {
+        let stored = self
+            .results
+            .get(key)
+            .ok_or_else(|| JsError::new(&format!("no processed profile {key}")))?;
+        let report = crate::conform::conform(&StoredTables(stored), &export).map_err(js_err)?;
+        to_js(&report)
     }
     /// Drops a processed profile's tables (frees memory).
     pub fn release(&mut self, key: &str) {

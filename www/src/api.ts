@@ -230,6 +230,42 @@ export interface SourceHeat {
   lines: LineHeat[];
 }
 
+/** One export field compared with one of our columns (crate::conform::FieldReport). */
+export interface ConformField {
+  field: string;
+  column?: string | null;
+  /** compared | key | not_produced | not_comparable */
+  status: string;
+  compared: number;
+  equal: number;
+  /** equal / compared, 0 – 1. */
+  rate: number;
+  tolerance: string;
+  diffs: { row: number; export: string; ours: string }[];
+  note?: string;
+}
+
+/** One export section (crate::conform::SectionReport). */
+export interface ConformSection {
+  section: string;
+  table?: string | null;
+  /** compared | not_produced | presentation | not_in_export */
+  status: string;
+  export_rows: number;
+  our_rows: number;
+  matched_rows: number;
+  alignment: string;
+  note?: string;
+  fields: ConformField[];
+}
+
+/** Result of Session.conform() (crate::conform::ConformReport). */
+export interface ConformReport {
+  profiler_version?: string | null;
+  ntff_filename?: string | null;
+  sections: ConformSection[];
+}
+
 /** A file of the built-in demo capture. */
 export interface DemoFile {
   path: string;
@@ -255,6 +291,8 @@ export interface WasmSession {
   table_ipc_columns?(key: string, table: string, columns: string[]): Uint8Array;
   /** Rows offset .. offset + count of a table, every column, Arrow IPC. */
   table_ipc_rows?(key: string, table: string, offset: number, count: number): Uint8Array;
+  /** Compares a processed profile with an AWS JSON export (absent in older cores). */
+  conform?(key: string, exportJson: Uint8Array): ConformReport;
   /** Drops a processed profile's tables (frees wasm memory). */
   release(key: string): void;
   /** Indexes the picked .py / .tar.gz sources (once) and lists them. */

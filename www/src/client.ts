@@ -1,7 +1,7 @@
 // Main-thread proxy for the worker: one promise per request, progress callbacks per request.
 
 import type { FromWorker, PickedFile, ReplyMap, Request } from './protocol.ts';
-import type { Inventory, ProcessResult, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SystemResult } from './api.ts';
+import type { ConformReport, Inventory, ProcessResult, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SystemResult } from './api.ts';
 
 type Progress = (stage: string, done: number, total: number) => void;
 
@@ -113,5 +113,9 @@ export class CoreClient {
   /** Device time per source location of processed device profile `key`. */
   sourceHeat(key: string): Promise<SourceHeat> {
     return this.call({ op: 'sourceHeat', key });
+  }
+  /** Field-by-field comparison of processed profile `key` with an AWS JSON export's bytes. */
+  conform(key: string, exportJson: Uint8Array): Promise<ConformReport> {
+    return this.call({ op: 'conform', key, exportJson });
   }
 }

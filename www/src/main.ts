@@ -20,6 +20,7 @@ import {
 } from './views/system-model.ts';
 import { SourceView } from './views/source.ts';
 import { renderSummary, renderSummaryGroups, THROTTLE_SUMMARY_COLUMNS } from './views/summary.ts';
+import { exportsFor, renderConform } from './views/conform.ts';
 import { TableBrowser, type TableSource } from './views/tables.ts';
 import { buildTimeline } from './views/timeline-model.ts';
 import { addDeviceRows, DMA_COLUMNS, PENDING_DMA_COLUMNS, SEMAPHORE_COLUMNS, THROTTLE_COLUMNS } from './views/device-rows.ts';
@@ -57,6 +58,8 @@ const browser = new TableBrowser();
 
 let inventory: Inventory | null = null;
 let selected: { profileId: string; deviceIndex: number } | null = null;
+/** The picked files (for reading a JSON export on the page); empty for the demo. */
+let pickedFiles: PickedFile[] = [];
 let coreReady: Promise<void> = Promise.resolve();
 
 function setState(s: State): void {
@@ -108,6 +111,7 @@ async function loadFiles(files: PickedFile[] | Promise<PickedFile[]>, what: stri
     await coreReady;
     const list = await files;
     if (list.length === 0) throw new Error('the folder is empty');
+    pickedFiles = list;
     progress(`Scanning ${int(list.length)} files`);
     showInventory(await client.load(list));
   } catch (e) {
@@ -122,6 +126,7 @@ async function loadDemo(): Promise<void> {
   progress('Loading the demo capture');
   try {
     await coreReady;
+    pickedFiles = [];
     showInventory(await client.demo());
   } catch (e) {
     progress(null);
@@ -161,6 +166,7 @@ function clearWorkspace(): void {
   systemShown = null;
   systemView.setModel(null);
   byId('summary').replaceChildren(h('div', { class: 'muted' }, 'Pick a device profile on the left.'));
+  byId('conform').replaceChildren();
   timeline.setModel(null);
   browser.setSource(null, []);
   sourceView.setHeat(null);
@@ -191,6 +197,10 @@ async function openDevice(profile: ProfileEntry, deviceIndex: number): Promise<v
   if (selected?.profileId !== profile.id || selected.deviceIndex !== deviceIndex) return;
   const where = profile.root ? `${profile.root} · ` : '';
   renderSummary(byId('summary'), `${profile.profile_type} profile · ${where}${name}`, result);
+  if (device !== undefined) {
+    const exports = exportsFor(inventory?.files ?? [], pickedFiles.map((f) => ({ path: f.path, file: f.file })), device);
+    renderConform(byId('conform'), exports, (bytes) => client.conform(result.key, bytes));
+  }
   document.body.classList.remove('has-system');
   systemView.setModel(null);
   document.body.classList.add('has-result');
@@ -525,6 +535,7 @@ function wire(): void {
     void loadFiles(filesFromDrop(e.dataTransfer), 'the dropped files');
   });
 
+  byId('summary-panel').append(h('div', { id: 'conform', class: 'conform', 'data-testid': 'conform' }));
   byId('timeline-slot').append(timeline.root);
   byId('system-slot').append(systemView.root);
   byId('tables-slot').append(browser.root);

@@ -6,7 +6,7 @@
 // Every request gets exactly one reply with the same id; `process` may send progress events first.
 // Bulk bytes (Arrow IPC, Parquet, zip) are transferred, never copied.
 
-import type { Inventory, ProcessResult, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SystemResult } from './api.ts';
+import type { ConformReport, Inventory, ProcessResult, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SystemResult } from './api.ts';
 
 /** A picked file: its path relative to the picked folder ('/'-separated) and the File itself. */
 export interface PickedFile {
@@ -28,7 +28,8 @@ export type Request =
   | { op: 'addSources'; files: PickedFile[] }
   | { op: 'sourceText'; path: string }
   | { op: 'sourceResolve'; locations: string[] }
-  | { op: 'sourceHeat'; key: string };
+  | { op: 'sourceHeat'; key: string }
+  | { op: 'conform'; key: string; exportJson: Uint8Array };
 
 /** What each request resolves to. */
 export interface ReplyMap {
@@ -46,6 +47,7 @@ export interface ReplyMap {
   sourceText: string | null;
   sourceResolve: SourceResolved[];
   sourceHeat: SourceHeat;
+  conform: ConformReport;
 }
 
 export type Envelope = Request & { id: number };

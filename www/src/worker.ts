@@ -162,6 +162,12 @@ async function handle(msg: Envelope): Promise<void> {
       post({ kind: 'reply', id, ok: true, value: s.source_heat(msg.key) });
       return;
     }
+    case 'conform': {
+      const s = current();
+      if (s.conform === undefined) throw new Error('this build of the core cannot compare with JSON exports');
+      post({ kind: 'reply', id, ok: true, value: s.conform(msg.key, msg.exportJson) });
+      return;
+    }
   }
 }
 

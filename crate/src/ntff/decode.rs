@@ -743,6 +743,7 @@ pub fn decode<S: ByteSource + ?Sized>(
     let mut cores = Vec::new();
     let first_core = info.subgraphs.first().map_or(0, |s| s.core);
     let mut next_dma_id = ctx.first_dma_id;
+    let mut next_agg_id = 0i64;
     let mut last_ends: Vec<Option<i128>> = Vec::new();
 
     for (pcore, (sg, code)) in info.subgraphs.iter().zip(&codes).enumerate() {
@@ -931,6 +932,7 @@ pub fn decode<S: ByteSource + ?Sized>(
             &mut prog,
             &mut *out.sink,
             &mut next_dma_id,
+            &mut next_agg_id,
             &mut cs.dma,
         )?;
         last_ends.push(last_end_fs);
@@ -980,8 +982,10 @@ pub fn decode<S: ByteSource + ?Sized>(
     )?;
     super::errors::decode_errors(src, &info, window, file, problems, &mut prog, sink)?;
     for c in cores.iter_mut() {
-        c.trace_count =
-            c.instructions_per_engine.iter().sum::<u64>() + c.event_count + c.dma.packets;
+        c.trace_count = c.instructions_per_engine.iter().sum::<u64>()
+            + c.event_count
+            + c.dma.packets
+            + c.dma.aggregated;
         report.dma_packets += c.dma.packets;
         report.dma_bytes += c.dma.bytes;
         report.throttles += c.dma.throttles;

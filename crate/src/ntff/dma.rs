@@ -42,6 +42,27 @@ pub struct DmaCoreStats {
     pub unpaired_ends: u64,
     /// `Throttle` rows written.
     pub throttles: u64,
+    /// `DmaPacketAggregated` rows written (static-queue transfers; they count in `trace_count`).
+    pub aggregated: u64,
+}
+
+/// Packet size of a static-queue transfer's completion packet (the semaphore write that ends
+/// each engine's share of a transfer; docs/formats.md "DmaPacketAggregated").
+pub const COMPLETION_BYTES: u64 = 4;
+
+/// One static-queue transfer being aggregated (docs/formats.md "DmaPacketAggregated").
+struct Agg {
+    id: i64,
+    queue: u32,
+    name: String,
+    queue_type: &'static str,
+    /// ps relative to t0.
+    start_ps: i128,
+    end_ps: i128,
+    bytes: u64,
+    crc: i64,
+    engine: i64,
+    packets: i64,
 }
 
 /// Where a DMA queue's packets come from (Explorer enum `DmaQueueType`, ntff.md §3.3.2).
@@ -149,6 +170,10 @@ struct Stream {
     queue_name: String,
     queue_type: &'static str,
     variable: Option<&'static str>,
+    /// Explorer name of a static compiler queue (its packets form `DmaPacketAggregated` rows).
+    static_name: Option<String>,
+    /// Completion packets seen: the transfer ordinal of the next packet.
+    ordinal: u32,
 }
 
 /// Streams the DMA buffers of one core into `DmaPacket` rows (ntff.md §10 step 6).
@@ -168,9 +193,15 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
     progress: &mut dyn FnMut(u64),
     sink: &mut dyn TableSink,
     next_id: &mut i64,
+    next_agg_id: &mut i64,
     stats: &mut DmaCoreStats,
 ) -> Result<()> {
     let def = &explorer::DMA_PACKET;
+    let agg_col = def.col("packet_aggregation_id");
+    // Static-queue transfers by (queue, ordinal): one small entry per transfer until the end of
+    // the core (the transfer's last packet is only known then).
+    let mut aggs: Vec<Agg> = Vec::new();
+    let mut agg_index: HashMap<(u32, u32), usize> = HashMap::new();
     let c = DmaCols::new(def);
     let mut b = TableBuilder::new(def);
     let table: HashMap<(u32, u32), &super::DmaQueueInfo> = sg
@@ -226,6 +257,12 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
                         // Dynamic and instruction queues: the exports write "unknown" (no DGE
                         // notifications); static queues need the NEFF dma blocks.
                         variable: (qt != "data" && qt != "unknown").then_some("unknown"),
+                        static_name: entry
+                            .filter(|q| {
+                                !q.name.ends_with("Dynamic") && !q.name.ends_with("DynamicHW")
+                            })
+                            .map(|q| explorer_queue_name(&q.name)),
+                        ordinal: 0,
                     }
                 });
                 if s.keep.is_none() {
@@ -260,11 +297,47 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
                     return Ok(());
                 };
                 open_total = open_total.saturating_sub(1);
+                let bytes = u64::from(r.w0 & 0xFF_FFFF);
+                let ordinal = s.ordinal;
+                if s.static_name.is_some() && bytes == COMPLETION_BYTES {
+                    s.ordinal = s.ordinal.saturating_add(1);
+                }
                 if fs1 < window.t0 {
                     s.next_idx = s.next_idx.saturating_add(1);
                     return Ok(());
                 }
-                let bytes = u64::from(r.w0 & 0xFF_FFFF);
+                if let Some(name) = &s.static_name {
+                    let t0ps = window.t0.div_euclid(1000);
+                    let (sp, ep) = (fs1.div_euclid(1000) - t0ps, fs.div_euclid(1000) - t0ps);
+                    let k = *agg_index.entry((queue, ordinal)).or_insert_with(|| {
+                        aggs.push(Agg {
+                            id: *next_agg_id,
+                            queue,
+                            name: name.clone(),
+                            queue_type: s.queue_type,
+                            start_ps: sp,
+                            end_ps: ep,
+                            bytes: 0,
+                            crc: 0,
+                            engine: s.engine_idx,
+                            packets: 0,
+                        });
+                        *next_agg_id = next_agg_id.wrapping_add(1);
+                        aggs.len() - 1
+                    });
+                    if let Some(a) = aggs.get_mut(k) {
+                        a.start_ps = a.start_ps.min(sp);
+                        a.end_ps = a.end_ps.max(ep);
+                        a.engine = a.engine.max(s.engine_idx);
+                        a.packets += 1;
+                        if bytes == COMPLETION_BYTES {
+                            a.crc = i64::from(r.w1 >> 16);
+                        } else {
+                            a.bytes = a.bytes.saturating_add(bytes);
+                        }
+                        b.i64(agg_col, Some(a.id));
+                    }
+                }
                 let start =
                     clamp_i64((fs1.div_euclid(1000) - window.t0.div_euclid(1000)).div_euclid(1000));
                 let dfs = fs.saturating_sub(fs1);
@@ -312,7 +385,50 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
     if batch.num_rows() > 0 {
         sink.batch(def, batch)?;
     }
+    stats.aggregated += write_aggregated(&aggs, pcore, &sg.name, sink)?;
     Ok(())
+}
+
+/// `DmaPacketAggregated` rows of one core (docs/formats.md "DmaPacketAggregated"): span = first
+/// packet start to last packet end (ps relative to t0, floored to ns), bytes = the data packets
+/// (completion packets left out), throughput as the packets' float32 rule.
+fn write_aggregated(aggs: &[Agg], pcore: usize, sg: &str, sink: &mut dyn TableSink) -> Result<u64> {
+    let def = &explorer::DMA_PACKET_AGGREGATED;
+    let col = |n| def.col(n);
+    let mut b = TableBuilder::new(def);
+    for a in aggs {
+        let start = clamp_i64(a.start_ps.div_euclid(1000));
+        let span = a.end_ps.saturating_sub(a.start_ps);
+        let dur = clamp_i64(span.div_euclid(1000));
+        let by = Some(a.bytes as i64);
+        b.i64(col("start_ts"), Some(start));
+        b.i64(col("end_ts"), Some(start.saturating_add(dur)));
+        b.i64(col("duration_ns"), Some(dur));
+        b.i64(col("id"), Some(a.id));
+        b.i64(col("pcore_idx"), Some(pcore as i64));
+        b.i64(col("queue_idx"), Some(i64::from(a.queue)));
+        b.str(col("queue_name"), Some(&a.name));
+        b.str(col("queue_type"), Some(a.queue_type));
+        b.i64(col("read_bytes"), by);
+        b.i64(col("write_bytes"), by);
+        b.i64(col("transfer_bytes"), by);
+        b.f64(
+            col("throughput"),
+            throughput(a.bytes, span.saturating_mul(1000)).map(f64::from),
+        );
+        b.str(col("nscope_subgraph"), Some(sg));
+        b.i64(col("nscope_engine_idx"), Some(a.engine));
+        b.i64(col("nscope_crc"), Some(a.crc));
+        b.i64(col("nscope_packets"), Some(a.packets));
+        if let Some(batch) = b.end_row()? {
+            sink.batch(def, batch)?;
+        }
+    }
+    let batch = b.take_batch()?;
+    if batch.num_rows() > 0 {
+        sink.batch(def, batch)?;
+    }
+    Ok(aggs.len() as u64)
 }
 
 /// DMA buffers of a core: trace type 4 (block type 1 in the samples; any block type accepted).

@@ -260,6 +260,40 @@ pub fn extras(table: &str) -> &'static [FieldDef] {
                 enum_name: "",
             },
         ],
+        "DmaPacketAggregated" => &[
+            FieldDef {
+                name: "nscope_subgraph",
+                ty: Ty::Str,
+                unit: "",
+                required: false,
+                description: "Subgraph name (sg00, sg01) of the physical core.",
+                enum_name: "",
+            },
+            FieldDef {
+                name: "nscope_engine_idx",
+                ty: Ty::I64,
+                unit: "",
+                required: false,
+                description: "Highest DMA engine of the transfer's packets (the JSON export's `dma_engine` of an aggregated row).",
+                enum_name: "",
+            },
+            FieldDef {
+                name: "nscope_crc",
+                ty: Ty::I64,
+                unit: "",
+                required: false,
+                description: "CRC of the transfer's last completion packet (the JSON export's `crc` of an aggregated row).",
+                enum_name: "",
+            },
+            FieldDef {
+                name: "nscope_packets",
+                ty: Ty::I64,
+                unit: "",
+                required: false,
+                description: "DmaPacket rows of the transfer (completion packets included).",
+                enum_name: "",
+            },
+        ],
         "DmaQueuesInfo" => &[
             FieldDef {
                 name: "nscope_neff_queue_name",

@@ -1,0 +1,69 @@
+// "Compare with AWS export" on a real capture: pick an allenkchau folder (NEFF + NTFF +
+// json_reports/*_profile_full.json), click the button and read match rates from the report
+// (the same numbers as crate/tests/conform.rs for this file). Needs `npm run build` first and
+// ../shared/samples.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { SHOTS, foreignRequests, launch, requireBuild, sample, serve, waitReady } from './harness.mjs';
+
+let server;
+
+before(async () => {
+  requireBuild();
+  mkdirSync(SHOTS, { recursive: true });
+  server = await serve();
+});
+
+after(async () => {
+  await server?.close();
+});
+
+async function rate(page, section, field, tolerance) {
+  const sel = `[data-testid=conform-report] tr[data-section="${section}"][data-field="${field}"]${tolerance ? `[data-tolerance="${tolerance}"]` : ''}`;
+  const row = page.locator(sel).first();
+  return { rate: Number(await row.getAttribute('data-rate')), text: await row.innerText() };
+}
+
+test('fused_fp32_s512: the device view compares with the folder\'s JSON export', async () => {
+  const dir = sample('allenkchau-trainium-kernel-fusion/profiling/artifacts/fused_fp32_s512');
+  const b = await launch();
+  try {
+    const { page } = b;
+    await page.goto(`${server.origin}/`);
+    await page.waitForFunction(() => document.body.dataset.state === 'idle', null, { timeout: 30_000 });
+    await page.setInputFiles('[data-testid=folder-input]', dir);
+    await waitReady(page);
+
+    const run = page.locator('[data-testid=conform-run]');
+    assert.equal(await run.count(), 1, 'the folder has an export: the button is shown');
+    await run.click();
+    await page.locator('[data-testid=conform-report]').waitFor({ timeout: 60_000 });
+
+    // Instruction start_ts: all 442 rows equal (ntff.md §10).
+    const ts = await rate(page, 'instruction', 'timestamp');
+    assert.equal(ts.rate, 1, ts.text);
+    assert.match(ts.text, /start_ts/);
+    assert.match(ts.text, /442 \/ 442/);
+    // evt_wait_time: single-precision rule, every row of this file.
+    assert.equal((await rate(page, 'instruction', 'evt_wait_time')).rate, 1);
+    // DMA packets: float32 transfer rate on all 481 rows.
+    const tr = await rate(page, 'dma[aggregated=no]', 'transfer_rate', 'float32');
+    assert.equal(tr.rate, 1, tr.text);
+    assert.match(tr.text, /481 \/ 481/);
+    // Presentation sections are listed without fields; sections we do not write say so.
+    const terms = page.locator('[data-testid=conform-report] .conform-section[data-section="terminology"]');
+    assert.match(await terms.innerText(), /presentation/);
+    const pending = page.locator('[data-testid=conform-report] .conform-section[data-section="pending_dma"]');
+    assert.match(await pending.innerText(), /not produced|compared/);
+
+    await page.locator('[data-testid=conform]').scrollIntoViewIfNeeded();
+    await page.screenshot({ path: join(SHOTS, 'conform.png') });
+    assert.deepEqual(b.errors, [], 'no page errors');
+    assert.deepEqual(foreignRequests(b.requests, server.origin), [], 'nothing leaves 127.0.0.1');
+  } finally {
+    await b.close();
+  }
+});

@@ -1,0 +1,116 @@
+// "Compare with AWS export": field-by-field match rates of the shown device profile against a
+// `neuron-profile view --output-format json` export (crate/src/conform.rs). The export comes from the
+// picked folder (inventory kind ProfilerJsonExport) or from a file the user picks here.
+
+import type { ConformReport, ConformSection, InventoryFile } from '../api.ts';
+import { h } from '../dom.ts';
+import { int } from '../format.ts';
+
+/** A JSON export the page can read. */
+export interface ExportCandidate {
+  path: string;
+  file: Blob;
+}
+
+/** Exports of the folder, the ones named like the device (`<ntff stem>…json`) first. */
+export function exportsFor(files: InventoryFile[], picked: ExportCandidate[], device: { name: string; ntff?: string | null }): ExportCandidate[] {
+  const kinds = new Set(files.filter((f) => f.kind === 'ProfilerJsonExport').map((f) => f.path));
+  const base = (p: string): string => p.slice(p.lastIndexOf('/') + 1);
+  const dir = (p: string): string => p.slice(0, Math.max(0, p.lastIndexOf('/')));
+  const ntffDir = device.ntff ? dir(device.ntff) : '';
+  const score = (p: string): number =>
+    (base(p).startsWith(device.name) ? 2 : 0) + (ntffDir !== '' && p.startsWith(ntffDir) ? 1 : 0);
+  return picked
+    .filter((c) => kinds.has(c.path))
+    .sort((a, b) => score(b.path) - score(a.path) || a.path.localeCompare(b.path));
+}
+
+function pct(rate: number): string {
+  return `${(rate * 100).toFixed(rate === 1 || rate === 0 ? 0 : 2)} %`;
+}
+
+function sectionBlock(s: ConformSection): HTMLElement {
+  const head = h('div', { class: 'conform-section-head' },
+    h('strong', {}, s.section), ' → ', s.table ?? '–', ' ',
+    h('span', { class: `muted small conform-status-${s.status}` },
+      `[${s.status.replace(/_/g, ' ')}] rows export ${int(s.export_rows)} / ours ${int(s.our_rows)} / matched ${int(s.matched_rows)}`),
+  );
+  const shown = s.fields.filter((f) => f.status !== 'key');
+  if (shown.length === 0) {
+    return h('div', { class: 'conform-section', 'data-section': s.section }, head,
+      s.note ? h('div', { class: 'muted small' }, s.note) : null);
+  }
+  const rows = shown.map((f) => {
+    const compared = f.status === 'compared';
+    const diff = f.diffs[0];
+    return h('tr', {
+      'data-section': s.section, 'data-field': f.field, 'data-tolerance': f.tolerance,
+      'data-rate': compared ? String(f.rate) : '', class: compared && f.rate < 1 ? 'conform-miss' : null,
+    },
+    h('td', { class: 'mono' }, f.field),
+    h('td', { class: 'mono' }, f.column ?? '–'),
+    h('td', { class: 'num' }, compared ? pct(f.rate) : f.status.replace(/_/g, ' ')),
+    h('td', { class: 'num' }, compared ? `${int(f.equal)} / ${int(f.compared)}` : ''),
+    h('td', {}, compared ? f.tolerance : ''),
+    h('td', { class: 'small' }, diff ? `row ${diff.row}: export ${diff.export} · ours ${diff.ours}` : (f.note ?? '')),
+    );
+  });
+  return h('div', { class: 'conform-section', 'data-section': s.section }, head,
+    h('table', { class: 'conform-table' },
+      h('thead', {}, h('tr', {}, ...['export field', 'our column', 'match', 'equal / compared', 'tolerance', 'first difference / note'].map((t) => h('th', {}, t)))),
+      h('tbody', {}, rows)));
+}
+
+/** The report: one block per export section. */
+export function renderReport(report: ConformReport, exportName: string): HTMLElement {
+  return h('div', { class: 'conform-report', 'data-testid': 'conform-report' },
+    h('p', { class: 'muted small' }, `${exportName} · profiler ${report.profiler_version ?? '?'} · NTFF ${report.ntff_filename ?? '?'}`),
+    report.sections.map(sectionBlock));
+}
+
+/**
+ * The "Compare with AWS export" box. `run` compares the bytes of an export with the shown profile.
+ * `candidates` are the folder's exports (best first); a file input allows any other export.
+ */
+export function renderConform(
+  root: HTMLElement,
+  candidates: ExportCandidate[],
+  run: (exportJson: Uint8Array) => Promise<ConformReport>,
+): void {
+  const out = h('div', { class: 'conform-out' });
+  const select = candidates.length > 1
+    ? h('select', { 'data-testid': 'conform-export' }, candidates.map((c, i) => h('option', { value: String(i) }, c.path)))
+    : null;
+  const compare = async (blob: Blob, name: string): Promise<void> => {
+    out.replaceChildren(h('div', { class: 'muted' }, `Comparing with ${name}…`));
+    try {
+      const report = await run(new Uint8Array(await blob.arrayBuffer()));
+      out.replaceChildren(renderReport(report, name));
+    } catch (e) {
+      out.replaceChildren(h('div', { class: 'error-inline', 'data-testid': 'conform-error' },
+        `Comparison failed: ${e instanceof Error ? e.message : String(e)}`));
+    }
+  };
+  const button = candidates.length > 0
+    ? h('button', {
+      class: 'btn small', 'data-testid': 'conform-run',
+      onclick: () => {
+        const c = candidates[select ? Number(select.value) : 0];
+        if (c !== undefined) void compare(c.file, c.path);
+      },
+    }, 'Compare with AWS export')
+    : null;
+  const input = h('input', { type: 'file', accept: '.json,application/json', 'data-testid': 'conform-file' });
+  input.addEventListener('change', () => {
+    const f = input.files?.[0];
+    if (f !== undefined) void compare(f, f.name);
+    input.value = '';
+  });
+  root.replaceChildren(
+    h('h3', {}, 'Conformance with an AWS JSON export'),
+    h('div', { class: 'conform-controls' },
+      button, select,
+      h('label', { class: 'small' }, candidates.length > 0 ? 'or pick another export: ' : 'Pick a neuron-profile JSON export to compare: ', input)),
+    out,
+  );
+}
