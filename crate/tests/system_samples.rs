@@ -537,7 +537,8 @@ fn dirty_trace(base_first: bool) -> Vec<u8> {
 
 fn run_kineto(bytes: &[u8]) -> (kineto::KinetoReport, Tables) {
     let mut t = Tables::default();
-    let rep = kineto::read_trace(bytes, "trace.json", "i-test", &mut t).expect("sink never fails");
+    let rep =
+        kineto::read_trace_bytes(bytes, "trace.json", "i-test", &mut t).expect("sink never fails");
     (rep, t)
 }
 

@@ -315,7 +315,7 @@ pub fn process(
         .iter()
         .filter(|p| crate::inventory::classify(p) == crate::inventory::FileKind::KinetoTrace)
     {
-        read_framework(path, open, &instance_id, sink, &mut rep)?;
+        read_framework(path, open, &instance_id, sink, &mut rep, progress)?;
     }
 
     if let Some(path) = find("cpu_util.pb") {
@@ -362,29 +362,36 @@ pub fn process(
     Ok(rep)
 }
 
-/// Reads one framework trace (optionally gzip-compressed) into `SystemProfileEvents`.
+/// Reads one framework trace (optionally gzip-compressed) into `SystemProfileEvents`, streaming:
+/// a scan-only first pass when `baseTimeNanoseconds` does not precede the events
+/// ([`kineto::find_base`]), then the rows.
 fn read_framework(
     path: &str,
     open: OpenFn<'_>,
     instance_id: &str,
     sink: &mut dyn TableSink,
     rep: &mut SystemReport,
+    progress: &mut dyn FnMut(&str, u64, u64),
 ) -> Result<()> {
     let Some(src) = open_or_problem(path, open, rep) else {
         return Ok(());
     };
     let len = src.len();
-    let reader = crate::source::RangeReader::new(src, 0, len, decode::CHUNK);
-    let kr = if path.ends_with(".gz") {
-        kineto::read_trace(
-            flate2::read::MultiGzDecoder::new(reader),
-            path,
-            instance_id,
-            sink,
-        )?
-    } else {
-        kineto::read_trace(reader, path, instance_id, sink)?
+    let gz = path.ends_with(".gz");
+    let reader = |src: Box<dyn ByteSource>| -> Box<dyn std::io::Read> {
+        let r = crate::source::RangeReader::new(src, 0, len, decode::CHUNK);
+        if gz {
+            Box::new(flate2::read::MultiGzDecoder::new(r))
+        } else {
+            Box::new(r)
+        }
     };
+    let base = kineto::find_base(reader(src));
+    let Some(src) = open_or_problem(path, open, rep) else {
+        return Ok(());
+    };
+    let mut tick = |done: u64| progress(path, done.min(len), len);
+    let kr = kineto::read_trace(reader(src), path, instance_id, base, sink, &mut tick)?;
     *rep.rows
         .entry(explorer::SYSTEM_PROFILE_EVENTS.name.into())
         .or_default() += kr.rows;
