@@ -10,6 +10,7 @@
 
 pub mod decode;
 pub mod kineto;
+pub mod write;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
