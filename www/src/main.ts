@@ -12,9 +12,11 @@ import { foldedProblems, isPaired, renderProfiles } from './views/profiles.ts';
 import {
   buildSystemTimeline,
   deviceLinkRows,
+  executionRows,
   extraAttributes,
   linkedDevice,
   linkWording,
+  pickExecution,
   SYSTEM_EVENT_COLUMNS,
   type DeviceLinkRow,
 } from './views/system-model.ts';
@@ -159,7 +161,11 @@ function message(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
-async function openDevice(profile: ProfileEntry, deviceIndex: number): Promise<void> {
+/**
+ * Opens device profile `deviceIndex` of `profile`; with `zoom`, the device timeline then shows the
+ * execution an nc_exec_running span ran as (ExecutionInfo, see pickExecution).
+ */
+async function openDevice(profile: ProfileEntry, deviceIndex: number, zoom?: { execId: number | null }): Promise<void> {
   clearError();
   selected = { profileId: profile.id, deviceIndex };
   systemShown = null;
@@ -189,7 +195,15 @@ async function openDevice(profile: ProfileEntry, deviceIndex: number): Promise<v
     progress('Drawing the timeline');
     const hasInstr = result.tables.some((t) => t.name === 'Instruction');
     timeline.rowLoader = (row) => source.page('Instruction', row, 1);
+    delete timeline.root.dataset['zoomExecution'];
     timeline.setModel(hasInstr ? buildTimeline(await source.columns('Instruction', TIMELINE_COLUMNS)) : null);
+    if (zoom !== undefined && result.tables.some((t) => t.name === 'ExecutionInfo' && Number(t.rows) > 0)) {
+      const ex = pickExecution(executionRows(await source.columns('ExecutionInfo', ['execution_index', 'execution_start_ts', 'execution_end_ts'])), zoom.execId);
+      if (ex !== null && ex.start !== null && ex.end !== null) {
+        timeline.zoomTo(ex.start, ex.end);
+        timeline.root.dataset['zoomExecution'] = String(ex.index);
+      }
+    }
     progress(null);
     setState('ready');
   } catch (e) {
@@ -234,8 +248,8 @@ function systemDetailsExtra(o: Record<string, unknown>): HTMLElement | null {
       if (target !== null && w.kind !== 'unlinked') {
         box.append(h('button', {
           class: 'btn small', 'data-testid': 'open-linked-device',
-          onclick: () => void openDevice(shown.profile, target),
-        }, w.kind === 'same' ? 'Open device profile' : 'Open device profile anyway (its own timeline)'));
+          onclick: () => void openDevice(shown.profile, target, { execId: numOrNull(extra['exec_id']) }),
+        }, w.kind === 'same' ? 'Open this execution on the device timeline' : 'Open the device profile’s execution anyway (its own timeline)'));
       } else if (target === null) {
         box.append(h('div', { class: 'muted small' }, 'The .ntff is not among the picked files.'));
       }
@@ -243,6 +257,11 @@ function systemDetailsExtra(o: Record<string, unknown>): HTMLElement | null {
     parts.push(h('h3', {}, 'Device profile'), box);
   }
   return parts.length > 0 ? h('div', {}, parts) : null;
+}
+
+function numOrNull(v: unknown): number | null {
+  const n = v === null || v === undefined || v === '' ? NaN : Number(v);
+  return Number.isFinite(n) ? n : null;
 }
 
 /** Index of the device whose NTFF stem is `name` in `profile`, or null. */

@@ -161,6 +161,8 @@ fn sanitise(raw: &[u8]) -> (String, Option<String>, Option<String>) {
     let mut depth = 0i32;
     let mut cur = String::new();
     let (mut ts, mut dur) = (None, None);
+    // The previous escape was a high surrogate kept for the low one that follows.
+    let mut low_ok = false;
     while let Some(&c) = chars.get(i) {
         if in_str {
             match c {
@@ -186,19 +188,27 @@ fn sanitise(raw: &[u8]) -> (String, Option<String>, Option<String>) {
                             let hex: String =
                                 chars.get(i + 2..i + 6).unwrap_or(&[]).iter().collect();
                             let v = u32::from_str_radix(&hex, 16).unwrap_or(0xfffd);
-                            if (0xd800..0xe000).contains(&v) {
-                                let next_low = chars.get(i + 6) == Some(&'\\')
+                            let hex_at = |k: usize| -> Option<u32> {
+                                let h: String = chars.get(k..k + 4)?.iter().collect();
+                                u32::from_str_radix(&h, 16).ok()
+                            };
+                            let keep = if (0xd800..0xdc00).contains(&v) {
+                                // A high surrogate stands only before a low-surrogate escape.
+                                let ok = chars.get(i + 6) == Some(&'\\')
                                     && chars.get(i + 7) == Some(&'u')
-                                    && (0xd800..0xdc00).contains(&v);
-                                if next_low {
-                                    out.push_str("\\u");
-                                    out.push_str(&hex);
-                                } else {
-                                    out.push_str("\\ufffd");
-                                }
+                                    && hex_at(i + 8).is_some_and(|w| (0xdc00..0xe000).contains(&w));
+                                low_ok = ok;
+                                ok
+                            } else if (0xdc00..0xe000).contains(&v) {
+                                std::mem::take(&mut low_ok)
                             } else {
+                                true
+                            };
+                            if keep {
                                 out.push_str("\\u");
                                 out.push_str(&hex);
+                            } else {
+                                out.push_str("\\ufffd");
                             }
                             i += 5;
                         }
@@ -696,13 +706,13 @@ impl Reader<'_, '_> {
             self.rep.flows_bound += bound as u64;
         }
         self.window.push_back(row);
-        self.held();
         while self.window.len() > WINDOW {
             if let Some(old) = self.window.pop_front() {
                 self.front_seq += 1;
                 self.emit(old)?;
             }
         }
+        self.held();
         if self.front_seq % (WINDOW as u64 * 16) == 0 && self.threads.len() > 1024 {
             // Forget threads with nothing waiting (many distinct tids must not grow the map).
             let front = self.front_seq;
