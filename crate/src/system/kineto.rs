@@ -713,7 +713,7 @@ impl Reader<'_, '_> {
             }
         }
         self.held();
-        if self.front_seq % (WINDOW as u64 * 16) == 0 && self.threads.len() > 1024 {
+        if self.front_seq.is_multiple_of(WINDOW as u64 * 16) && self.threads.len() > 1024 {
             // Forget threads with nothing waiting (many distinct tids must not grow the map).
             let front = self.front_seq;
             self.threads.retain(|_, t| {

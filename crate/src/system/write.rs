@@ -53,6 +53,8 @@ const EXEC_NS: u64 = 6_000_000;
 const T_EXECUTE: u64 = 3;
 const T_NC_EXEC: u64 = 7;
 const T_KBL_PRE: u64 = 17;
+/// One synthetic span: (event type, thread, start ns, end ns, start attributes).
+type Span<'a> = (u64, u64, u64, u64, Vec<(&'a str, String)>);
 /// The model id of the synthetic NEFF.
 const MODEL_ID: u64 = 4_242_000_001;
 
@@ -144,7 +146,7 @@ impl SystemSpec {
                 ("model_id", MODEL_ID.to_string()),
             ];
             // (type, thread, start, end, attributes)
-            let spans: [(u64, u64, u64, u64, Vec<(&str, String)>); 3] = [
+            let spans: [Span; 3] = [
                 (T_EXECUTE, self.pid, s, e, common.to_vec()),
                 (
                     T_KBL_PRE,
