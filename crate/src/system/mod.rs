@@ -1058,8 +1058,22 @@ fn emit_mem(
     Ok(())
 }
 
+/// HBM bytes of one physical NeuronCore for an EC2 instance type (trace_info field 15): the
+/// chip's HBM over its NeuronCores, from AWS's published instance specifications [INF; the capture
+/// files carry no capacity, system-profile.md §8]: Trainium2 96 GiB / 8 cores, Trainium and
+/// Inferentia2 32 GiB / 2 cores. Other types (inf1 has DDR, unknown types): `None`.
+pub fn hbm_capacity_per_core(instance_type: &str) -> Option<i64> {
+    const GIB: i64 = 1 << 30;
+    let family = instance_type.split('.').next().unwrap_or("");
+    match family {
+        "trn2" | "trn2u" => Some(96 * GIB / 8),
+        "trn1" | "trn1n" | "inf2" => Some(32 * GIB / 2),
+        _ => None,
+    }
+}
+
 /// `SystemProfileMetadata`: capture start/end from trace_info 11/12, else the rows' range;
-/// `hbm_capacity_bytes` stays null (no source in these files, §8).
+/// `hbm_capacity_bytes` per instance type ([`hbm_capacity_per_core`]), null when unknown.
 fn emit_metadata(
     info: &TraceInfo,
     ntff_version: Option<u8>,
@@ -1093,6 +1107,10 @@ fn emit_metadata(
     b.str(def.col("first_ts_ns"), Some(&first.to_string()));
     b.str(def.col("last_ts_ns"), Some(&last.to_string()));
     b.i64(def.col("ntff_version"), ntff_version.map(i64::from));
+    b.i64(
+        def.col("hbm_capacity_bytes"),
+        hbm_capacity_per_core(&info.instance_type),
+    );
     em.end_row()?;
     let n = em.finish()?;
     rep.rows.insert(def.name.into(), n);
