@@ -225,6 +225,7 @@ test('synthetic capture with a Kineto trace.json: framework rows above the runti
     const rt = labels.flatMap((l, i) => (/^pid \d+ · tid \d+$/.test(l) ? [i] : []));
     const hw = labels.flatMap((l, i) => (l.startsWith('NeuronCore') ? [i] : []));
     assert.ok(fw.length >= 2, `framework rows for the main and the stream thread (${labels.filter(Boolean).join(' | ')})`);
+    assert.ok(labels.includes('fw python main · pid 4242 · tid 4242') && labels.includes('fw neuron stream 7 · pid 4242 · tid 4249'), 'framework rows named by the trace\'s thread_name metadata');
     assert.ok(rt.length > 0 && hw.length > 0, 'runtime and NeuronCore rows');
     assert.ok(Math.max(...fw) < Math.min(...rt), `framework rows (${fw}) above the runtime rows (${rt})`);
     assert.ok(Math.max(...rt) < Math.min(...hw), 'runtime rows above the NeuronCore rows');

@@ -308,7 +308,8 @@ async function openSystem(profile: ProfileEntry): Promise<void> {
     if (systemShown?.profile.id !== profile.id) return;
     systemShown.devices = devs === null ? [] : deviceLinkRows(devs);
     systemView.rowLoader = (row) => source.page('SystemProfileEvents', row, 1);
-    systemView.setModel(events === null && cpu === null && mem === null ? null : buildSystemTimeline(events ?? emptyEvents(), cpu, mem));
+    const threadNames = new Map(Object.values(result.report.framework ?? {}).flatMap((f) => Object.entries(f.thread_names ?? {})));
+    systemView.setModel(events === null && cpu === null && mem === null ? null : buildSystemTimeline(events ?? emptyEvents(), cpu, mem, threadNames));
     progress(null);
     setState('ready');
   } catch (e) {

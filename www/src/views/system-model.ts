@@ -82,9 +82,9 @@ export function assignLanes(starts: number[], ends: number[], order: number[]): 
 /**
  * Builds the system timeline from SystemProfileEvents (columns of SYSTEM_EVENT_COLUMNS) and the
  * optional CpuUsage (timestamp, util_percent, cpu_id) and HostMemUsage (timestamp, used_bytes,
- * used_percent) tables.
+ * used_percent) tables; `threadNames` ("pid:tid" → Kineto thread_name) labels framework tracks.
  */
-export function buildSystemTimeline(events: Table, cpu: Table | null, mem: Table | null): SystemModel {
+export function buildSystemTimeline(events: Table, cpu: Table | null, mem: Table | null, threadNames: Map<string, string> = new Map()): SystemModel {
   const n = events.numRows;
   const s0 = bigColumn(events, 'start_ts');
   const e0 = bigColumn(events, 'end_ts');
@@ -122,7 +122,11 @@ export function buildSystemTimeline(events: Table, cpu: Table | null, mem: Table
       const pid = pids[i];
       const tid = tids[i];
       key = `${src}:${pid ?? '?'}:${tid ?? '?'}`;
-      label = `${src === 'framework' ? 'fw ' : ''}pid ${pid ?? '?'} · tid ${tid ?? '?'}`;
+      // Framework threads carry their Kineto thread_name when the trace names them.
+      const tname = src === 'framework' ? threadNames.get(`${pid ?? '?'}:${tid ?? '?'}`) : undefined;
+      label = src === 'framework'
+        ? `fw ${tname !== undefined ? `${tname} · ` : ''}pid ${pid ?? '?'} · tid ${tid ?? '?'}`
+        : `pid ${pid ?? '?'} · tid ${tid ?? '?'}`;
       // Framework tracks (Kineto) sit above the runtime tracks they drive (Explorer's order).
       sortKey = [src === 'framework' ? -1 : 0, pid ?? 0, tid ?? 0];
     }
