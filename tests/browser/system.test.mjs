@@ -158,7 +158,9 @@ test('KevGomes capture: system trace opens, timeline + CPU/memory drawn, event c
     })();
     const xb = readFileSync(await xdl.path());
     const execs = await parquetReadObjects({ file: xb.buffer.slice(xb.byteOffset, xb.byteOffset + xb.byteLength), columns: ['execution_index', 'execution_start_ts', 'execution_end_ts'] });
-    const zoomIdx = Number(await page.locator('.timeline').first().getAttribute('data-zoom-execution'));
+    const zoomAttr = await page.evaluate(() => document.querySelector('[data-testid=timeline-canvas]')?.closest('.timeline')?.dataset.zoomExecution ?? null);
+    assert.ok(zoomAttr !== null, 'the device timeline names the execution it zoomed to');
+    const zoomIdx = Number(zoomAttr);
     const ex = execs.find((r) => Number(r.execution_index) === zoomIdx);
     assert.ok(ex !== undefined, `execution ${zoomIdx} is an ExecutionInfo row (${JSON.stringify(execs, (_, v) => (typeof v === 'bigint' ? String(v) : v))})`);
     const vs = Number(await dev.getAttribute('data-view-start'));
