@@ -3,8 +3,12 @@
 // FileReaderSync, scanned, paired and decoded into Arrow tables (Session.process), then encoded as
 // Parquet (Session.table_parquet for every table).
 //
+// System profiles (trace_info.pb / ntrace.pb / cpu_util.pb / host_mem.pb / Kineto trace.json) are
+// decoded the same way (Session.process_system) and reported on a second line per folder.
+//
 // usage: node scripts/bench-wasm.mjs DIR [DIR...]       (needs `npm run build` first)
-// Prints per folder: NTFF bytes, seconds, MB/s, rows, rows/s, wasm memory high-water mark.
+// Prints per folder: input bytes (NTFF, or the system files), seconds, MB/s, rows, rows/s, wasm
+// memory high-water mark (bytes; wasm memory never shrinks, so it is the peak of the run).
 
 import { statSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
@@ -15,6 +19,15 @@ async function ntffBytes(dir) {
   let n = 0;
   for (const e of await readdir(dir, { recursive: true })) {
     if (e.endsWith('.ntff')) n += statSync(join(dir, e)).size;
+  }
+  return n;
+}
+
+const SYSTEM = /(^|\/)(ntrace\.pb|trace_info\.pb|cpu_util\.pb|host_mem\.pb|trace\.json(\.gz)?|[^/]*\.pt\.trace\.json(\.gz)?)$/;
+async function systemBytes(dir) {
+  let n = 0;
+  for (const e of await readdir(dir, { recursive: true })) {
+    if (SYSTEM.test(e)) n += statSync(join(dir, e)).size;
   }
   return n;
 }
@@ -66,7 +79,21 @@ try {
               });
             }
             const ms = performance.now() - t0 - tParquet;
-            self.postMessage({ ms, rows, parquetMs: tParquet, memory: wasm.memory.buffer.byteLength });
+            // System profiles: decode (Session.process_system) then Parquet of every table.
+            let sysRows = 0, sysMs = 0, sysParquet = 0, sys = 0;
+            for (const p of inv.profiles) {
+              if (!(p.system_files || []).some((f) => /(ntrace|trace_info)\.pb$/.test(f))) continue;
+              sys++;
+              const ts = performance.now();
+              const res = s.process_system(p.id, () => {});
+              sysMs += performance.now() - ts;
+              for (const t of res.tables) sysRows += t.rows;
+              const tp = performance.now();
+              for (const t of res.tables) s.table_parquet(res.key, t.name);
+              sysParquet += performance.now() - tp;
+              s.release(res.key);
+            }
+            self.postMessage({ ms, rows, parquetMs: tParquet, sys, sysMs, sysRows, sysParquetMs: sysParquet, memory: wasm.memory.buffer.byteLength });
           } catch (e) {
             self.postMessage({ error: String(e) });
           }
@@ -89,9 +116,18 @@ try {
     if (r.error) throw new Error(`${dir}: ${r.error}`);
     const bytes = await ntffBytes(dir);
     const s = r.ms / 1000;
-    console.log(
-      `${dir}\t${bytes}\t${s.toFixed(3)}\t${(bytes / 1e6 / s).toFixed(1)}\t${r.rows}\t${Math.round(r.rows / s)}\t${(r.parquetMs / 1000).toFixed(3)}\t${r.memory}`,
-    );
+    if (bytes > 0) {
+      console.log(
+        `${dir}\t${bytes}\t${s.toFixed(3)}\t${(bytes / 1e6 / s).toFixed(1)}\t${r.rows}\t${Math.round(r.rows / s)}\t${(r.parquetMs / 1000).toFixed(3)}\t${r.memory}`,
+      );
+    }
+    if (r.sys > 0) {
+      const sb = await systemBytes(dir);
+      const ss = r.sysMs / 1000;
+      console.log(
+        `${dir} (system)\t${sb}\t${ss.toFixed(3)}\t${(sb / 1e6 / ss).toFixed(1)}\t${r.sysRows}\t${Math.round(r.sysRows / ss)}\t${(r.sysParquetMs / 1000).toFixed(3)}\t${r.memory}`,
+      );
+    }
   }
 } finally {
   await b.close();

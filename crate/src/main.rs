@@ -4,7 +4,8 @@
 //! neuronscope scan DIR [--json]          inventory, profiles, pairing, problems
 //! neuronscope convert DIR -o OUT         Parquet per table per device profile
 //! neuronscope synth OUT [--ntff-mb N]    write a synthetic capture (the app's demo; N MB NTFF)
-//! neuronscope bench [DIR] [--synth-mb N] decode throughput and peak memory
+//! neuronscope synth OUT --kineto-mb N     write a synthetic System capture with an N MB trace.json
+//! neuronscope bench [DIR] [--synth-mb N | --kineto-mb N] decode throughput and peak memory
 //! neuronscope conform DIR EXPORT.json [--json] [--device NAME]
 //!                                        field-by-field match rates against an AWS JSON export
 //! ```
@@ -33,7 +34,9 @@ const USAGE: &str = "usage:
   neuronscope scan DIR [--json]           list files, profiles, NEFF/NTFF pairing and problems
   neuronscope convert DIR -o OUT          write <OUT>/<profile>/<device>/<Table>.parquet
   neuronscope synth OUT [--ntff-mb N]     write a synthetic capture (N: NTFF size in MB, default demo size)
-  neuronscope bench [DIR] [--synth-mb N]  decode throughput (MB/s, records/s) and peak memory
+  neuronscope synth OUT --kineto-mb N     write a synthetic System capture whose Kineto trace.json is N MB
+  neuronscope bench [DIR] [--synth-mb N | --kineto-mb N]
+                                          decode throughput (MB/s, records/s) and peak memory
   neuronscope conform DIR EXPORT.json [--json] [--device NAME]
                                           compare the device profile of DIR whose NTFF the export
                                           (neuron-profile view --output-format json) came from";
@@ -306,8 +309,27 @@ fn cmd_convert(args: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// `--flag N` as a number, if present.
+fn opt_u64(args: &[String], flag: &str) -> Result<Option<u64>> {
+    opt(args, flag)
+        .map(|v| {
+            v.parse()
+                .map_err(|_| Error::Other(format!("{flag} {v}: not a number")))
+        })
+        .transpose()
+}
+
 fn cmd_synth(args: &[String]) -> Result<()> {
-    let out = positional(args, &["--ntff-mb"]).ok_or_else(|| Error::Other(USAGE.into()))?;
+    let out = positional(args, &["--ntff-mb", "--kineto-mb"])
+        .ok_or_else(|| Error::Other(USAGE.into()))?;
+    if let Some(mb) = opt_u64(args, "--kineto-mb")? {
+        std::fs::create_dir_all(&out)?;
+        for p in neuronscope::synth::write_system_capture(&out, mb * 1_000_000)? {
+            let n = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
+            say!("{} ({n} bytes)", p.display());
+        }
+        return Ok(());
+    }
     let mb: Option<u64> = match opt(args, "--ntff-mb") {
         Some(v) => Some(
             v.parse()
@@ -357,12 +379,14 @@ fn peak_rss() -> Option<u64> {
 
 fn cmd_bench(args: &[String]) -> Result<()> {
     let tmp;
-    let dir = match (positional(args, &["--synth-mb"]), opt(args, "--synth-mb")) {
-        (Some(d), _) => d,
-        (None, Some(mb)) => {
-            let mb: u64 = mb
-                .parse()
-                .map_err(|_| Error::Other(format!("--synth-mb {mb}: not a number")))?;
+    let flags = ["--synth-mb", "--kineto-mb"];
+    let dir = match (
+        positional(args, &flags),
+        opt_u64(args, "--synth-mb")?,
+        opt_u64(args, "--kineto-mb")?,
+    ) {
+        (Some(d), _, _) => d,
+        (None, Some(mb), _) => {
             tmp = std::env::temp_dir().join(format!("neuronscope-bench-{mb}mb"));
             if !tmp.join(".complete").exists() {
                 std::fs::create_dir_all(&tmp)?;
@@ -371,13 +395,54 @@ fn cmd_bench(args: &[String]) -> Result<()> {
             }
             tmp.clone()
         }
-        (None, None) => return Err(Error::Other(USAGE.into())),
+        (None, None, Some(mb)) => {
+            tmp = std::env::temp_dir().join(format!("neuronscope-bench-kineto-{mb}mb"));
+            if !tmp.join(".complete").exists() {
+                std::fs::create_dir_all(&tmp)?;
+                neuronscope::synth::write_system_capture(&tmp, mb * 1_000_000)?;
+                std::fs::write(tmp.join(".complete"), b"")?;
+            }
+            tmp.clone()
+        }
+        (None, None, None) => return Err(Error::Other(USAGE.into())),
     };
     let picked = pick(&dir)?;
     let inv = scan_dir(&picked);
     let open = opener(&picked.base);
     say!("input\tbytes\tseconds\tMB/s\trows\trows/s\tparquet_bytes");
     for p in &inv.profiles {
+        if p.system_files
+            .iter()
+            .any(|f| f.ends_with("ntrace.pb") || f.ends_with("trace_info.pb"))
+        {
+            let bytes: u64 = p
+                .system_files
+                .iter()
+                .map(|f| {
+                    std::fs::metadata(picked.base.join(f))
+                        .map(|m| m.len())
+                        .unwrap_or(0)
+                })
+                .sum();
+            // decode only
+            let mut null = NullSink::default();
+            let t0 = Instant::now();
+            profile::process_system(&inv, &p.id, &open, &mut null, &mut |_, _, _| {})?;
+            let secs = t0.elapsed().as_secs_f64().max(1e-9);
+            // decode + Parquet (to memory, discarded)
+            let pq = Arc::new(AtomicU64::new(0));
+            let mut psink = sink::ParquetSink::new(|_t: &str| Ok(CountingWriter(pq.clone())));
+            profile::process_system(&inv, &p.id, &open, &mut psink, &mut |_, _, _| {})?;
+            psink.finish()?;
+            say!(
+                "{} (system)\t{bytes}\t{secs:.3}\t{:.1}\t{}\t{:.0}\t{}",
+                p.id,
+                bytes as f64 / 1e6 / secs,
+                null.rows,
+                null.rows as f64 / secs,
+                pq.load(Ordering::Relaxed)
+            );
+        }
         for (i, d) in p.devices.iter().enumerate() {
             let Some(ntff) = &d.ntff else { continue };
             let bytes = std::fs::metadata(picked.base.join(ntff))

@@ -137,3 +137,26 @@ pub fn write_large_capture(
     std::io::Write::flush(&mut f)?;
     Ok(vec![neff_path, ntff_path])
 }
+
+/// Writes a synthetic System capture into `dir` (see [`crate::system::write`]): `trace_info.pb`,
+/// `ntrace.pb` and a Kineto `trace.json` of at least `kineto_bytes`, streamed to disk. Returns
+/// the written paths.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn write_system_capture(
+    dir: &std::path::Path,
+    kineto_bytes: u64,
+) -> Result<Vec<std::path::PathBuf>> {
+    let spec = crate::system::write::SystemSpec::default();
+    let d = dir.join(spec.dir());
+    std::fs::create_dir_all(&d)?;
+    let (nt, n) = spec.ntrace();
+    let info = d.join("trace_info.pb");
+    std::fs::write(&info, spec.trace_info(n))?;
+    let ntrace = d.join("ntrace.pb");
+    std::fs::write(&ntrace, nt)?;
+    let tj = d.join("trace.json");
+    let mut f = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&tj)?);
+    crate::system::write::write_kineto(&spec, kineto_bytes, &mut f)?;
+    std::io::Write::flush(&mut f)?;
+    Ok(vec![info, ntrace, tj])
+}

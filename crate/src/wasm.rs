@@ -529,6 +529,29 @@ pub fn demo_files() -> std::result::Result<js_sys::Array, JsError> {
     Ok(arr)
 }
 
+/// A synthetic System capture written by our own writers ([`crate::system::write`]):
+/// `trace_info.pb`, `ntrace.pb` and a Kineto `trace.json` of at least `kineto_bytes` on the same
+/// clock, as `[{path, bytes}]` (browser tests, demos).
+#[wasm_bindgen]
+pub fn synth_system_files(kineto_bytes: f64) -> std::result::Result<js_sys::Array, JsError> {
+    let arr = js_sys::Array::new();
+    let spec = crate::system::write::SystemSpec::default();
+    let n = if kineto_bytes.is_finite() && kineto_bytes > 0.0 {
+        kineto_bytes.min(256e6) as u64
+    } else {
+        0
+    };
+    for (path, bytes) in crate::system::write::system_capture(&spec, n) {
+        let o = js_sys::Object::new();
+        js_sys::Reflect::set(&o, &"path".into(), &JsValue::from_str(&path))
+            .map_err(|_| JsError::new("Reflect.set"))?;
+        let u8 = js_sys::Uint8Array::from(bytes.as_slice());
+        js_sys::Reflect::set(&o, &"bytes".into(), &u8).map_err(|_| JsError::new("Reflect.set"))?;
+        arr.push(&o);
+    }
+    Ok(arr)
+}
+
 /// neuronscope version and table schema version.
 #[wasm_bindgen]
 pub fn version() -> String {

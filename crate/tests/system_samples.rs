@@ -338,6 +338,13 @@ fn sample_capture_counts_and_tables() {
         .value(0)
         .starts_with("2026-03-11T"));
     assert_eq!(col::<Int64Array>(&md, "ntff_version").value(0), 6);
+    // trn2.3xlarge: one Trainium2 chip, 96 GiB HBM over 8 physical NeuronCores [INF].
+    assert_eq!(
+        col::<Int64Array>(&md, "hbm_capacity_bytes").value(0),
+        12 << 30
+    );
+    assert_eq!(system::hbm_capacity_per_core("inf2.xlarge"), Some(16 << 30));
+    assert_eq!(system::hbm_capacity_per_core("inf1.xlarge"), None);
 
     // --- SystemProfileHbmUsage: one row per alloc/dealloc span.
     let hbm = t.concat("SystemProfileHbmUsage").expect("hbm usage");
@@ -537,7 +544,8 @@ fn dirty_trace(base_first: bool) -> Vec<u8> {
 
 fn run_kineto(bytes: &[u8]) -> (kineto::KinetoReport, Tables) {
     let mut t = Tables::default();
-    let rep = kineto::read_trace(bytes, "trace.json", "i-test", &mut t).expect("sink never fails");
+    let rep =
+        kineto::read_trace_bytes(bytes, "trace.json", "i-test", &mut t).expect("sink never fails");
     (rep, t)
 }
 

@@ -5,9 +5,10 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { parquetMetadata } from 'hyparquet';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { SHOTS, foreignRequests, launch, requireBuild, sample, serve, timelineColouredPixels, waitReady } from './harness.mjs';
 
 let server;
@@ -146,6 +147,28 @@ test('KevGomes capture: system trace opens, timeline + CPU/memory drawn, event c
     await page.waitForFunction(() => document.body.classList.contains('has-result') && !document.body.classList.contains('has-system') && document.body.dataset.state === 'ready', null, { timeout: 120_000 });
     await waitReady(page);
     assert.ok(Number(await page.locator('[data-testid=instruction-count]').getAttribute('data-value')) > 0, 'device profile opened');
+
+    // The device timeline shows that execution: visible range = its ExecutionInfo range (read back
+    // from the ExecutionInfo Parquet export, not from the view's own attributes).
+    const dev = page.locator('[data-testid=timeline-canvas]');
+    await page.waitForFunction(() => document.querySelector('[data-testid=timeline-canvas]')?.dataset.zoomStart !== undefined && document.querySelector('[data-testid=timeline-canvas]')?.dataset.viewStart !== undefined);
+    const [xdl] = await (async () => {
+      await selectTable(page, 'ExecutionInfo');
+      return Promise.all([page.waitForEvent('download'), page.click('[data-testid=download-parquet]')]);
+    })();
+    const xb = readFileSync(await xdl.path());
+    const execs = await parquetReadObjects({ file: xb.buffer.slice(xb.byteOffset, xb.byteOffset + xb.byteLength), columns: ['execution_index', 'execution_start_ts', 'execution_end_ts'] });
+    const zoomAttr = await page.evaluate(() => document.querySelector('[data-testid=timeline-canvas]')?.closest('.timeline')?.dataset.zoomExecution ?? null);
+    assert.ok(zoomAttr !== null, 'the device timeline names the execution it zoomed to');
+    const zoomIdx = Number(zoomAttr);
+    const ex = execs.find((r) => Number(r.execution_index) === zoomIdx);
+    assert.ok(ex !== undefined, `execution ${zoomIdx} is an ExecutionInfo row (${JSON.stringify(execs, (_, v) => (typeof v === 'bigint' ? String(v) : v))})`);
+    const vs = Number(await dev.getAttribute('data-view-start'));
+    const ve = Number(await dev.getAttribute('data-view-end'));
+    const es = Number(ex.execution_start_ts);
+    const ee = Number(ex.execution_end_ts);
+    const tol = (ee - es) * 1e-6 + 1;
+    assert.ok(Math.abs(vs - es) <= tol && Math.abs(ve - ee) <= tol, `device view ${vs}..${ve} = execution ${zoomIdx} ${es}..${ee}`);
     const coloured = await timelineColouredPixels(page);
     assert.ok(coloured > 500, `device timeline draws instruction slices (${coloured} coloured pixels)`);
     await page.screenshot({ path: join(SHOTS, 'kevgomes-system-to-device.png'), fullPage: true });
@@ -154,5 +177,89 @@ test('KevGomes capture: system trace opens, timeline + CPU/memory drawn, event c
     assert.deepEqual(b.errors, [], 'no uncaught page errors');
   } finally {
     await b.close();
+  }
+});
+
+/** A synthetic System capture from our Rust writers (wasm `synth_system_files`), written to a temp dir. */
+async function synthCapture(page, origin, kinetoBytes) {
+  const files = await page.evaluate(async ([origin, n]) => {
+    const mod = await import(`${origin}/pkg/neuronscope.js`);
+    await mod.default();
+    const out = [];
+    for (const f of mod.synth_system_files(n)) {
+      let bin = '';
+      const b = f.bytes;
+      for (let i = 0; i < b.length; i += 0x8000) bin += String.fromCharCode(...b.subarray(i, i + 0x8000));
+      out.push({ path: f.path, b64: btoa(bin) });
+    }
+    return out;
+  }, [origin, kinetoBytes]);
+  const root = mkdtempSync(join(tmpdir(), 'nscope-sys-'));
+  for (const f of files) {
+    const p = join(root, f.path);
+    mkdirSync(dirname(p), { recursive: true });
+    writeFileSync(p, Buffer.from(f.b64, 'base64'));
+  }
+  return { root, dir: join(root, dirname(files[0].path)), files: files.map((f) => f.path) };
+}
+
+test('synthetic capture with a Kineto trace.json: framework rows above the runtime rows, same clock', async () => {
+  const b = await launch();
+  let tmp = null;
+  try {
+    const { page } = b;
+    await page.goto(`${server.origin}/`);
+    await page.waitForFunction(() => document.body.dataset.state === 'idle', null, { timeout: 30_000 });
+    const cap = await synthCapture(page, server.origin, 60_000);
+    tmp = cap.root;
+    assert.ok(cap.files.some((f) => f.endsWith('/trace.json')), `trace.json written (${cap.files.join(', ')})`);
+    await page.setInputFiles('[data-testid=folder-input]', cap.dir);
+    await waitReady(page);
+    const profile = page.locator('[data-testid=profile]').first();
+    assert.equal(await profile.getAttribute('data-profile-type'), 'System');
+    await profile.locator('[data-testid=open-system]').click();
+    await page.waitForFunction(() => document.body.classList.contains('has-system') && document.body.dataset.state === 'ready', null, { timeout: 120_000 });
+    await waitReady(page);
+
+    const canvas = page.locator('[data-testid=system-canvas]');
+    const labels = JSON.parse((await canvas.getAttribute('data-track-labels')) ?? '[]');
+    const fw = labels.flatMap((l, i) => (l.startsWith('fw ') ? [i] : []));
+    const rt = labels.flatMap((l, i) => (/^pid \d+ · tid \d+$/.test(l) ? [i] : []));
+    const hw = labels.flatMap((l, i) => (l.startsWith('NeuronCore') ? [i] : []));
+    assert.ok(fw.length >= 2, `framework rows for the main and the stream thread (${labels.filter(Boolean).join(' | ')})`);
+    assert.ok(labels.includes('fw python main · pid 4242 · tid 4242') && labels.includes('fw neuron stream 7 · pid 4242 · tid 4249'), 'framework rows named by the trace\'s thread_name metadata');
+    assert.ok(rt.length > 0 && hw.length > 0, 'runtime and NeuronCore rows');
+    assert.ok(Math.max(...fw) < Math.min(...rt), `framework rows (${fw}) above the runtime rows (${rt})`);
+    assert.ok(Math.max(...rt) < Math.min(...hw), 'runtime rows above the NeuronCore rows');
+    // Nested spans: the main framework thread needs more than one lane (step ⊃ op ⊃ child ⊃ launch).
+    const lanes = labels.slice(fw[0] + 1).findIndex((l) => l !== '');
+    assert.ok(lanes >= 3, `nested framework spans use ${lanes + 1} lanes`);
+
+    // Same clock: framework and runtime events share the table and its time range.
+    assert.equal(await selectTable(page, 'SystemProfileEvents'), Number(await page.locator('[data-testid=system-event-count]').getAttribute('data-value')));
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid=download-parquet]')]);
+    const bytes = readFileSync(await download.path());
+    const rows = await parquetReadObjects({ file: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength), columns: ['name', 'start_ts', 'end_ts', 'trace_event_source'] });
+    const steps = rows.filter((r) => r.trace_event_source === 'framework' && /^ProfilerStep#\d+$/.test(r.name)).sort((a, z) => Number(a.start_ts - z.start_ts));
+    const execs = rows.filter((r) => r.name === 'nrt_execute').sort((a, z) => Number(a.start_ts - z.start_ts));
+    assert.ok(execs.length === 3 && steps.length >= 3, `3 executions (${execs.length}), ≥3 steps (${steps.length})`);
+    execs.forEach((x, k) => assert.ok(steps[k].start_ts <= x.start_ts && x.end_ts <= steps[k].end_ts, `ProfilerStep#${k} covers nrt_execute ${k}`));
+    const flows = rows.filter((r) => r.trace_event_source === 'framework').length;
+    assert.ok(flows > 20, `framework rows (${flows})`);
+
+    // Hover the top framework row: the tooltip names a framework span.
+    await canvas.evaluate((c) => { c.scrollIntoView({ block: 'start' }); window.scrollBy(0, -60); });
+    const box = await canvas.boundingBox();
+    const pts = await slicePoints(page, 'system-canvas', fw[0]);
+    assert.ok(pts.length > 0, 'the framework row has slices');
+    await page.mouse.move(box.x + pts[0].x + 2, box.y + pts[0].y);
+    const title = await page.locator('.tooltip:not([hidden]) .tt-title').first().textContent({ timeout: 2000 });
+    assert.match(title, /^ProfilerStep#\d+$/, 'outermost framework span = the profiler step');
+    await page.screenshot({ path: join(SHOTS, 'synthetic-system-framework.png'), fullPage: true });
+    assert.deepEqual(foreignRequests(b.requests, server.origin), [], 'no request left 127.0.0.1');
+    assert.deepEqual(b.errors, [], 'no uncaught page errors');
+  } finally {
+    await b.close();
+    if (tmp !== null) rmSync(tmp, { recursive: true, force: true });
   }
 });

@@ -166,3 +166,34 @@ test('system model: nc_exec_running finds its DeviceProfileList row by model id,
   assert.match(w.text, /NTFF pid 1 ≠ capture pid 2/);
   assert.equal(sys.linkWording('unlinked: empty NTFF').kind, 'unlinked');
 });
+
+
+test('pickExecution: the only execution, else exec_id − 1, else exec_id, else the first timed one', () => {
+  const rows = [
+    { index: 0, start: 0, end: 10 },
+    { index: 1, start: 20, end: 30 },
+    { index: 2, start: null, end: null },
+  ];
+  assert.equal(sys.pickExecution(rows, 2)?.index, 1, 'exec ids count from 1');
+  assert.equal(sys.pickExecution(rows, 1)?.index, 0);
+  assert.equal(sys.pickExecution(rows, 9)?.index, 0, 'no match → first timed');
+  assert.equal(sys.pickExecution(rows, null)?.index, 0);
+  assert.equal(sys.pickExecution([{ index: 3, start: 5, end: 6 }], 1)?.index, 3, 'a single execution is the one');
+  assert.equal(sys.pickExecution([{ index: 0, start: null, end: null }], 1), null, 'pre-v6: no time range');
+});
+
+test('system timeline: framework tracks first, named by thread_name, nested spans in lanes', () => {
+  const t = tableFromArrays({
+    name: ['rt', 'step', 'op', 'hw'],
+    start_ts: BigInt64Array.from([100n, 0n, 10n, 120n]),
+    end_ts: BigInt64Array.from([200n, 500n, 50n, 150n]),
+    trace_event_source: ['neuron_rt', 'framework', 'framework', 'neuron_hw'],
+    process_id: BigInt64Array.from([1n, 1n, 1n, 1n]),
+    thread_id: BigInt64Array.from([1n, 1n, 1n, 1n]),
+    pcore_idx: Float64Array.from([NaN, NaN, NaN, 0]),
+  });
+  const m = sys.buildSystemTimeline(t, null, null, new Map([['1:1', 'main']]));
+  assert.deepEqual(m.tracks.map((tr) => tr.label), ['fw main · pid 1 · tid 1', '', 'pid 1 · tid 1', 'NeuronCore 0']);
+  assert.equal(m.opcodes[m.tracks[0].ops[0]], 'step', 'the enclosing span in lane 0');
+  assert.equal(m.opcodes[m.tracks[1].ops[0]], 'op', 'the nested span below it');
+});

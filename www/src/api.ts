@@ -152,6 +152,8 @@ export interface SystemReport {
   /** Table → rows. */
   rows?: Record<string, number>;
   devices?: SystemDeviceLink[];
+  /** Framework traces (Kineto trace.json) by path (crate::system::kineto::KinetoReport). */
+  framework?: Record<string, { rows?: number; thread_names?: Record<string, string>; process_names?: Record<string, string> }>;
   problems?: Problem[];
   [key: string]: unknown;
 }

@@ -12,9 +12,11 @@ import { foldedProblems, isPaired, renderProfiles } from './views/profiles.ts';
 import {
   buildSystemTimeline,
   deviceLinkRows,
+  executionRows,
   extraAttributes,
   linkedDevice,
   linkWording,
+  pickExecution,
   SYSTEM_EVENT_COLUMNS,
   type DeviceLinkRow,
 } from './views/system-model.ts';
@@ -176,7 +178,11 @@ function message(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
-async function openDevice(profile: ProfileEntry, deviceIndex: number): Promise<void> {
+/**
+ * Opens device profile `deviceIndex` of `profile`; with `zoom`, the device timeline then shows the
+ * execution an nc_exec_running span ran as (ExecutionInfo, see pickExecution).
+ */
+async function openDevice(profile: ProfileEntry, deviceIndex: number, zoom?: { execId: number | null }): Promise<void> {
   clearError();
   selected = { profileId: profile.id, deviceIndex };
   systemShown = null;
@@ -219,8 +225,16 @@ async function openDevice(profile: ProfileEntry, deviceIndex: number): Promise<v
       opt('DmaPacket', DMA_COLUMNS), opt('SemaphoreUpdate', SEMAPHORE_COLUMNS), opt('Throttle', THROTTLE_COLUMNS), opt('PendingDma', PENDING_DMA_COLUMNS),
     ]);
     if (selected?.profileId !== profile.id || selected.deviceIndex !== deviceIndex) return;
+    delete timeline.root.dataset['zoomExecution'];
     const model = instr !== null || dma !== null ? buildTimeline(instr ?? emptyInstructions()) : null;
     timeline.setModel(model === null ? null : addDeviceRows(model, { dma, semaphores, throttle, pending }));
+    if (zoom !== undefined && result.tables.some((t) => t.name === 'ExecutionInfo' && Number(t.rows) > 0)) {
+      const ex = pickExecution(executionRows(await source.columns('ExecutionInfo', ['execution_index', 'execution_start_ts', 'execution_end_ts'])), zoom.execId);
+      if (ex !== null && ex.start !== null && ex.end !== null) {
+        timeline.zoomTo(ex.start, ex.end);
+        timeline.root.dataset['zoomExecution'] = String(ex.index);
+      }
+    }
     if (hasInstr) {
       progress('Summing device time per source line');
       sourceView.setHeat(await client.sourceHeat(result.key).catch((e: unknown) => {
@@ -289,8 +303,8 @@ function systemDetailsExtra(o: Record<string, unknown>): HTMLElement | null {
       if (target !== null && w.kind !== 'unlinked') {
         box.append(h('button', {
           class: 'btn small', 'data-testid': 'open-linked-device',
-          onclick: () => void openDevice(shown.profile, target),
-        }, w.kind === 'same' ? 'Open device profile' : 'Open device profile anyway (its own timeline)'));
+          onclick: () => void openDevice(shown.profile, target, { execId: numOrNull(extra['exec_id']) }),
+        }, w.kind === 'same' ? 'Open this execution on the device timeline' : 'Open the device profile’s execution anyway (its own timeline)'));
       } else if (target === null) {
         box.append(h('div', { class: 'muted small' }, 'The .ntff is not among the picked files.'));
       }
@@ -329,6 +343,11 @@ function instructionSource(o: Record<string, unknown>): HTMLElement | null {
 async function openSourceLine(location: string): Promise<void> {
   byId('source-panel').scrollIntoView({ block: 'start' });
   await sourceView.openLocation(location);
+}
+
+function numOrNull(v: unknown): number | null {
+  const n = v === null || v === undefined || v === '' ? NaN : Number(v);
+  return Number.isFinite(n) ? n : null;
 }
 
 /** Index of the device whose NTFF stem is `name` in `profile`, or null. */
@@ -375,7 +394,8 @@ async function openSystem(profile: ProfileEntry): Promise<void> {
     if (systemShown?.profile.id !== profile.id) return;
     systemShown.devices = devs === null ? [] : deviceLinkRows(devs);
     systemView.rowLoader = (row) => source.page('SystemProfileEvents', row, 1);
-    systemView.setModel(events === null && cpu === null && mem === null ? null : buildSystemTimeline(events ?? emptyEvents(), cpu, mem));
+    const threadNames = new Map(Object.values(result.report.framework ?? {}).flatMap((f) => Object.entries(f.thread_names ?? {})));
+    systemView.setModel(events === null && cpu === null && mem === null ? null : buildSystemTimeline(events ?? emptyEvents(), cpu, mem, threadNames));
     progress(null);
     setState('ready');
   } catch (e) {

@@ -2,14 +2,25 @@
 //! spec/framework-inputs.md §2) into `SystemProfileEvents` rows with `trace_event_source` =
 //! `framework`.
 //!
-//! The file is scanned byte by byte with a small state machine (string / escape / nesting state),
-//! so it is never held whole: only one event object at a time is buffered, sanitised (raw control
-//! characters escaped, invalid escapes kept as a literal backslash, invalid UTF-8 → U+FFFD) and
-//! parsed with serde_json. End of input inside the event array ends the array (missing `]`).
-//! An unparsable event is skipped and counted. Rows are held until the end of the file because
-//! `baseTimeNanoseconds` may follow `traceEvents`, `B`/`E` pair up later and `M` names threads.
+//! Memory stays bounded whatever the file size (framework-inputs.md §2.5: one LLM step can write
+//! more than 1 GB):
+//! - the input is read in 1 MiB pieces and scanned byte by byte with a small state machine
+//!   (string / escape / nesting state); only one event object at a time is buffered;
+//! - each event is parsed on its own: strict JSON first, and when that fails it is sanitised (raw
+//!   control characters escaped, invalid escapes kept as a literal backslash, invalid UTF-8 →
+//!   U+FFFD, lone surrogates → U+FFFD) and parsed again; an unparsable event is skipped and counted;
+//! - rows leave in 64 Ki-row batches through the [`Emitter`]. A finished row is held back in a
+//!   window of [`WINDOW`] rows so flow events (`s`/`t`/`f`) written after their slice can still
+//!   bind to it; `B` rows wait on a per-thread stack (at most [`MAX_OPEN`] deep, [`MAX_OPEN_TOTAL`]
+//!   over all threads) until their `E`; a flow that finds no slice waits in a per-thread queue of at
+//!   most [`MAX_PENDING_FLOWS`] for the next slice of its thread.
+//! - `baseTimeNanoseconds` normally precedes `traceEvents` (Kineto's write order). When it follows
+//!   them, [`find_base`] finds it in a first, scan-only pass ([`read_trace_bytes`] and
+//!   `system::process` do that) so every row is emitted once, already on the epoch clock.
+//!
+//! End of input inside the event array ends the array (missing `]`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::Read;
 
 use serde_json::{Map, Value};
@@ -21,6 +32,18 @@ use crate::tables::{explorer, Emitter, TableSink};
 const READ_CHUNK: usize = 1 << 20;
 /// Largest single event object accepted (bigger ones are skipped, not buffered).
 const MAX_EVENT: usize = 16 << 20;
+/// Finished rows held back (for late flow events) before they are emitted.
+pub const WINDOW: usize = 4096;
+/// Deepest `B` nesting kept per thread; a deeper begin closes the oldest one as a zero-length row.
+pub const MAX_OPEN: usize = 1024;
+/// Open `B` rows over all threads; beyond that a new `B` becomes a zero-length row at once.
+pub const MAX_OPEN_TOTAL: usize = 65_536;
+/// Flow events per thread waiting for a slice; older ones are dropped (counted unbound).
+pub const MAX_PENDING_FLOWS: usize = 256;
+/// Recent slices of a thread a flow event looks back over.
+const FLOW_LOOKBACK: usize = 64;
+/// Process / thread names kept (report and extras).
+const MAX_NAMES: usize = 65_536;
 
 /// First `SystemProfileEvents.id` of framework rows (2^62).
 pub const FRAMEWORK_ID_BASE: i64 = 1 << 62;
@@ -28,18 +51,23 @@ pub const FRAMEWORK_ID_BASE: i64 = 1 << 62;
 /// What [`read_trace`] found.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct KinetoReport {
-    /// Bytes scanned.
+    /// Bytes scanned (decompressed).
     pub bytes: u64,
     /// Event objects seen in the event array.
     pub objects: u64,
     /// Objects that could not be parsed even after sanitising (skipped).
     pub skipped: u64,
+    /// Objects that needed sanitising (dirty JSON) before they parsed.
+    pub sanitised: u64,
     /// `SystemProfileEvents` rows written.
     pub rows: u64,
-    /// Rows per phase letter.
+    /// Objects per phase letter.
     pub phases: BTreeMap<String, u64>,
-    /// `baseTimeNanoseconds` (epoch ns), when present.
+    /// `baseTimeNanoseconds` (epoch ns) used for the rows, when known.
     pub base_time_ns: Option<i64>,
+    /// `baseTimeNanoseconds` appeared only after the events and was not given by the caller:
+    /// the rows are on the trace's own clock (`ts` × 1000).
+    pub base_after_events: bool,
     /// The input ended inside the event array (missing `]` or a cut file).
     pub truncated: bool,
     /// `B` without `E` (kept as zero-length rows) and `E` without `B` (dropped).
@@ -48,12 +76,21 @@ pub struct KinetoReport {
     pub unmatched_end: u64,
     /// Flow events (`s`/`t`/`f`) bound to a slice.
     pub flows_bound: u64,
+    /// Flow events that found no slice of their thread (within the window).
+    pub flows_unbound: u64,
+    /// Most rows held at once (window + open `B` + waiting flows): the reader's bounded state.
+    pub peak_held: u64,
+    /// `process_name` metadata: pid → name.
+    pub process_names: BTreeMap<i64, String>,
+    /// `thread_name` metadata: `"pid:tid"` → name.
+    pub thread_names: BTreeMap<String, String>,
     /// Problems (file + offset).
     pub problems: Vec<Problem>,
 }
 
-/// One framework row before emission. Times are ns relative to the base (added at the end).
+/// One framework row before emission. Times are ns on the trace clock (base added at emission).
 struct Row {
+    id: i64,
     name: String,
     start: i64,
     end: i64,
@@ -61,6 +98,25 @@ struct Row {
     tid: i64,
     extra: Map<String, Value>,
     flows: Vec<String>,
+}
+
+/// A flow event waiting for its slice.
+struct Flow {
+    ts: i64,
+    id: String,
+    /// `s`/`t`, or `f` with `bp: e`: binds to the enclosing slice; `f` otherwise: the next one.
+    enclosing: bool,
+}
+
+/// Per-thread state, bounded.
+#[derive(Default)]
+struct Thread {
+    /// Open `B` rows, outermost first.
+    open: Vec<Row>,
+    /// `(window sequence number, start, end)` of the thread's recent non-empty slices.
+    recent: VecDeque<(u64, i64, i64)>,
+    /// Flow events that found no slice yet.
+    pending: VecDeque<Flow>,
 }
 
 /// Parses a JSON number text as µs → ns exactly (decimal digits, no float rounding), falling
@@ -105,6 +161,8 @@ fn sanitise(raw: &[u8]) -> (String, Option<String>, Option<String>) {
     let mut depth = 0i32;
     let mut cur = String::new();
     let (mut ts, mut dur) = (None, None);
+    // The previous escape was a high surrogate kept for the low one that follows.
+    let mut low_ok = false;
     while let Some(&c) = chars.get(i) {
         if in_str {
             match c {
@@ -130,19 +188,27 @@ fn sanitise(raw: &[u8]) -> (String, Option<String>, Option<String>) {
                             let hex: String =
                                 chars.get(i + 2..i + 6).unwrap_or(&[]).iter().collect();
                             let v = u32::from_str_radix(&hex, 16).unwrap_or(0xfffd);
-                            if (0xd800..0xe000).contains(&v) {
-                                let next_low = chars.get(i + 6) == Some(&'\\')
+                            let hex_at = |k: usize| -> Option<u32> {
+                                let h: String = chars.get(k..k + 4)?.iter().collect();
+                                u32::from_str_radix(&h, 16).ok()
+                            };
+                            let keep = if (0xd800..0xdc00).contains(&v) {
+                                // A high surrogate stands only before a low-surrogate escape.
+                                let ok = chars.get(i + 6) == Some(&'\\')
                                     && chars.get(i + 7) == Some(&'u')
-                                    && (0xd800..0xdc00).contains(&v);
-                                if next_low {
-                                    out.push_str("\\u");
-                                    out.push_str(&hex);
-                                } else {
-                                    out.push_str("\\ufffd");
-                                }
+                                    && hex_at(i + 8).is_some_and(|w| (0xdc00..0xe000).contains(&w));
+                                low_ok = ok;
+                                ok
+                            } else if (0xdc00..0xe000).contains(&v) {
+                                std::mem::take(&mut low_ok)
                             } else {
+                                true
+                            };
+                            if keep {
                                 out.push_str("\\u");
                                 out.push_str(&hex);
+                            } else {
+                                out.push_str("\\ufffd");
                             }
                             i += 5;
                         }
@@ -269,188 +335,6 @@ struct Scan {
     cap_too_big: bool,
 }
 
-/// Reads a Kineto / Chrome trace from `input` (already decompressed) and writes its events as
-/// `SystemProfileEvents` rows (`trace_event_source` = `framework`, times in Unix ns when
-/// `baseTimeNanoseconds` is present, else `ts` × 1000).
-///
-/// `file` names the input in problems; `instance_id` fills the column. Never fails on bad input
-/// (problems in the report); errors only from `sink` or a failing reader.
-pub fn read_trace(
-    mut input: impl Read,
-    file: &str,
-    instance_id: &str,
-    sink: &mut dyn TableSink,
-) -> Result<KinetoReport> {
-    let mut rep = KinetoReport::default();
-    let mut st = Scan::default();
-    let mut raw_events: Vec<Row> = Vec::new();
-    let mut begins: HashMap<(i64, i64), Vec<usize>> = HashMap::new();
-    let mut flows: Vec<(i64, i64, i64, String, bool)> = Vec::new();
-    let mut pnames: HashMap<i64, String> = HashMap::new();
-    let mut tnames: HashMap<(i64, i64), String> = HashMap::new();
-    let mut buf = vec![0u8; READ_CHUNK];
-    let mut off = 0u64;
-    loop {
-        let n = match input.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => {
-                rep.problems.push(Problem::from_error(
-                    Severity::Warning,
-                    "ERROR_PROCESS_INCOMPLETE",
-                    file,
-                    &Error::format(off, "readable trace bytes", e.to_string()),
-                ));
-                break;
-            }
-        };
-        for (k, &b) in buf.iter().take(n).enumerate() {
-            let at = off + k as u64;
-            if let Some(obj) = step(&mut st, b, at) {
-                rep.objects += 1;
-                handle(
-                    obj,
-                    file,
-                    &mut rep,
-                    &mut raw_events,
-                    &mut begins,
-                    &mut flows,
-                    &mut pnames,
-                    &mut tnames,
-                );
-            }
-        }
-        off += n as u64;
-    }
-    rep.bytes = off;
-    finish_base(&mut st);
-    if st.events_depth.is_some() && !st.events_closed {
-        rep.truncated = true;
-        rep.problems.push(Problem {
-            severity: Severity::Warning,
-            code: "TRUNCATED_TRACE".into(),
-            file: Some(file.into()),
-            offset: Some(off),
-            message: format!(
-                "{file}: the event array is not closed (missing `]` or a cut file); events up to byte {off} kept"
-            ),
-        });
-    }
-    if st.events_depth.is_none() {
-        rep.problems.push(Problem::new(
-            Severity::Warning,
-            "NO_TRACE_EVENTS",
-            Some(file),
-            format!("{file}: no `traceEvents` array found"),
-        ));
-    }
-    let base = st
-        .base
-        .as_deref()
-        .and_then(|t| t.trim().parse::<i64>().ok());
-    rep.base_time_ns = base;
-    for idxs in begins.values() {
-        rep.unmatched_begin += idxs.len() as u64;
-    }
-    // Bind flows: `s`/`t` (and `f` with bp=e) to the enclosing slice of their thread, else a
-    // slice starting at that time (`f` without bp=e binds to the next slice).
-    let mut by_thread: HashMap<(i64, i64), Vec<usize>> = HashMap::new();
-    for (i, r) in raw_events.iter().enumerate() {
-        if r.end > r.start {
-            by_thread.entry((r.pid, r.tid)).or_default().push(i);
-        }
-    }
-    for v in by_thread.values_mut() {
-        v.sort_by_key(|&i| raw_events.get(i).map_or(0, |r| r.start));
-    }
-    for (pid, tid, ts, id, enclosing) in flows {
-        let Some(list) = by_thread.get(&(pid, tid)) else {
-            continue;
-        };
-        let mut best: Option<usize> = None;
-        for &i in list {
-            let Some(r) = raw_events.get(i) else { continue };
-            if r.start > ts {
-                if !enclosing && best.is_none() {
-                    best = Some(i);
-                }
-                break;
-            }
-            if r.end >= ts {
-                best = Some(i); // innermost: the latest-starting enclosing slice
-            }
-        }
-        if let Some(r) = best.and_then(|i| raw_events.get_mut(i)) {
-            if !r.flows.contains(&id) {
-                r.flows.push(id);
-            }
-            rep.flows_bound += 1;
-        }
-    }
-    let def = &explorer::SYSTEM_PROFILE_EVENTS;
-    let c = |n: &str| def.col(n);
-    let cols = [
-        c("id"),
-        c("name"),
-        c("start_ts"),
-        c("end_ts"),
-        c("duration_ns"),
-        c("trace_event_source"),
-        c("instance_id"),
-        c("process_id"),
-        c("thread_id"),
-        c("flow_id"),
-        c("extra_attributes_json"),
-    ];
-    let mut em = Emitter::new(def, sink);
-    let add = base.unwrap_or(0);
-    for (i, mut r) in raw_events.into_iter().enumerate() {
-        if let Some(p) = pnames.get(&r.pid) {
-            r.extra
-                .insert("process_name".into(), Value::String(p.clone()));
-        }
-        if let Some(t) = tnames.get(&(r.pid, r.tid)) {
-            r.extra
-                .insert("thread_name".into(), Value::String(t.clone()));
-        }
-        let b = &mut em.b;
-        let (s, e) = (r.start.saturating_add(add), r.end.saturating_add(add));
-        // Framework rows have no id in the trace: number them in file order, in a range
-        // (2^62 + n) that ntrace ids (worker << 50 | sequence) do not reach.
-        b.i64(cols[0], Some(FRAMEWORK_ID_BASE + i as i64));
-        b.str(cols[1], Some(&r.name));
-        b.i64(cols[2], Some(s));
-        b.i64(cols[3], Some(e));
-        b.i64(cols[4], Some(e.saturating_sub(s)));
-        b.str(cols[5], Some("framework"));
-        b.str(cols[6], Some(instance_id));
-        b.i64(cols[7], Some(r.pid));
-        b.i64(cols[8], Some(r.tid));
-        if !r.flows.is_empty() {
-            let f: Vec<&str> = r.flows.iter().map(String::as_str).collect();
-            b.list_str(cols[9], &f);
-        }
-        if !r.extra.is_empty() {
-            b.str(cols[10], Some(&Value::Object(r.extra).to_string()));
-        }
-        em.end_row()?;
-    }
-    rep.rows = em.finish()?;
-    if rep.skipped > 10 {
-        rep.problems.push(Problem::new(
-            Severity::Warning,
-            "ERROR_PROCESS_INCOMPLETE",
-            Some(file),
-            format!(
-                "{file}: {} events could not be parsed (first 10 listed)",
-                rep.skipped
-            ),
-        ));
-    }
-    Ok(rep)
-}
-
 /// Advances the scanner by one byte; returns a finished event object (bytes, offset).
 fn step(st: &mut Scan, b: u8, at: u64) -> Option<(Vec<u8>, u64)> {
     if let Some((v, _, _)) = st.cap.as_mut() {
@@ -550,143 +434,664 @@ fn finish_base(st: &mut Scan) {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn handle(
-    (raw, off): (Vec<u8>, u64),
+/// Finds the top-level `baseTimeNanoseconds` of a trace by scanning only (no event is parsed).
+/// Stops as soon as it is found, or when the event array begins with no base seen before it
+/// only if the trace is in array form (which has no base); otherwise reads to the end.
+pub fn find_base(mut input: impl Read) -> Option<i64> {
+    let mut st = Scan::default();
+    let mut buf = vec![0u8; READ_CHUNK];
+    loop {
+        let n = match input.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        for &b in buf.iter().take(n) {
+            step_scan(&mut st, b);
+            if let Some(v) = st.base.as_deref() {
+                return v.trim().parse().ok();
+            }
+            if st.form == 1 {
+                return None;
+            }
+        }
+    }
+    finish_base(&mut st);
+    st.base.as_deref().and_then(|v| v.trim().parse().ok())
+}
+
+/// [`step`] without event capture (for [`find_base`]).
+fn step_scan(st: &mut Scan, b: u8) {
+    if st.in_str {
+        if st.esc {
+            st.esc = false;
+        } else if b == b'\\' {
+            st.esc = true;
+        } else if b == b'"' {
+            st.in_str = false;
+        } else if st.form == 2 && st.depth == 1 && st.key.len() < 64 {
+            st.key.push(b);
+        }
+        return;
+    }
+    match b {
+        b'"' => {
+            st.in_str = true;
+            if st.form == 2 && st.depth == 1 {
+                st.key.clear();
+            }
+        }
+        b'{' | b'[' => {
+            if st.form == 0 {
+                st.form = if b == b'[' { 1 } else { 2 };
+                st.depth = 1;
+                return;
+            }
+            st.depth = st.depth.saturating_add(1);
+        }
+        b'}' | b']' => {
+            st.depth = st.depth.saturating_sub(1);
+            if st.depth <= 1 {
+                finish_base(st);
+            }
+        }
+        b':' if st.form == 2 && st.depth == 1 => {
+            st.last_key = std::mem::take(&mut st.key);
+            if st.last_key == b"baseTimeNanoseconds" {
+                st.base_num = Some(Vec::new());
+            }
+        }
+        b',' if st.depth == 1 => finish_base(st),
+        _ => {
+            if st.depth == 1 {
+                if let Some(n) = st.base_num.as_mut() {
+                    if !b.is_ascii_whitespace() && n.len() < 32 {
+                        n.push(b);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Reads a trace held in memory: [`find_base`], then [`read_trace`] with that base.
+pub fn read_trace_bytes(
+    bytes: &[u8],
     file: &str,
-    rep: &mut KinetoReport,
-    rows: &mut Vec<Row>,
-    begins: &mut HashMap<(i64, i64), Vec<usize>>,
-    flows: &mut Vec<(i64, i64, i64, String, bool)>,
-    pnames: &mut HashMap<i64, String>,
-    tnames: &mut HashMap<(i64, i64), String>,
-) {
-    let (text, ts_raw, dur_raw) = sanitise(&raw);
-    let ev: Value = match serde_json::from_str(&text) {
-        Ok(v @ Value::Object(_)) => v,
-        other => {
-            rep.skipped += 1;
-            if rep.skipped <= 10 {
-                let why = match other {
-                    Err(e) => e.to_string(),
-                    Ok(_) => "not an object".into(),
-                };
-                rep.problems.push(Problem::from_error(
+    instance_id: &str,
+    sink: &mut dyn TableSink,
+) -> Result<KinetoReport> {
+    let base = find_base(bytes);
+    read_trace(bytes, file, instance_id, base, sink, &mut |_| {})
+}
+
+/// The streaming reader's state (see the module docs for the bounds).
+struct Reader<'s, 'f> {
+    file: &'f str,
+    instance_id: &'f str,
+    rep: KinetoReport,
+    /// Added to every time at emission (0 when unknown).
+    base: i64,
+    threads: HashMap<(i64, i64), Thread>,
+    /// Finished rows not yet emitted; `window[0]` has sequence number `front_seq`.
+    window: VecDeque<Row>,
+    front_seq: u64,
+    open_total: usize,
+    pending_total: usize,
+    next_id: i64,
+    pnames: HashMap<i64, String>,
+    tnames: HashMap<(i64, i64), String>,
+    em: Emitter<'s>,
+    cols: [usize; 11],
+}
+
+/// Reads a Kineto / Chrome trace from `input` (already decompressed) and writes its events as
+/// `SystemProfileEvents` rows (`trace_event_source` = `framework`).
+///
+/// Times: `base` (epoch ns, from [`find_base`]) else a `baseTimeNanoseconds` met before the
+/// events, plus `ts` × 1000 (exact decimal µs → ns); without either, `ts` × 1000 alone (old traces
+/// write absolute epoch µs). `file` names the input in problems; `instance_id` fills the column;
+/// `progress(bytes)` is called every read piece.
+///
+/// Never fails on bad input (problems in the report); errors only from `sink`.
+pub fn read_trace(
+    mut input: impl Read,
+    file: &str,
+    instance_id: &str,
+    base: Option<i64>,
+    sink: &mut dyn TableSink,
+    progress: &mut dyn FnMut(u64),
+) -> Result<KinetoReport> {
+    let def = &explorer::SYSTEM_PROFILE_EVENTS;
+    let c = |n: &str| def.col(n);
+    let mut r = Reader {
+        file,
+        instance_id,
+        rep: KinetoReport::default(),
+        base: 0,
+        threads: HashMap::new(),
+        window: VecDeque::new(),
+        front_seq: 0,
+        open_total: 0,
+        pending_total: 0,
+        next_id: FRAMEWORK_ID_BASE,
+        pnames: HashMap::new(),
+        tnames: HashMap::new(),
+        em: Emitter::new(def, sink),
+        cols: [
+            c("id"),
+            c("name"),
+            c("start_ts"),
+            c("end_ts"),
+            c("duration_ns"),
+            c("trace_event_source"),
+            c("instance_id"),
+            c("process_id"),
+            c("thread_id"),
+            c("flow_id"),
+            c("extra_attributes_json"),
+        ],
+    };
+    let mut st = Scan::default();
+    let mut buf = vec![0u8; READ_CHUNK];
+    let mut off = 0u64;
+    let mut base_fixed = false;
+    loop {
+        let n = match input.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                r.rep.problems.push(Problem::from_error(
                     Severity::Warning,
                     "ERROR_PROCESS_INCOMPLETE",
                     file,
-                    &Error::format(off, "a trace event object", why),
+                    &Error::format(off, "readable trace bytes", e.to_string()),
                 ));
+                break;
             }
-            return;
+        };
+        for (k, &b) in buf.iter().take(n).enumerate() {
+            let at = off + k as u64;
+            if let Some(obj) = step(&mut st, b, at) {
+                if !base_fixed {
+                    // The clock is fixed at the first event: the caller's base, else one seen so far.
+                    base_fixed = true;
+                    let seen = st
+                        .base
+                        .as_deref()
+                        .and_then(|t| t.trim().parse::<i64>().ok());
+                    r.rep.base_time_ns = base.or(seen);
+                    r.base = r.rep.base_time_ns.unwrap_or(0);
+                }
+                r.rep.objects += 1;
+                r.handle(obj)?;
+            }
         }
-    };
-    let Value::Object(mut m) = ev else { return };
-    let ph = m
-        .get("ph")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
-    let mut extra = Map::new();
-    let pid = id_of(m.get("pid"), "pid", &mut extra);
-    let tid = id_of(m.get("tid"), "tid", &mut extra);
-    let name = m
-        .get("name")
-        .map(|v| match v {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        })
-        .unwrap_or_default();
-    let ts = value_ns(m.get("ts"), ts_raw.as_deref());
-    *rep.phases.entry(ph.clone()).or_default() += 1;
-    if ph == "M" {
-        let arg = m
-            .get("args")
-            .and_then(|a| a.get("name"))
+        off += n as u64;
+        progress(off);
+    }
+    r.rep.bytes = off;
+    finish_base(&mut st);
+    let seen = st
+        .base
+        .as_deref()
+        .and_then(|t| t.trim().parse::<i64>().ok());
+    if !base_fixed {
+        r.rep.base_time_ns = base.or(seen);
+    } else if r.rep.base_time_ns.is_none() && seen.is_some() {
+        r.rep.base_after_events = true;
+        r.rep.problems.push(Problem::new(
+            Severity::Warning,
+            "ERROR_PROCESS_INCOMPLETE",
+            Some(file),
+            format!("{file}: baseTimeNanoseconds follows the events; times are on the trace's own clock"),
+        ));
+    }
+    if st.events_depth.is_some() && !st.events_closed {
+        r.rep.truncated = true;
+        r.rep.problems.push(Problem {
+            severity: Severity::Warning,
+            code: "TRUNCATED_TRACE".into(),
+            file: Some(file.into()),
+            offset: Some(off),
+            message: format!(
+                "{file}: the event array is not closed (missing `]` or a cut file); events up to byte {off} kept"
+            ),
+        });
+    }
+    if st.events_depth.is_none() {
+        r.rep.problems.push(Problem::new(
+            Severity::Warning,
+            "NO_TRACE_EVENTS",
+            Some(file),
+            format!("{file}: no `traceEvents` array found"),
+        ));
+    }
+    r.finish()
+}
+
+impl Reader<'_, '_> {
+    fn held(&mut self) {
+        let h = (self.window.len() + self.open_total + self.pending_total) as u64;
+        if h > self.rep.peak_held {
+            self.rep.peak_held = h;
+        }
+    }
+
+    /// A finished row: binds waiting flows of its thread, then joins the window.
+    fn complete(&mut self, mut row: Row) -> Result<()> {
+        let seq = self.front_seq + self.window.len() as u64;
+        let th = self.threads.entry((row.pid, row.tid)).or_default();
+        if row.end > row.start {
+            th.recent.push_back((seq, row.start, row.end));
+            if th.recent.len() > FLOW_LOOKBACK {
+                th.recent.pop_front();
+            }
+            let before = th.pending.len();
+            th.pending.retain(|f| {
+                let hit = if f.enclosing {
+                    row.start <= f.ts && f.ts <= row.end
+                } else {
+                    row.start >= f.ts
+                };
+                if hit && !row.flows.contains(&f.id) {
+                    row.flows.push(f.id.clone());
+                }
+                !hit
+            });
+            let bound = before - th.pending.len();
+            self.pending_total -= bound;
+            self.rep.flows_bound += bound as u64;
+        }
+        self.window.push_back(row);
+        while self.window.len() > WINDOW {
+            if let Some(old) = self.window.pop_front() {
+                self.front_seq += 1;
+                self.emit(old)?;
+            }
+        }
+        self.held();
+        if self.front_seq.is_multiple_of(WINDOW as u64 * 16) && self.threads.len() > 1024 {
+            // Forget threads with nothing waiting (many distinct tids must not grow the map).
+            let front = self.front_seq;
+            self.threads.retain(|_, t| {
+                !t.open.is_empty()
+                    || !t.pending.is_empty()
+                    || t.recent.back().is_some_and(|r| r.0 >= front)
+            });
+        }
+        Ok(())
+    }
+
+    /// A flow event: binds to an open or recent slice of its thread, else waits.
+    fn flow(&mut self, pid: i64, tid: i64, f: Flow) {
+        let th = self.threads.entry((pid, tid)).or_default();
+        // Best candidate: (start, where) with where = None for an open B (index) / Some(seq).
+        let mut best: Option<(i64, std::result::Result<usize, u64>)> = None;
+        if f.enclosing {
+            if let Some((i, o)) = th
+                .open
+                .iter()
+                .enumerate()
+                .rev()
+                .find(|(_, o)| o.start <= f.ts)
+            {
+                best = Some((o.start, Ok(i)));
+            }
+        }
+        for &(seq, s, e) in th.recent.iter().rev() {
+            if seq < self.front_seq {
+                break;
+            }
+            let hit = if f.enclosing {
+                s <= f.ts && f.ts <= e && best.is_none_or(|(bs, _)| s > bs)
+            } else {
+                s >= f.ts && best.is_none_or(|(bs, _)| s < bs)
+            };
+            if hit {
+                best = Some((s, Err(seq)));
+            }
+        }
+        let target = match best {
+            Some((_, Ok(i))) => th.open.get_mut(i),
+            Some((_, Err(seq))) => usize::try_from(seq - self.front_seq)
+                .ok()
+                .and_then(|k| self.window.get_mut(k)),
+            None => None,
+        };
+        match target {
+            Some(row) => {
+                if !row.flows.contains(&f.id) {
+                    row.flows.push(f.id);
+                }
+                self.rep.flows_bound += 1;
+            }
+            None => {
+                th.pending.push_back(f);
+                self.pending_total += 1;
+                if th.pending.len() > MAX_PENDING_FLOWS {
+                    th.pending.pop_front();
+                    self.pending_total -= 1;
+                    self.rep.flows_unbound += 1;
+                }
+                self.held();
+            }
+        }
+    }
+
+    fn emit(&mut self, mut r: Row) -> Result<()> {
+        if let Some(p) = self.pnames.get(&r.pid) {
+            r.extra
+                .insert("process_name".into(), Value::String(p.clone()));
+        }
+        if let Some(t) = self.tnames.get(&(r.pid, r.tid)) {
+            r.extra
+                .insert("thread_name".into(), Value::String(t.clone()));
+        }
+        let cols = self.cols;
+        let b = &mut self.em.b;
+        let (s, e) = (
+            r.start.saturating_add(self.base),
+            r.end.saturating_add(self.base),
+        );
+        b.i64(cols[0], Some(r.id));
+        b.str(cols[1], Some(&r.name));
+        b.i64(cols[2], Some(s));
+        b.i64(cols[3], Some(e));
+        b.i64(cols[4], Some(e.saturating_sub(s)));
+        b.str(cols[5], Some("framework"));
+        b.str(cols[6], Some(self.instance_id));
+        b.i64(cols[7], Some(r.pid));
+        b.i64(cols[8], Some(r.tid));
+        if !r.flows.is_empty() {
+            let f: Vec<&str> = r.flows.iter().map(String::as_str).collect();
+            b.list_str(cols[9], &f);
+        }
+        if !r.extra.is_empty() {
+            b.str(cols[10], Some(&Value::Object(r.extra).to_string()));
+        }
+        self.em.end_row()
+    }
+
+    /// Closes what is still open (`B` without `E` → zero-length rows, in id order), emits the
+    /// window and the batch rest.
+    fn finish(mut self) -> Result<KinetoReport> {
+        let mut open: Vec<Row> = Vec::new();
+        let mut unbound = 0u64;
+        for t in self.threads.values_mut() {
+            open.append(&mut t.open);
+            unbound += t.pending.len() as u64;
+            t.pending.clear();
+        }
+        self.rep.flows_unbound += unbound;
+        self.pending_total = 0;
+        self.open_total = 0;
+        open.sort_by_key(|r| r.id);
+        self.rep.unmatched_begin += open.len() as u64;
+        for mut r in open {
+            r.end = r.start;
+            self.complete(r)?;
+        }
+        while let Some(r) = self.window.pop_front() {
+            self.front_seq += 1;
+            self.emit(r)?;
+        }
+        let mut rep = std::mem::take(&mut self.rep);
+        rep.rows = self.em.finish()?;
+        rep.process_names = self.pnames.into_iter().collect();
+        rep.thread_names = self
+            .tnames
+            .into_iter()
+            .map(|((p, t), n)| (format!("{p}:{t}"), n))
+            .collect();
+        if rep.skipped > 10 {
+            rep.problems.push(Problem::new(
+                Severity::Warning,
+                "ERROR_PROCESS_INCOMPLETE",
+                Some(self.file),
+                format!(
+                    "{}: {} events could not be parsed (first 10 listed)",
+                    self.file, rep.skipped
+                ),
+            ));
+        }
+        Ok(rep)
+    }
+
+    fn handle(&mut self, (raw, off): (Vec<u8>, u64)) -> Result<()> {
+        let file = self.file;
+        let rep = &mut self.rep;
+        // Strict JSON first (the common case); sanitise only what fails.
+        let parsed = match serde_json::from_slice::<Value>(&raw) {
+            Ok(v) => {
+                let (ts, dur) = raw_ts_dur(&raw);
+                Ok((v, ts, dur))
+            }
+            Err(_) => {
+                rep.sanitised += 1;
+                let (text, ts, dur) = sanitise(&raw);
+                serde_json::from_str::<Value>(&text).map(|v| (v, ts, dur))
+            }
+        };
+        let (mut m, ts_raw, dur_raw) = match parsed {
+            Ok((Value::Object(m), ts, dur)) => (m, ts, dur),
+            other => {
+                rep.skipped += 1;
+                if rep.skipped <= 10 {
+                    let why = match other {
+                        Err(e) => e.to_string(),
+                        Ok(_) => "not an object".into(),
+                    };
+                    rep.problems.push(Problem::from_error(
+                        Severity::Warning,
+                        "ERROR_PROCESS_INCOMPLETE",
+                        file,
+                        &Error::format(off, "a trace event object", why),
+                    ));
+                }
+                return Ok(());
+            }
+        };
+        let ph = m
+            .get("ph")
             .and_then(Value::as_str)
-            .map(str::to_string);
-        if let Some(a) = arg {
-            match name.as_str() {
-                "process_name" => {
-                    pnames.insert(pid, a);
+            .unwrap_or("")
+            .to_string();
+        let mut extra = Map::new();
+        let pid = id_of(m.get("pid"), "pid", &mut extra);
+        let tid = id_of(m.get("tid"), "tid", &mut extra);
+        let name = m
+            .get("name")
+            .map(|v| match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+            .unwrap_or_default();
+        let ts = value_ns(m.get("ts"), ts_raw.as_deref());
+        let known = rep.phases.len() < 64 || rep.phases.contains_key(ph.as_str());
+        if known {
+            *rep.phases.entry(ph.clone()).or_default() += 1;
+        }
+        if ph == "M" {
+            let arg = m
+                .get("args")
+                .and_then(|a| a.get("name"))
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            if let Some(a) = arg {
+                match name.as_str() {
+                    "process_name" if self.pnames.len() < MAX_NAMES => {
+                        self.pnames.insert(pid, a);
+                    }
+                    "thread_name" if self.tnames.len() < MAX_NAMES => {
+                        self.tnames.insert((pid, tid), a);
+                    }
+                    _ => {}
                 }
-                "thread_name" => {
-                    tnames.insert((pid, tid), a);
-                }
-                _ => {}
+            }
+            return Ok(());
+        }
+        if matches!(ph.as_str(), "s" | "t" | "f") {
+            if let Some(ts) = ts {
+                let id = m
+                    .get("id")
+                    .map(|v| match v {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    })
+                    .unwrap_or_default();
+                let cat = m.get("cat").and_then(Value::as_str).unwrap_or("");
+                let enclosing = ph != "f" || m.get("bp").and_then(Value::as_str) == Some("e");
+                self.flow(
+                    pid,
+                    tid,
+                    Flow {
+                        ts,
+                        id: format!("{cat}:{id}"),
+                        enclosing,
+                    },
+                );
+            }
+            return Ok(());
+        }
+        let Some(ts) = ts else {
+            rep.skipped += 1;
+            return Ok(());
+        };
+        let dur_v = m.get("dur").cloned();
+        // Everything except the structural keys goes to extras (args flattened under their keys).
+        for k in ["name", "ph", "ts", "dur", "pid", "tid"] {
+            m.remove(k);
+        }
+        if let Some(Value::Object(args)) = m.remove("args") {
+            for (k, v) in args {
+                extra.insert(k, v);
             }
         }
-        return;
-    }
-    if matches!(ph.as_str(), "s" | "t" | "f") {
-        if let Some(ts) = ts {
-            let id = m
-                .get("id")
-                .map(|v| match v {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                })
-                .unwrap_or_default();
-            let cat = m.get("cat").and_then(Value::as_str).unwrap_or("");
-            let enclosing = ph != "f" || m.get("bp").and_then(Value::as_str) == Some("e");
-            flows.push((pid, tid, ts, format!("{cat}:{id}"), enclosing));
-        }
-        return;
-    }
-    let Some(ts) = ts else {
-        rep.skipped += 1;
-        return;
-    };
-    let dur_v = m.get("dur").cloned();
-    // Everything except the structural keys goes to extras (args flattened under their keys).
-    for k in ["name", "ph", "ts", "dur", "pid", "tid"] {
-        m.remove(k);
-    }
-    if let Some(Value::Object(args)) = m.remove("args") {
-        for (k, v) in args {
+        for (k, v) in m {
             extra.insert(k, v);
         }
-    }
-    for (k, v) in m {
-        extra.insert(k, v);
-    }
-    match ph.as_str() {
-        "E" => {
-            if let Some(i) = begins.get_mut(&(pid, tid)).and_then(Vec::pop) {
-                if let Some(r) = rows.get_mut(i) {
+        if ph == "E" {
+            let th = self.threads.entry((pid, tid)).or_default();
+            match th.open.pop() {
+                Some(mut r) => {
+                    self.open_total -= 1;
                     r.end = ts.max(r.start);
                     for (k, v) in extra {
                         r.extra.insert(k, v);
                     }
+                    self.complete(r)?;
                 }
-            } else {
-                rep.unmatched_end += 1;
+                None => self.rep.unmatched_end += 1,
             }
-            if begins.get(&(pid, tid)).is_some_and(Vec::is_empty) {
-                begins.remove(&(pid, tid));
-            }
+            return Ok(());
         }
-        _ => {
-            let dur = if ph == "X" {
-                value_ns(dur_v.as_ref(), dur_raw.as_deref()).unwrap_or(0)
-            } else {
-                0
-            };
-            if ph == "B" {
-                begins.entry((pid, tid)).or_default().push(rows.len());
-            }
-            if !matches!(ph.as_str(), "X" | "B" | "i" | "I" | "C") {
-                extra.insert("ph".into(), Value::String(ph.clone()));
-            }
-            rows.push(Row {
-                name,
-                start: ts,
-                end: ts.saturating_add(dur.max(0)),
-                pid,
-                tid,
-                extra,
-                flows: Vec::new(),
-            });
+        let dur = if ph == "X" {
+            value_ns(dur_v.as_ref(), dur_raw.as_deref()).unwrap_or(0)
+        } else {
+            0
+        };
+        if !matches!(ph.as_str(), "X" | "B" | "i" | "I" | "C") {
+            extra.insert("ph".into(), Value::String(ph.clone()));
         }
+        let row = Row {
+            id: self.next_id,
+            name,
+            start: ts,
+            end: ts.saturating_add(dur.max(0)),
+            pid,
+            tid,
+            extra,
+            flows: Vec::new(),
+        };
+        self.next_id = self.next_id.saturating_add(1);
+        if ph == "B" {
+            if self.open_total >= MAX_OPEN_TOTAL {
+                self.rep.unmatched_begin += 1;
+                return self.complete(row);
+            }
+            let th = self.threads.entry((pid, tid)).or_default();
+            th.open.push(row);
+            self.open_total += 1;
+            if th.open.len() > MAX_OPEN {
+                // Too deep: the outermost begin will not be matched sensibly any more.
+                let mut old = th.open.remove(0);
+                self.open_total -= 1;
+                self.rep.unmatched_begin += 1;
+                old.end = old.start;
+                self.complete(old)?;
+            }
+            self.held();
+            return Ok(());
+        }
+        self.complete(row)
     }
+}
+
+/// Raw number text of the top-level `ts` and `dur` keys of one event object (strict JSON), for
+/// exact µs → ns.
+fn raw_ts_dur(raw: &[u8]) -> (Option<String>, Option<String>) {
+    let (mut ts, mut dur) = (None, None);
+    let mut depth = 0i32;
+    let mut i = 0usize;
+    let mut key_start = None;
+    let mut last_key: &[u8] = b"";
+    while let Some(&c) = raw.get(i) {
+        match c {
+            b'"' => {
+                // Skip the string; remember it as a key candidate at depth 1.
+                let s = i + 1;
+                i += 1;
+                while let Some(&d) = raw.get(i) {
+                    if d == b'\\' {
+                        i += 2;
+                        continue;
+                    }
+                    if d == b'"' {
+                        break;
+                    }
+                    i += 1;
+                }
+                if depth == 1 {
+                    key_start = Some((s, i.min(raw.len())));
+                }
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth -= 1,
+            b':' if depth == 1 => {
+                last_key = key_start.and_then(|(a, b)| raw.get(a..b)).unwrap_or(b"");
+                if last_key == b"ts" || last_key == b"dur" {
+                    let mut j = i + 1;
+                    while raw.get(j).is_some_and(|b| b.is_ascii_whitespace()) {
+                        j += 1;
+                    }
+                    let s = j;
+                    while raw.get(j).is_some_and(|b| {
+                        b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'+' | b'e' | b'E')
+                    }) {
+                        j += 1;
+                    }
+                    if j > s {
+                        let t = raw
+                            .get(s..j)
+                            .map(|b| String::from_utf8_lossy(b).into_owned());
+                        if last_key == b"ts" {
+                            ts = t;
+                        } else {
+                            dur = t;
+                        }
+                    }
+                    if ts.is_some() && dur.is_some() {
+                        break;
+                    }
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    let _ = last_key;
+    (ts, dur)
 }

@@ -10,6 +10,7 @@
 
 pub mod decode;
 pub mod kineto;
+pub mod write;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -315,7 +316,7 @@ pub fn process(
         .iter()
         .filter(|p| crate::inventory::classify(p) == crate::inventory::FileKind::KinetoTrace)
     {
-        read_framework(path, open, &instance_id, sink, &mut rep)?;
+        read_framework(path, open, &instance_id, sink, &mut rep, progress)?;
     }
 
     if let Some(path) = find("cpu_util.pb") {
@@ -362,29 +363,36 @@ pub fn process(
     Ok(rep)
 }
 
-/// Reads one framework trace (optionally gzip-compressed) into `SystemProfileEvents`.
+/// Reads one framework trace (optionally gzip-compressed) into `SystemProfileEvents`, streaming:
+/// a scan-only first pass when `baseTimeNanoseconds` does not precede the events
+/// ([`kineto::find_base`]), then the rows.
 fn read_framework(
     path: &str,
     open: OpenFn<'_>,
     instance_id: &str,
     sink: &mut dyn TableSink,
     rep: &mut SystemReport,
+    progress: &mut dyn FnMut(&str, u64, u64),
 ) -> Result<()> {
     let Some(src) = open_or_problem(path, open, rep) else {
         return Ok(());
     };
     let len = src.len();
-    let reader = crate::source::RangeReader::new(src, 0, len, decode::CHUNK);
-    let kr = if path.ends_with(".gz") {
-        kineto::read_trace(
-            flate2::read::MultiGzDecoder::new(reader),
-            path,
-            instance_id,
-            sink,
-        )?
-    } else {
-        kineto::read_trace(reader, path, instance_id, sink)?
+    let gz = path.ends_with(".gz");
+    let reader = |src: Box<dyn ByteSource>| -> Box<dyn std::io::Read> {
+        let r = crate::source::RangeReader::new(src, 0, len, decode::CHUNK);
+        if gz {
+            Box::new(flate2::read::MultiGzDecoder::new(r))
+        } else {
+            Box::new(r)
+        }
     };
+    let base = kineto::find_base(reader(src));
+    let Some(src) = open_or_problem(path, open, rep) else {
+        return Ok(());
+    };
+    let mut tick = |done: u64| progress(path, done.min(len), len);
+    let kr = kineto::read_trace(reader(src), path, instance_id, base, sink, &mut tick)?;
     *rep.rows
         .entry(explorer::SYSTEM_PROFILE_EVENTS.name.into())
         .or_default() += kr.rows;
@@ -1050,8 +1058,22 @@ fn emit_mem(
     Ok(())
 }
 
+/// HBM bytes of one physical NeuronCore for an EC2 instance type (trace_info field 15): the
+/// chip's HBM over its NeuronCores, from AWS's published instance specifications [INF; the capture
+/// files carry no capacity, system-profile.md §8]: Trainium2 96 GiB / 8 cores, Trainium and
+/// Inferentia2 32 GiB / 2 cores. Other types (inf1 has DDR, unknown types): `None`.
+pub fn hbm_capacity_per_core(instance_type: &str) -> Option<i64> {
+    const GIB: i64 = 1 << 30;
+    let family = instance_type.split('.').next().unwrap_or("");
+    match family {
+        "trn2" | "trn2u" => Some(96 * GIB / 8),
+        "trn1" | "trn1n" | "inf2" => Some(32 * GIB / 2),
+        _ => None,
+    }
+}
+
 /// `SystemProfileMetadata`: capture start/end from trace_info 11/12, else the rows' range;
-/// `hbm_capacity_bytes` stays null (no source in these files, §8).
+/// `hbm_capacity_bytes` per instance type ([`hbm_capacity_per_core`]), null when unknown.
 fn emit_metadata(
     info: &TraceInfo,
     ntff_version: Option<u8>,
@@ -1085,6 +1107,10 @@ fn emit_metadata(
     b.str(def.col("first_ts_ns"), Some(&first.to_string()));
     b.str(def.col("last_ts_ns"), Some(&last.to_string()));
     b.i64(def.col("ntff_version"), ntff_version.map(i64::from));
+    b.i64(
+        def.col("hbm_capacity_bytes"),
+        hbm_capacity_per_core(&info.instance_type),
+    );
     em.end_row()?;
     let n = em.finish()?;
     rep.rows.insert(def.name.into(), n);

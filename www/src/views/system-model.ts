@@ -1,7 +1,8 @@
 // System timeline model: SystemProfileEvents regrouped into tracks the device timeline renderer draws
 // (timeline.ts), plus CpuUsage / HostMemUsage as counter rows on the same time axis.
 //
-// Tracks: runtime spans (neuron_rt, framework) grouped by process → thread, hardware spans
+// Tracks: framework spans (Kineto trace.json) first, then runtime spans (neuron_rt), each grouped by
+// process → thread, then hardware spans
 // (neuron_hw, e.g. nc_exec_running) by NeuronCore (pcore_idx, else nc_idx). Spans that overlap in
 // time go to nested lanes: a span takes the first lane whose previous span ended before it starts,
 // so a parent sits in lane 0 and what runs inside it below.
@@ -81,9 +82,9 @@ export function assignLanes(starts: number[], ends: number[], order: number[]): 
 /**
  * Builds the system timeline from SystemProfileEvents (columns of SYSTEM_EVENT_COLUMNS) and the
  * optional CpuUsage (timestamp, util_percent, cpu_id) and HostMemUsage (timestamp, used_bytes,
- * used_percent) tables.
+ * used_percent) tables; `threadNames` ("pid:tid" → Kineto thread_name) labels framework tracks.
  */
-export function buildSystemTimeline(events: Table, cpu: Table | null, mem: Table | null): SystemModel {
+export function buildSystemTimeline(events: Table, cpu: Table | null, mem: Table | null, threadNames: Map<string, string> = new Map()): SystemModel {
   const n = events.numRows;
   const s0 = bigColumn(events, 'start_ts');
   const e0 = bigColumn(events, 'end_ts');
@@ -121,8 +122,13 @@ export function buildSystemTimeline(events: Table, cpu: Table | null, mem: Table
       const pid = pids[i];
       const tid = tids[i];
       key = `${src}:${pid ?? '?'}:${tid ?? '?'}`;
-      label = `${src === 'framework' ? 'fw ' : ''}pid ${pid ?? '?'} · tid ${tid ?? '?'}`;
-      sortKey = [src === 'framework' ? 2 : 0, pid ?? 0, tid ?? 0];
+      // Framework threads carry their Kineto thread_name when the trace names them.
+      const tname = src === 'framework' ? threadNames.get(`${pid ?? '?'}:${tid ?? '?'}`) : undefined;
+      label = src === 'framework'
+        ? `fw ${tname !== undefined ? `${tname} · ` : ''}pid ${pid ?? '?'} · tid ${tid ?? '?'}`
+        : `pid ${pid ?? '?'} · tid ${tid ?? '?'}`;
+      // Framework tracks (Kineto) sit above the runtime tracks they drive (Explorer's order).
+      sortKey = [src === 'framework' ? -1 : 0, pid ?? 0, tid ?? 0];
     }
     let g = groups.get(key);
     if (g === undefined) groups.set(key, (g = { key, label, source: src, sortKey, rows: [] }));
@@ -316,4 +322,34 @@ export function linkWording(link: string): { kind: 'same' | 'other-capture' | 'u
     };
   }
   return { kind: 'unlinked', text: `Not linked to this trace: ${link.replace(/^unlinked:?\s*/, '') || 'no reason given'}.` };
+}
+
+/** One ExecutionInfo row (device profile), times in ns on the device timeline's axis. */
+export interface ExecutionRow {
+  index: number;
+  start: number | null;
+  end: number | null;
+}
+
+/**
+ * The device execution an `nc_exec_running` span (its `exec_id` attribute) ran as: the only one when
+ * the profile holds one; else execution_index = exec_id − 1 (exec ids count from 1 in the sample,
+ * execution indexes from 0 [INF]), else = exec_id, else the first with a time range. Null when no
+ * row has a time range (pre-v6 NTFF).
+ */
+export function pickExecution(rows: ExecutionRow[], execId: number | null): ExecutionRow | null {
+  const timed = rows.filter((r) => r.start !== null && r.end !== null && r.end > r.start);
+  if (timed.length <= 1) return timed[0] ?? null;
+  if (execId !== null) {
+    const hit = timed.find((r) => r.index === execId - 1) ?? timed.find((r) => r.index === execId);
+    if (hit !== undefined) return hit;
+  }
+  return timed[0] ?? null;
+}
+
+export function executionRows(t: Table): ExecutionRow[] {
+  const idx = numColumn(t, 'execution_index');
+  const s = numColumn(t, 'execution_start_ts');
+  const e = numColumn(t, 'execution_end_ts');
+  return idx.map((i, k) => ({ index: i ?? k, start: s[k] ?? null, end: e[k] ?? null }));
 }

@@ -158,6 +158,9 @@ export class TimelineView {
     this.model = model;
     this.collapsed.clear();
     for (const t of model?.tracks ?? []) if (t.header !== undefined && t.collapsed === true) this.collapsed.add(t.header);
+    delete this.canvas.dataset['zoomStart'];
+    delete this.canvas.dataset['zoomEnd'];
+    this.canvas.dataset['trackLabels'] = JSON.stringify(model?.tracks.map((t) => t.label) ?? []);
     this.canvas.dataset['counterLabels'] = JSON.stringify(model?.counters?.map((c) => c.label) ?? []);
     // Rows under the engines, by kind (group headers not counted), for tools and tests.
     const count = (kind: string): number => model?.tracks.filter((t) => t.kind === kind && t.header === undefined).length ?? 0;
@@ -261,7 +264,22 @@ export class TimelineView {
     return Math.max(50, this.width - this.gutter);
   }
 
+  /** A range the view was told to show (zoomTo); kept across resizes until the user moves. */
+  private pinned: { start: number; end: number } | null = null;
+
+  /** Shows [start, end] (ns on the model's axis) across the plot width. */
+  zoomTo(start: number, end: number): void {
+    if (this.model === null || !(end > start)) return;
+    this.pinned = { start, end };
+    this.viewStart = start;
+    this.nsPerPx = (end - start) / this.plotWidth();
+    this.canvas.dataset['zoomStart'] = String(start);
+    this.canvas.dataset['zoomEnd'] = String(end);
+    this.request();
+  }
+
   fit(): void {
+    this.pinned = null;
     const m = this.model;
     if (m === null) return;
     const lo = m.fitStart ?? m.start;
@@ -274,6 +292,7 @@ export class TimelineView {
 
   private zoomBy(factor: number, xCss: number): void {
     if (this.model === null) return;
+    this.pinned = null;
     const px = Math.max(0, xCss - this.gutter);
     const t = this.viewStart + px * this.nsPerPx;
     const full = (this.model.end - this.model.start) * 1.5;
@@ -283,6 +302,7 @@ export class TimelineView {
   }
 
   private panBy(dxCss: number): void {
+    this.pinned = null;
     this.viewStart += dxCss * this.nsPerPx;
     this.request();
   }
@@ -299,6 +319,7 @@ export class TimelineView {
       this.canvas.width = Math.round(w * dpr);
       this.canvas.height = Math.round(hgt * dpr);
     }
+    if (this.pinned !== null) this.nsPerPx = (this.pinned.end - this.pinned.start) / this.plotWidth();
     this.request();
   }
 
@@ -479,6 +500,9 @@ export class TimelineView {
     this.canvas.dataset['axisH'] = String(AXIS_H);
     this.canvas.dataset['counterTop'] = String(this.rowsBottom());
     this.canvas.dataset['nsPerPx'] = String(this.nsPerPx);
+    // Visible time range, ns on the model's axis (tests compare it with ExecutionInfo).
+    this.canvas.dataset['viewStart'] = String(t0);
+    this.canvas.dataset['viewEnd'] = String(t1);
     this.status.textContent = ` ${ns(Math.max(t0, m.start))} – ${ns(Math.min(t1, m.end))} · ${ns(t1 - t0)} visible · ${this.rows.length} rows`;
   }
 
@@ -903,6 +927,7 @@ export class TimelineView {
       const dx = x - this.drag.x;
       if (Math.abs(dx) > 3) this.drag.moved = true;
       if (this.drag.moved) {
+        this.pinned = null;
         this.viewStart = this.drag.start - dx * this.nsPerPx;
         this.tooltip.hidden = true;
         this.request();

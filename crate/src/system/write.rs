@@ -1,0 +1,451 @@
+//! Our own writers for synthetic system captures (tests, the benchmark, the page's browser tests):
+//! `trace_info.pb` and `ntrace.pb` (system-profile.md §2–§5, encoded with the same prost messages
+//! the decoder reads) and a Kineto `trace.json` (framework-inputs.md §2.2) whose events sit on the
+//! same clock as the runtime events, so framework and runtime rows line up on the System timeline.
+//!
+//! The runtime trace holds `executions` steps, each an `nrt_execute` span on the main thread with a
+//! `kbl_exec_pre` inside and an `nc_exec_running` hardware span on NeuronCore 0, 10 ms apart. The
+//! Kineto trace holds, per step, a `ProfilerStep#k` annotation covering that step's `nrt_execute`,
+//! nested `aten::` ops, a `privateuse1_runtime` launch on the main thread and a
+//! `privateuse1_driver` slice on a stream thread linked by an `ac2g` flow, a `B`/`E` python
+//! function, an instant and a counter; `M` thread names come last (Kineto's order). Steps repeat
+//! (continuing in time) until the file reaches the requested size.
+
+use std::io::Write;
+
+use prost::Message;
+
+use crate::proto::{
+    AttributePb, NameEntryPb, NameTablePb, NtraceRecordPb, TraceFilePb, TraceInfoPb,
+};
+
+/// A synthetic system capture's identity and clock.
+#[derive(Debug, Clone)]
+pub struct SystemSpec {
+    /// EC2-like instance id (`i-` + hex), also the capture directory's prefix.
+    pub instance_id: String,
+    /// Process id (capture directory `_pid_<pid>`, main thread id).
+    pub pid: u64,
+    /// Capture start, Unix ns.
+    pub start_ns: u64,
+    /// Runtime executions (steps) in `ntrace.pb`.
+    pub executions: u64,
+}
+
+impl Default for SystemSpec {
+    fn default() -> Self {
+        SystemSpec {
+            instance_id: "i-0123456789abcdef0".into(),
+            pid: 4242,
+            start_ns: 1_770_000_000_000_000_000,
+            executions: 3,
+        }
+    }
+}
+
+/// Step period, ns (10 ms).
+pub const STEP_NS: u64 = 10_000_000;
+/// Offset of step 0's `nrt_execute` after the capture start, ns.
+const FIRST_EXEC_NS: u64 = 2_000_000;
+/// `nrt_execute` duration, ns.
+const EXEC_NS: u64 = 6_000_000;
+/// Event type ids of our name table (system-profile.md §4.1 numbering).
+const T_EXECUTE: u64 = 3;
+const T_NC_EXEC: u64 = 7;
+const T_KBL_PRE: u64 = 17;
+/// One synthetic span: (event type, thread, start ns, end ns, start attributes).
+type Span<'a> = (u64, u64, u64, u64, Vec<(&'a str, String)>);
+/// The model id of the synthetic NEFF.
+const MODEL_ID: u64 = 4_242_000_001;
+
+impl SystemSpec {
+    /// Directory name `<instance>_pid_<pid>`.
+    pub fn dir(&self) -> String {
+        format!("{}_pid_{}", self.instance_id, self.pid)
+    }
+
+    /// Host-clock range of execution `k`'s `nrt_execute` span, Unix ns.
+    pub fn execute_range(&self, k: u64) -> (u64, u64) {
+        let s = self.start_ns + FIRST_EXEC_NS + k * STEP_NS;
+        (s, s + EXEC_NS)
+    }
+
+    /// Capture end, Unix ns.
+    pub fn end_ns(&self) -> u64 {
+        self.start_ns + FIRST_EXEC_NS + self.executions.max(1) * STEP_NS
+    }
+
+    /// `trace_info.pb` for an `ntrace.pb` of `records` records.
+    pub fn trace_info(&self, records: u64) -> Vec<u8> {
+        let table = |name: &str, entries: &[(u64, &str)]| NameTablePb {
+            name: name.as_bytes().to_vec(),
+            entries: entries
+                .iter()
+                .map(|&(id, t)| NameEntryPb {
+                    id,
+                    text: t.as_bytes().to_vec(),
+                })
+                .collect(),
+        };
+        TraceInfoPb {
+            version: 2,
+            pid: self.pid,
+            instance_id: self.instance_id.as_bytes().to_vec(),
+            ntrace_file: Some(TraceFilePb {
+                path: format!("./{}/ntrace.pb", self.dir()).into_bytes(),
+                kind: 1,
+                count: records,
+            }),
+            name_tables: vec![
+                table(
+                    "ntrace_inspect_type",
+                    &[
+                        (0, "generic"),
+                        (T_EXECUTE, "nrt_execute"),
+                        (T_NC_EXEC, "nc_exec_running"),
+                        (T_KBL_PRE, "kbl_exec_pre"),
+                    ],
+                ),
+                table("system_trace", &[(MODEL_ID, "synthetic_model.neff")]),
+            ],
+            start_ns: self.start_ns,
+            end_ns: self.end_ns(),
+            ntrace_count: records,
+            instance_type: b"trn2.3xlarge".to_vec(),
+            host_name: b"synthetic-host".to_vec(),
+            ..Default::default()
+        }
+        .encode_to_vec()
+    }
+
+    /// `ntrace.pb` (u32-LE framed records) and its record count.
+    pub fn ntrace(&self) -> (Vec<u8>, u64) {
+        let mut out = Vec::new();
+        let mut n = 0u64;
+        let mut seq = 0u64;
+        let mut put = |out: &mut Vec<u8>, r: NtraceRecordPb| {
+            let b = r.encode_to_vec();
+            out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+            out.extend_from_slice(&b);
+            n += 1;
+        };
+        let attrs = |kv: &[(&str, String)]| -> Vec<AttributePb> {
+            kv.iter()
+                .map(|(k, v)| AttributePb {
+                    key: k.as_bytes().to_vec(),
+                    value: v.as_bytes().to_vec(),
+                })
+                .collect()
+        };
+        for k in 0..self.executions {
+            let (s, e) = self.execute_range(k);
+            let exec_id = (k + 1).to_string();
+            let common = [
+                ("nc_idx", "0".to_string()),
+                ("worker_gid", "0".to_string()),
+                ("model_id", MODEL_ID.to_string()),
+            ];
+            // (type, thread, start, end, attributes)
+            let spans: [Span; 3] = [
+                (T_EXECUTE, self.pid, s, e, common.to_vec()),
+                (
+                    T_KBL_PRE,
+                    self.pid,
+                    s + 100_000,
+                    s + 400_000,
+                    [common.as_slice(), &[("exec_id", exec_id.clone())]].concat(),
+                ),
+                (
+                    T_NC_EXEC,
+                    self.pid + 1,
+                    s + 500_000,
+                    e - 500_000,
+                    vec![
+                        ("nc_idx", "0".to_string()),
+                        ("worker_gid", "0".to_string()),
+                        ("device_core_idx", "0".to_string()),
+                        ("exec_id", exec_id.clone()),
+                    ],
+                ),
+            ];
+            for (ty, thread, a, b, kv) in spans {
+                seq += 1;
+                put(
+                    &mut out,
+                    NtraceRecordPb {
+                        timestamp_ns: a,
+                        event_type: ty,
+                        thread_id: thread,
+                        id: seq,
+                        attributes: attrs(&kv),
+                        phase: 1,
+                        tracking_id: 0,
+                    },
+                );
+                put(
+                    &mut out,
+                    NtraceRecordPb {
+                        timestamp_ns: b,
+                        event_type: ty,
+                        thread_id: thread,
+                        id: seq + 1_000_000,
+                        attributes: Vec::new(),
+                        phase: 2,
+                        tracking_id: seq,
+                    },
+                );
+            }
+        }
+        (out, n)
+    }
+}
+
+/// Counts of a written Kineto trace.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct KinetoStats {
+    /// Bytes written.
+    pub bytes: u64,
+    /// Event objects written (all phases).
+    pub events: u64,
+    /// Of those, the ones that become `SystemProfileEvents` rows (X, B/E pairs, i, C).
+    pub rows: u64,
+    /// Flow events (`s` + `f`).
+    pub flows: u64,
+    /// Steps written.
+    pub steps: u64,
+}
+
+struct Counting<'w> {
+    inner: &'w mut dyn Write,
+    bytes: u64,
+}
+
+impl Write for Counting<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// `ns` as Kineto's relative `<µs>.<ns>` text.
+fn us(ns: u64) -> String {
+    format!("{}.{:03}", ns / 1000, ns % 1000)
+}
+
+/// Aten ops of one step (name, nested child).
+const OPS: [(&str, &str); 4] = [
+    ("aten::linear", "aten::addmm"),
+    ("aten::layer_norm", "aten::native_layer_norm"),
+    ("aten::gelu", "aten::gelu_"),
+    ("aten::matmul", "aten::mm"),
+];
+
+/// Writes a Kineto object-form trace for `spec` (base = capture start): steps until at least
+/// `min_bytes` are written (at least `spec.executions` steps). Returns what was written.
+pub fn write_kineto(
+    spec: &SystemSpec,
+    min_bytes: u64,
+    out: &mut dyn Write,
+) -> std::io::Result<KinetoStats> {
+    let mut w = Counting {
+        inner: out,
+        bytes: 0,
+    };
+    let mut st = KinetoStats::default();
+    let pid = spec.pid;
+    let stream = pid + 7;
+    write!(
+        w,
+        "{{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n  \"distributedInfo\": {{\"backend\": \"xla\", \"rank\": 0, \"world_size\": 1}},\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": {},\n  \"traceEvents\": [\n",
+        spec.start_ns
+    )?;
+    let mut ext = 1u64;
+    let mut first = true;
+    let mut sep = |w: &mut Counting| -> std::io::Result<()> {
+        if first {
+            first = false;
+            Ok(())
+        } else {
+            w.write_all(b",\n")
+        }
+    };
+    let mut k = 0u64;
+    while k < spec.executions.max(1) || w.bytes < min_bytes {
+        // Step k covers execution k's nrt_execute (steps continue past the runtime trace).
+        let (es, ee) = spec.execute_range(k);
+        let s0 = es - spec.start_ns - 500_000;
+        let s1 = ee - spec.start_ns + 500_000;
+        sep(&mut w)?;
+        write!(
+            w,
+            "  {{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#{k}\", \"pid\": {pid}, \"tid\": {pid}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {ext}, \"Record function id\": 0}}}}",
+            us(s0),
+            us(s1 - s0)
+        )?;
+        ext += 1;
+        st.events += 1;
+        st.rows += 1;
+        // Ops inside the step, each with a nested child and a runtime launch linked to a driver
+        // slice on the stream thread.
+        let slot = (s1 - s0 - 200_000) / OPS.len() as u64;
+        for (j, (op, child)) in OPS.iter().enumerate() {
+            let a = s0 + 100_000 + j as u64 * slot;
+            let b = a + slot - 50_000;
+            let c0 = a + 20_000;
+            let c1 = b - 20_000;
+            let l0 = c0 + 10_000;
+            let l1 = l0 + 30_000;
+            sep(&mut w)?;
+            write!(
+                w,
+                "  {{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"{op}\", \"pid\": {pid}, \"tid\": {pid}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {ext}, \"Record function id\": 0, \"Sequence number\": {}, \"Fwd thread id\": 0, \"Ev Idx\": {}}}}}",
+                us(a),
+                us(b - a),
+                k * 8 + j as u64,
+                j
+            )?;
+            sep(&mut w)?;
+            write!(
+                w,
+                "  {{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"{child}\", \"pid\": {pid}, \"tid\": {pid}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {}, \"Record function id\": 0, \"Ev Idx\": {}}}}}",
+                us(c0),
+                us(c1 - c0),
+                ext + 1,
+                j + 1
+            )?;
+            sep(&mut w)?;
+            write!(
+                w,
+                "  {{\"ph\": \"X\", \"cat\": \"privateuse1_runtime\", \"name\": \"neuronLaunchKernel\", \"pid\": {pid}, \"tid\": {pid}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {}, \"correlation\": {ext}}}}}",
+                us(l0),
+                us(l1 - l0),
+                ext + 1
+            )?;
+            sep(&mut w)?;
+            write!(
+                w,
+                "  {{\"ph\": \"s\", \"id\": {ext}, \"pid\": {pid}, \"tid\": {pid}, \"ts\": {}, \"cat\": \"ac2g\", \"name\": \"ac2g\"}}",
+                us(l0)
+            )?;
+            let d0 = l1 + 20_000;
+            let d1 = d0 + (slot / 2);
+            sep(&mut w)?;
+            write!(
+                w,
+                "  {{\"ph\": \"X\", \"cat\": \"privateuse1_driver\", \"name\": \"{child}_kernel\", \"pid\": {pid}, \"tid\": {stream}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {}, \"correlation\": {ext}, \"stream\": 7, \"device\": 0}}}}",
+                us(d0),
+                us(d1 - d0),
+                ext + 1
+            )?;
+            sep(&mut w)?;
+            write!(
+                w,
+                "  {{\"ph\": \"f\", \"id\": {ext}, \"pid\": {pid}, \"tid\": {stream}, \"ts\": {}, \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}}",
+                us(d0)
+            )?;
+            ext += 2;
+            st.events += 6;
+            st.rows += 4;
+            st.flows += 2;
+        }
+        // A python function as B/E, an instant and a counter.
+        sep(&mut w)?;
+        write!(
+            w,
+            "  {{\"ph\": \"B\", \"cat\": \"python_function\", \"name\": \"train.py(42): step\", \"pid\": {pid}, \"tid\": {pid}, \"ts\": {}, \"args\": {{\"Python id\": {k}}}}}",
+            us(s0 + 10_000)
+        )?;
+        sep(&mut w)?;
+        write!(
+            w,
+            "  {{\"ph\": \"E\", \"pid\": {pid}, \"tid\": {pid}, \"ts\": {}}}",
+            us(s1 - 10_000)
+        )?;
+        sep(&mut w)?;
+        write!(
+            w,
+            "  {{\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"name\": \"[memory]\", \"pid\": {pid}, \"tid\": {pid}, \"ts\": {}, \"s\": \"t\", \"args\": {{\"Bytes\": {}, \"Total Allocated\": {}}}}}",
+            us(s0 + 50_000),
+            4096 * (k % 7 + 1),
+            1_048_576 + 4096 * k
+        )?;
+        sep(&mut w)?;
+        write!(
+            w,
+            "  {{\"ph\": \"C\", \"name\": \"queue depth\", \"pid\": {pid}, \"tid\": {pid}, \"ts\": {}, \"args\": {{\"depth\": {}}}}}",
+            us(s0),
+            k % 5
+        )?;
+        st.events += 4;
+        st.rows += 3;
+        st.steps += 1;
+        k += 1;
+    }
+    for (tid, name) in [(pid, "python main"), (stream, "neuron stream 7")] {
+        sep(&mut w)?;
+        write!(
+            w,
+            "  {{\"name\": \"thread_name\", \"ph\": \"M\", \"ts\": 0, \"pid\": {pid}, \"tid\": {tid}, \"args\": {{\"name\": \"{name}\"}}}}"
+        )?;
+        st.events += 1;
+    }
+    sep(&mut w)?;
+    write!(
+        w,
+        "  {{\"name\": \"process_name\", \"ph\": \"M\", \"ts\": 0, \"pid\": {pid}, \"tid\": 0, \"args\": {{\"name\": \"python\"}}}}"
+    )?;
+    st.events += 1;
+    w.write_all(b"\n  ],\n  \"traceName\": \"synthetic.pt.trace.json\"\n}\n")?;
+    w.flush()?;
+    st.bytes = w.bytes;
+    Ok(st)
+}
+
+/// A synthetic System capture: `(path, bytes)` of `<dir>/trace_info.pb`, `<dir>/ntrace.pb` and
+/// `<dir>/trace.json` (at least `kineto_bytes`; held in memory, for small sizes).
+pub fn system_capture(spec: &SystemSpec, kineto_bytes: u64) -> Vec<(String, Vec<u8>)> {
+    let (nt, n) = spec.ntrace();
+    let mut kj = Vec::new();
+    // Writing into a Vec cannot fail.
+    let _ = write_kineto(spec, kineto_bytes, &mut kj);
+    let d = spec.dir();
+    vec![
+        (format!("{d}/trace_info.pb"), spec.trace_info(n)),
+        (format!("{d}/ntrace.pb"), nt),
+        (format!("{d}/trace.json"), kj),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tables::Tables;
+
+    #[test]
+    fn kineto_writer_reads_back() {
+        let spec = SystemSpec::default();
+        let mut v = Vec::new();
+        let st = write_kineto(&spec, 200_000, &mut v).expect("vec write");
+        assert_eq!(st.bytes, v.len() as u64);
+        assert!(st.bytes >= 200_000);
+        let mut t = Tables::default();
+        let rep =
+            crate::system::kineto::read_trace_bytes(&v, "trace.json", "i-x", &mut t).expect("read");
+        assert_eq!(rep.objects, st.events);
+        assert_eq!(rep.rows, st.rows);
+        assert_eq!(
+            rep.skipped + rep.sanitised,
+            0,
+            "our writer writes strict JSON"
+        );
+        assert_eq!(rep.flows_bound, st.flows);
+        assert_eq!(rep.flows_unbound, 0);
+        assert_eq!(rep.unmatched_begin + rep.unmatched_end, 0);
+        assert_eq!(rep.base_time_ns, Some(spec.start_ns as i64));
+        assert!(rep.peak_held <= (crate::system::kineto::WINDOW + 4) as u64);
+    }
+}

@@ -1,0 +1,251 @@
+//! Kineto `trace.json` reader (framework-inputs.md §2): dirty-data cases not covered by
+//! system_samples.rs, nesting and flow binding, and the bounded state of the streaming reader on
+//! synthetic traces from our own writer (`system::write`). No sample is needed: no trace.json
+//! exists in ../shared/samples.
+
+use arrow_array::{Array, Int64Array, ListArray, RecordBatch, StringArray};
+use neuronscope::system::kineto::{self, KinetoReport};
+use neuronscope::system::write::{write_kineto, SystemSpec};
+use neuronscope::tables::Tables;
+
+fn run(bytes: &[u8]) -> (KinetoReport, Option<RecordBatch>) {
+    let mut t = Tables::default();
+    let rep = kineto::read_trace_bytes(bytes, "trace.json", "i-test", &mut t).expect("sink ok");
+    (rep, t.concat("SystemProfileEvents"))
+}
+
+fn col<'a, T: 'static>(b: &'a RecordBatch, name: &str) -> &'a T {
+    b.column_by_name(name)
+        .unwrap_or_else(|| panic!("column {name} missing"))
+        .as_any()
+        .downcast_ref::<T>()
+        .unwrap_or_else(|| panic!("column {name} has another type"))
+}
+
+fn flows_of(b: &RecordBatch, row: usize) -> Vec<String> {
+    let l = col::<ListArray>(b, "flow_id");
+    if l.is_null(row) {
+        return Vec::new();
+    }
+    let v = l.value(row);
+    let s = v.as_any().downcast_ref::<StringArray>().expect("strings");
+    (0..s.len()).map(|i| s.value(i).to_string()).collect()
+}
+
+#[test]
+fn nested_begin_end_unmatched_and_other_phases() {
+    let t = br#"{"traceEvents": [
+ {"ph": "B", "name": "outer", "pid": 1, "tid": 1, "ts": 10},
+ {"ph": "B", "name": "inner", "pid": 1, "tid": 1, "ts": 12},
+ {"ph": "B", "name": "other thread", "pid": 1, "tid": 2, "ts": 13},
+ {"ph": "E", "pid": 1, "tid": 1, "ts": 14},
+ {"ph": "E", "pid": 1, "tid": 1, "ts": 20},
+ {"ph": "B", "name": "never closed", "pid": 1, "tid": 1, "ts": 30},
+ {"ph": "I", "name": "global", "pid": 1, "tid": 1, "ts": 31, "s": "g"},
+ {"ph": "b", "name": "async", "cat": "c", "id": "0x1", "pid": 1, "tid": 1, "ts": 32},
+ {"ph": "E", "pid": 1, "tid": 2, "ts": 33}
+], "baseTimeNanoseconds": 5000}"#;
+    let (rep, ev) = run(t);
+    let ev = ev.expect("rows");
+    assert_eq!(
+        rep.base_time_ns,
+        Some(5000),
+        "base after the events, found by the first pass"
+    );
+    assert!(!rep.base_after_events);
+    assert_eq!(rep.unmatched_begin, 1);
+    assert_eq!(rep.unmatched_end, 0);
+    assert_eq!(rep.rows, 6);
+    let names = col::<StringArray>(&ev, "name");
+    let start = col::<Int64Array>(&ev, "start_ts");
+    let end = col::<Int64Array>(&ev, "end_ts");
+    let ids = col::<Int64Array>(&ev, "id");
+    let extra = col::<StringArray>(&ev, "extra_attributes_json");
+    let find = |n: &str| (0..ev.num_rows()).find(|&i| names.value(i) == n).expect(n);
+    let (o, i, x, nc) = (
+        find("outer"),
+        find("inner"),
+        find("other thread"),
+        find("never closed"),
+    );
+    assert_eq!(
+        (start.value(i), end.value(i)),
+        (5000 + 12_000, 5000 + 14_000),
+        "inner E closes inner"
+    );
+    assert_eq!(
+        (start.value(o), end.value(o)),
+        (5000 + 10_000, 5000 + 20_000)
+    );
+    assert_eq!(end.value(x) - start.value(x), 20_000, "per-thread stacks");
+    assert_eq!(
+        start.value(nc),
+        end.value(nc),
+        "unmatched B kept as zero-length"
+    );
+    // ids follow file order of the begins, whatever the emission order.
+    assert!(ids.value(o) < ids.value(i) && ids.value(i) < ids.value(x));
+    let a = find("async");
+    let j: serde_json::Value = serde_json::from_str(extra.value(a)).expect("json");
+    assert_eq!(
+        j["ph"], "b",
+        "phases without a column of their own are kept in extras"
+    );
+    assert_eq!(j["id"], "0x1");
+}
+
+#[test]
+fn escapes_surrogates_and_oversized() {
+    // Lone surrogates (serde_json refuses them) → U+FFFD; a valid pair stays; a raw DEL and a NUL.
+    let t = b"[{\"ph\":\"X\",\"name\":\"a\\ud800b\\udc00c\\ud83d\\ude00\",\"pid\":1,\"tid\":1,\"ts\":1,\"dur\":1},\
+{\"ph\":\"X\",\"name\":\"nul\x00del\x7f\",\"pid\":1,\"tid\":1,\"ts\":2,\"dur\":1},\
+{\"ph\":\"X\",\"name\":\"bad \\q \\u12 escape\",\"pid\":1,\"tid\":1,\"ts\":3,\"dur\":1}]";
+    let (rep, ev) = run(t);
+    let ev = ev.expect("rows");
+    assert_eq!(rep.rows, 3, "{rep:#?}");
+    assert_eq!(rep.sanitised, 3);
+    let names = col::<StringArray>(&ev, "name");
+    assert_eq!(names.value(0), "a\u{fffd}b\u{fffd}c\u{1f600}");
+    assert_eq!(names.value(1), "nul\u{0}del\u{7f}");
+    assert_eq!(names.value(2), "bad \\q \\u12 escape");
+    // An event larger than the 16 MiB cap is skipped, the next one kept.
+    let mut big = b"[{\"ph\":\"X\",\"name\":\"".to_vec();
+    big.extend(std::iter::repeat_n(b'x', 17 << 20));
+    big.extend_from_slice(b"\",\"pid\":1,\"tid\":1,\"ts\":1,\"dur\":1},{\"ph\":\"i\",\"name\":\"after\",\"pid\":1,\"tid\":1,\"ts\":2}]");
+    let (rep, ev) = run(&big);
+    assert_eq!((rep.objects, rep.skipped, rep.rows), (2, 1, 1));
+    assert_eq!(
+        col::<StringArray>(&ev.expect("rows"), "name").value(0),
+        "after"
+    );
+}
+
+#[test]
+fn flows_bind_before_after_and_next_slice() {
+    let t = br#"[
+ {"ph": "f", "id": 1, "cat": "ac2g", "bp": "e", "pid": 1, "tid": 9, "ts": 100},
+ {"ph": "X", "name": "kernel", "pid": 1, "tid": 9, "ts": 99, "dur": 5},
+ {"ph": "X", "name": "launch", "pid": 1, "tid": 1, "ts": 50, "dur": 10},
+ {"ph": "X", "name": "launch child", "pid": 1, "tid": 1, "ts": 52, "dur": 2},
+ {"ph": "s", "id": 1, "cat": "ac2g", "pid": 1, "tid": 1, "ts": 53},
+ {"ph": "t", "id": 1, "cat": "ac2g", "pid": 1, "tid": 1, "ts": 58},
+ {"ph": "f", "id": 2, "cat": "fwdbwd", "pid": 1, "tid": 3, "ts": 70},
+ {"ph": "X", "name": "backward", "pid": 1, "tid": 3, "ts": 75, "dur": 5},
+ {"ph": "s", "id": 3, "cat": "ac2g", "pid": 1, "tid": 4, "ts": 1}
+]"#;
+    let (rep, ev) = run(t);
+    let ev = ev.expect("rows");
+    assert_eq!(rep.flows_bound, 4, "{rep:#?}");
+    assert_eq!(rep.flows_unbound, 1, "a flow on a thread without slices");
+    let names = col::<StringArray>(&ev, "name");
+    let find = |n: &str| (0..ev.num_rows()).find(|&i| names.value(i) == n).expect(n);
+    assert_eq!(
+        flows_of(&ev, find("kernel")),
+        vec!["ac2g:1"],
+        "f before its slice waits for it"
+    );
+    assert_eq!(
+        flows_of(&ev, find("launch child")),
+        vec!["ac2g:1"],
+        "s binds the innermost enclosing slice"
+    );
+    assert_eq!(
+        flows_of(&ev, find("launch")),
+        vec!["ac2g:1"],
+        "t at 58 is only inside the parent"
+    );
+    assert_eq!(
+        flows_of(&ev, find("backward")),
+        vec!["fwdbwd:2"],
+        "f without bp=e binds the next slice"
+    );
+}
+
+#[test]
+fn base_after_events_without_first_pass_is_flagged() {
+    let t = br#"{"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1}], "baseTimeNanoseconds": 1000000}"#;
+    let mut tables = Tables::default();
+    let rep = kineto::read_trace(&t[..], "trace.json", "i", None, &mut tables, &mut |_| {})
+        .expect("sink");
+    assert!(rep.base_after_events);
+    assert_eq!(rep.base_time_ns, None);
+    assert!(rep
+        .problems
+        .iter()
+        .any(|p| p.message.contains("baseTimeNanoseconds follows")));
+    assert_eq!(kineto::find_base(&t[..]), Some(1_000_000));
+    // Array form: no base, the scan stops at once.
+    assert_eq!(kineto::find_base(&b"[{\"ts\": 1}"[..]), None);
+}
+
+/// Many threads, deep unclosed nesting and flows that never bind: the reader's held state stays
+/// within its documented bounds while every row is written.
+#[test]
+fn state_stays_bounded_on_hostile_input() {
+    let mut v = b"{\"traceEvents\": [".to_vec();
+    let mut rows = 0u64;
+    for i in 0..80_000u64 {
+        // 3000 threads each opening B's that never close (depth grows past MAX_OPEN on thread 0).
+        let tid = if i < 5_000 { 0 } else { i % 3000 };
+        v.extend_from_slice(
+            format!("{{\"ph\":\"B\",\"name\":\"b{i}\",\"pid\":1,\"tid\":{tid},\"ts\":{i}}},")
+                .as_bytes(),
+        );
+        v.extend_from_slice(
+            format!(
+                "{{\"ph\":\"s\",\"id\":{i},\"cat\":\"x\",\"pid\":2,\"tid\":{},\"ts\":{i}}},",
+                i % 7
+            )
+            .as_bytes(),
+        );
+        rows += 1;
+    }
+    v.extend_from_slice(b"{\"ph\":\"i\",\"name\":\"end\",\"pid\":1,\"tid\":1,\"ts\":0}]}");
+    rows += 1;
+    let (rep, ev) = run(&v);
+    assert_eq!(rep.rows, rows, "every begin is a row");
+    assert_eq!(ev.expect("rows").num_rows() as u64, rows);
+    assert_eq!(rep.unmatched_begin, rows - 1);
+    assert_eq!(rep.flows_bound + rep.flows_unbound, 80_000);
+    let bound = (kineto::WINDOW + kineto::MAX_OPEN_TOTAL + 7 * kineto::MAX_PENDING_FLOWS) as u64;
+    assert!(rep.peak_held <= bound, "held {} > {bound}", rep.peak_held);
+    assert!(
+        rep.peak_held > kineto::MAX_OPEN_TOTAL as u64,
+        "the total cap was reached"
+    );
+}
+
+/// A few MB from our own writer: counts match what was written; held state ≪ rows.
+#[test]
+fn synthetic_writer_trace_streams_with_small_state() {
+    let spec = SystemSpec::default();
+    let mut v = Vec::new();
+    let st = write_kineto(&spec, 4_000_000, &mut v).expect("write");
+    let (rep, ev) = run(&v);
+    assert_eq!(rep.rows, st.rows);
+    assert_eq!(rep.flows_bound, st.flows);
+    assert_eq!(rep.thread_names.len(), 2);
+    assert_eq!(
+        rep.process_names
+            .get(&(spec.pid as i64))
+            .map(String::as_str),
+        Some("python")
+    );
+    assert!(rep.rows > 3 * kineto::WINDOW as u64);
+    assert!(
+        rep.peak_held <= kineto::WINDOW as u64 + 2,
+        "held {}",
+        rep.peak_held
+    );
+    let ev = ev.expect("rows");
+    let start = col::<Int64Array>(&ev, "start_ts");
+    let base = spec.start_ns as i64;
+    for i in 0..ev.num_rows() {
+        assert!(start.value(i) >= base, "row {i} on the capture's clock");
+    }
+    // Every truncation point of the first 20 kB never panics and never invents rows.
+    for cut in (0..20_000).step_by(97) {
+        let (r, _) = run(&v[..cut]);
+        assert!(r.rows <= st.rows);
+    }
+}
