@@ -76,6 +76,20 @@ fn specs(kernel: &str, ntff_bytes: u64) -> (NeffSpec, NtffSpec) {
                     num_queues: Some(16),
                     semaphore_set: vec![25],
                 },
+                DmaQueue {
+                    name: "qPoolDynamic".into(),
+                    kind: "dynamic".into(),
+                    owner: Some("pool".into()),
+                    num_queues: Some(1),
+                    semaphore_set: vec![26],
+                },
+                DmaQueue {
+                    name: "qSPSpillReload0".into(),
+                    kind: "data".into(),
+                    owner: Some("sp".into()),
+                    num_queues: Some(1),
+                    semaphore_set: vec![27],
+                },
             ],
             tensors: vec![
                 tensor("input0", "input", &[256, 1024]),
