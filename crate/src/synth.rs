@@ -8,7 +8,9 @@
 //! (one record per slot → BIR id) and a backend file (BIR records with `kernel_file` /
 //! `kernel_line` into [`DEMO_SOURCE`]), and top-level Penguin → HLO → framework files, so every
 //! body instruction gets `bir_instruction_name`, `hlo_name`, `layer` and `nki_source_location`
-//! as [`demo_attribution`] says. The demo folder also holds that source file ([`DEMO_SOURCE_TEXT`]).
+//! as [`demo_attribution`] says. The demo folder also holds that source file ([`DEMO_SOURCE_TEXT`])
+//! and a small allocator snapshot `memory_snapshot_rank0.pickle`
+//! ([`crate::memsnap::write::demo_snapshot`]).
 
 use crate::engine::Engine;
 use crate::error::{Error, Result};
@@ -17,6 +19,9 @@ use crate::neff::write::{
 };
 use crate::neff::{DmaQueue, TensorMapEntry, Var};
 use crate::ntff::write::{default_neff_opcodes, write_ntff, NtffSpec};
+
+/// Start of the demo memory snapshot's trace (2026-01-01T00:00:00Z, µs since the epoch).
+const DEMO_SNAPSHOT_T0_US: i64 = 1_767_225_600_000_000;
 
 /// Folder name of the demo capture.
 pub const DEMO_DIR: &str = "neuronscope-demo";
@@ -357,6 +362,10 @@ fn capture(kernel: &str, ntff_bytes: u64) -> Result<Vec<(String, Vec<u8>)>> {
         (
             DEMO_SOURCE.to_string(),
             DEMO_SOURCE_TEXT.as_bytes().to_vec(),
+        ),
+        (
+            format!("{DEMO_DIR}/memory_snapshot_rank0.pickle"),
+            crate::memsnap::write::demo_snapshot(DEMO_SOURCE, DEMO_SNAPSHOT_T0_US).0,
         ),
     ])
 }

@@ -45,6 +45,15 @@ fn decode_demo() -> (Tables, profile::DeviceResult, Vec<(String, Vec<u8>)>) {
     assert_eq!(inv.profiles.len(), 1, "{:#?}", inv.profiles);
     let p = &inv.profiles[0];
     assert_eq!(p.devices.len(), 1);
+    assert!(
+        p.system_files
+            .iter()
+            .chain(&p.other_files)
+            .any(|f| f.ends_with("memory_snapshot_rank0.pickle")),
+        "the demo lists its memory snapshot: {p:#?}"
+    );
+    assert!(inv.problems.is_empty(), "{:#?}", inv.problems);
+    assert!(p.problems.is_empty(), "{:#?}", p.problems);
     let mut t = Tables::default();
     let r = profile::process_device(&inv, &p.id, 0, &open, &mut t, &mut |_, _, _| {}).unwrap();
     (t, r, files)
