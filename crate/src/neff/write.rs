@@ -437,3 +437,54 @@ pub fn engine_dbg_members(subgraph: usize, engine: Engine) -> (String, String) {
         format!("sg{subgraph:02}/debug_info_backend_{b}.dbg"),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::neff::debug::{parse_dbg, Interner};
+
+    /// `encode_dbg` output reads back field for field (neff.md §9.1 – §9.2).
+    #[test]
+    fn dbg_roundtrip() {
+        let spec = DbgFileSpec {
+            description: "backend".into(),
+            parent: "debug_info_penguin.dbg".into(),
+            engine: Some(3),
+            files: vec!["a.py".into(), "b.py".into()],
+            records: vec![
+                DbgRecordSpec {
+                    id: 300,
+                    name: "inst.300".into(),
+                    parents: vec![1017, 5],
+                    kind: 1,
+                    attrs: vec![
+                        ("kernel_file".into(), "1".into()),
+                        ("kernel_line".into(), "17".into()),
+                    ],
+                },
+                DbgRecordSpec {
+                    id: 301,
+                    name: "inst.301".into(),
+                    ..Default::default()
+                },
+            ],
+        };
+        let mut s = Interner::default();
+        let (f, sfi, fault) = parse_dbg(&encode_dbg(&spec), "m.dbg", &mut s);
+        assert!(fault.is_none() && sfi.is_none());
+        assert_eq!(f.description, "backend");
+        assert_eq!(f.parent, "debug_info_penguin.dbg");
+        assert_eq!(f.engine, Some(3));
+        let files: Vec<&str> = f.files.iter().map(|&x| s.get(x)).collect();
+        assert_eq!(files, ["a.py", "b.py"]);
+        assert_eq!(f.records.len(), 2);
+        let r = f.by_id(300).unwrap();
+        assert_eq!(s.get(r.name), "inst.300");
+        assert_eq!(r.kind, 1);
+        assert_eq!(f.parents(r), [1017, 5]);
+        assert_eq!(f.attr(&s, r, "kernel_line"), Some("17"));
+        assert_eq!(f.attr(&s, r, "kernel_file"), Some("1"));
+        let r = f.by_id(301).unwrap();
+        assert!(f.parents(r).is_empty() && f.attrs(r).is_empty());
+    }
+}
