@@ -3,12 +3,25 @@
 //!
 //! A capture is returned as `(relative path, bytes)` pairs laid out like a `neuron-explorer
 //! capture -s` run: `<dir>/<kernel>.neff` next to `<dir>/<kernel>_exec_2.ntff` (pairing.md §2).
+//!
+//! The demo NEFF carries a full `.dbg` chain (neff.md §9): per subgraph and engine an asm file
+//! (one record per slot → BIR id) and a backend file (BIR records with `kernel_file` /
+//! `kernel_line` into [`DEMO_SOURCE`]), and top-level Penguin → HLO → framework files, so every
+//! body instruction gets `bir_instruction_name`, `hlo_name`, `layer` and `nki_source_location`
+//! as [`demo_attribution`] says. The demo folder also holds that source file ([`DEMO_SOURCE_TEXT`])
+//! and a small allocator snapshot `memory_snapshot_rank0.pickle`
+//! ([`crate::memsnap::write::demo_snapshot`]).
 
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::neff::write::{write_neff, NeffSpec, SubgraphSpec};
+use crate::neff::write::{
+    encode_dbg, engine_dbg_members, write_neff, DbgFileSpec, DbgRecordSpec, NeffSpec, SubgraphSpec,
+};
 use crate::neff::{DmaQueue, TensorMapEntry, Var};
 use crate::ntff::write::{default_neff_opcodes, write_ntff, NtffSpec};
+
+/// Start of the demo memory snapshot's trace (2026-01-01T00:00:00Z, µs since the epoch).
+const DEMO_SNAPSHOT_T0_US: i64 = 1_767_225_600_000_000;
 
 /// Folder name of the demo capture.
 pub const DEMO_DIR: &str = "neuronscope-demo";
@@ -19,6 +32,232 @@ const DEMO_SLOTS: [[usize; 5]; 2] = [[180, 96, 48, 120, 40], [150, 80, 40, 100, 
 /// The uuid of the synthetic NEFF; its first byte is non-zero so the NTFF's C-string copy holds
 /// at least one byte (pairing.md §4.2).
 const DEMO_UUID: [u8; 16] = *b"nscope-demo-v1\x01\x02";
+
+/// Path (in the demo folder) of the demo's kernel source: the file of every demo
+/// `nki_source_location` (`neuronscope-demo/matmul_kernel.py:<line>`).
+pub const DEMO_SOURCE: &str = "neuronscope-demo/matmul_kernel.py";
+
+/// Text of [`DEMO_SOURCE`]: a small NKI-style matmul kernel written for the demo (not compiled;
+/// the demo's line numbers point into it).
+pub const DEMO_SOURCE_TEXT: &str = r#""""neuronscope demo kernel: out = gelu(x @ w + b), NKI style.
+
+Synthetic: written for neuronscope's built-in demo capture. The demo's instructions point at the
+lines below through the NEFF debug info (nki_source_location).
+"""
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def matmul_kernel(x, w, b):
+    """x: [256, 1024] bf16, w: [1024, 128] bf16, b: [128] -> out [256, 128]."""
+    out = nl.ndarray((256, 128), dtype=x.dtype, buffer=nl.shared_hbm)
+    bias = nl.load(b.reshape((1, 128))).broadcast_to((128, 128))
+    for m in nl.affine_range(2):
+        acc = nl.zeros((128, 128), dtype=nl.float32, buffer=nl.psum)
+        for k in nl.affine_range(8):
+            xt = nl.load_transpose2d(x[m * 128:(m + 1) * 128, k * 128:(k + 1) * 128])
+            wt = nl.load(w[k * 128:(k + 1) * 128, :])
+            acc += nisa.nc_matmul(xt, wt)
+        y = nl.add(acc, bias)
+        y = nl.gelu(y)
+        nl.store(out[m * 128:(m + 1) * 128, :], value=y)
+    return out
+"#;
+
+/// The HLO ops of the demo's debug chain: (HLO record name, framework layer).
+const DEMO_HLO: [(&str, &str); 5] = [
+    (
+        "%broadcast.2 = bf16[128,128]{1,0} broadcast(bf16[128]{0} %b), dimensions={1}",
+        "model/linear/bias",
+    ),
+    (
+        "%dot.3 = f32[256,128]{1,0} dot(bf16[256,1024]{1,0} %x, bf16[1024,128]{1,0} %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+        "model/linear/matmul",
+    ),
+    (
+        "%add.4 = f32[256,128]{1,0} add(f32[256,128]{1,0} %dot.3, bf16[128,128]{1,0} %broadcast.2)",
+        "model/linear/bias_add",
+    ),
+    (
+        "%gelu.5 = bf16[256,128]{1,0} custom-call(f32[256,128]{1,0} %add.4), custom_call_target=\"AwsNeuronGelu\"",
+        "model/act/gelu",
+    ),
+    (
+        "%copy.6 = bf16[256,128]{1,0} copy(bf16[256,128]{1,0} %gelu.5)",
+        "model/output",
+    ),
+];
+
+/// Source line (in [`DEMO_SOURCE_TEXT`]) of a demo instruction: by engine and NEFF opcode byte.
+fn demo_line(engine: Engine, op: u8, slot: usize) -> u32 {
+    match (engine, op) {
+        (Engine::Pe, 0x01 | 0x02) => 21,
+        (Engine::Pe, 0xA0) => 18,
+        (Engine::Pe, _) => 16,
+        (Engine::Act, 0x21 | 0x23) => 23,
+        (Engine::Act, 0x46 | 0x47) => 22,
+        (Engine::Act, 0xD4) => 19,
+        (Engine::Pool, 0xD4 | 0xAB) => 24,
+        (Engine::Dve, 0x42..=0x48) => 22,
+        (Engine::Sp, 0xD4) => [15, 19, 20, 24][(slot / 4) % 4],
+        (Engine::Sp, _) => 16,
+        _ => 17,
+    }
+}
+
+/// Index into [`DEMO_HLO`] of a source line.
+fn demo_hlo(line: u32) -> usize {
+    match line {
+        15 => 0,
+        22 => 2,
+        23 => 3,
+        24 | 25 => 4,
+        _ => 1,
+    }
+}
+
+/// What the demo's debug chain says about one NEFF slot (what the decoder must find in the
+/// `Instruction` rows whose `compiler_pc` is `slot` ≥ 2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DemoAttribution {
+    /// BIR record id (unique within a subgraph).
+    pub bir_id: u64,
+    /// `bir_instruction_name`, e.g. `inst.100042`.
+    pub bir_instruction_name: String,
+    /// `hlo_name`, e.g. `dot.3`.
+    pub hlo_name: String,
+    /// `layer` (framework record name).
+    pub layer: String,
+    /// `nki_source_location`: `neuronscope-demo/matmul_kernel.py:<line>`.
+    pub nki_source_location: String,
+}
+
+/// The attribution of NEFF slot `slot` of `engine` (opcode byte `op`) in the demo NEFF.
+pub fn demo_attribution(engine: Engine, slot: usize, op: u8) -> DemoAttribution {
+    let line = demo_line(engine, op, slot);
+    let (hlo, layer) = DEMO_HLO[demo_hlo(line)];
+    let bir_id = (engine.ntff_index() as u64 + 1) * 100_000 + slot as u64;
+    DemoAttribution {
+        bir_id,
+        bir_instruction_name: format!("inst.{bir_id}"),
+        hlo_name: crate::ntff::attribution::hlo_op_name(hlo).to_string(),
+        layer: layer.to_string(),
+        nki_source_location: format!("{DEMO_SOURCE}:{line}"),
+    }
+}
+
+/// The `.dbg` members of the demo NEFF for `subgraphs` (engine opcode bytes per subgraph).
+fn demo_debug_members(subgraphs: &[SubgraphSpec]) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let penguin_lines: std::collections::BTreeSet<u32> = (14..=25).collect();
+    for (i, sg) in subgraphs.iter().enumerate() {
+        for (e, ops) in &sg.engines {
+            let (asm_name, backend_name) = engine_dbg_members(i, *e);
+            let attrs: Vec<(usize, u8, DemoAttribution)> = ops
+                .iter()
+                .enumerate()
+                .map(|(slot, &op)| (slot, op, demo_attribution(*e, slot, op)))
+                .collect();
+            let asm = DbgFileSpec {
+                description: "asm debug info (neuronscope demo)".into(),
+                parent: format!(
+                    "debug_info_backend_{}",
+                    backend_name.rsplit('_').next().unwrap_or("")
+                ),
+                records: attrs
+                    .iter()
+                    .map(|(slot, _, a)| DbgRecordSpec {
+                        id: *slot as u64,
+                        name: format!("slot.{slot}"),
+                        parents: vec![a.bir_id],
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            };
+            let backend = DbgFileSpec {
+                description: "backend (BIR) debug info (neuronscope demo)".into(),
+                parent: "debug_info_penguin.dbg".into(),
+                files: vec![DEMO_SOURCE.into()],
+                records: attrs
+                    .iter()
+                    .map(|(slot, op, a)| {
+                        let line = demo_line(*e, *op, *slot);
+                        DbgRecordSpec {
+                            id: a.bir_id,
+                            name: a.bir_instruction_name.clone(),
+                            parents: vec![1000 + u64::from(line)],
+                            kind: 1,
+                            attrs: vec![
+                                ("kernel_file".into(), "0".into()),
+                                ("kernel_line".into(), line.to_string()),
+                            ],
+                        }
+                    })
+                    .collect(),
+                ..Default::default()
+            };
+            out.push((asm_name, encode_dbg(&asm)));
+            out.push((backend_name, encode_dbg(&backend)));
+        }
+    }
+    let penguin = DbgFileSpec {
+        description: "penguin debug info (neuronscope demo)".into(),
+        parent: "debug_info_hlo.dbg".into(),
+        records: penguin_lines
+            .iter()
+            .map(|&l| DbgRecordSpec {
+                id: 1000 + u64::from(l),
+                name: format!("matmul_kernel.line{l}"),
+                parents: vec![demo_hlo(l) as u64 + 1],
+                kind: 2,
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    };
+    let hlo = DbgFileSpec {
+        description: "hlo debug info (neuronscope demo)".into(),
+        parent: "debug_info_framework.dbg".into(),
+        records: DEMO_HLO
+            .iter()
+            .enumerate()
+            .map(|(i, (name, _))| DbgRecordSpec {
+                id: i as u64 + 1,
+                name: (*name).into(),
+                parents: vec![i as u64 + 1],
+                kind: 3,
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    };
+    let framework = DbgFileSpec {
+        description: "framework debug info (neuronscope demo)".into(),
+        records: DEMO_HLO
+            .iter()
+            .enumerate()
+            .map(|(i, (_, layer))| DbgRecordSpec {
+                id: i as u64 + 1,
+                name: (*layer).into(),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    };
+    out.push((
+        "debug_info/debug_info_penguin.dbg".into(),
+        encode_dbg(&penguin),
+    ));
+    out.push(("debug_info/debug_info_hlo.dbg".into(), encode_dbg(&hlo)));
+    out.push((
+        "debug_info/debug_info_framework.dbg".into(),
+        encode_dbg(&framework),
+    ));
+    out
+}
 
 fn tensor(name: &str, kind: &str, shape: &[i64]) -> TensorMapEntry {
     TensorMapEntry {
@@ -49,7 +288,7 @@ fn var(name: &str, kind: &str, id: u64, size: u64) -> Var {
 /// uuid; `ntff_bytes` scales the NTFF (0 = demo size).
 fn specs(kernel: &str, ntff_bytes: u64) -> (NeffSpec, NtffSpec) {
     let neff_name = format!("{kernel}.neff");
-    let subgraphs = DEMO_SLOTS
+    let subgraphs: Vec<SubgraphSpec> = DEMO_SLOTS
         .iter()
         .map(|slots| SubgraphSpec {
             engines: Engine::ALL
@@ -76,6 +315,20 @@ fn specs(kernel: &str, ntff_bytes: u64) -> (NeffSpec, NtffSpec) {
                     num_queues: Some(16),
                     semaphore_set: vec![25],
                 },
+                DmaQueue {
+                    name: "qPoolDynamic".into(),
+                    kind: "dynamic".into(),
+                    owner: Some("pool".into()),
+                    num_queues: Some(1),
+                    semaphore_set: vec![26],
+                },
+                DmaQueue {
+                    name: "qSPSpillReload0".into(),
+                    kind: "data".into(),
+                    owner: Some("sp".into()),
+                    num_queues: Some(1),
+                    semaphore_set: vec![27],
+                },
             ],
             tensors: vec![
                 tensor("input0", "input", &[256, 1024]),
@@ -87,6 +340,7 @@ fn specs(kernel: &str, ntff_bytes: u64) -> (NeffSpec, NtffSpec) {
     let neff = NeffSpec {
         name: neff_name.clone(),
         uuid: DEMO_UUID,
+        extra_members: demo_debug_members(&subgraphs),
         subgraphs,
         ..NeffSpec::default()
     };
@@ -105,6 +359,14 @@ fn capture(kernel: &str, ntff_bytes: u64) -> Result<Vec<(String, Vec<u8>)>> {
     Ok(vec![
         (format!("{DEMO_DIR}/{kernel}.neff"), write_neff(&neff)),
         (format!("{DEMO_DIR}/{kernel}_exec_2.ntff"), ntff_bytes_out),
+        (
+            DEMO_SOURCE.to_string(),
+            DEMO_SOURCE_TEXT.as_bytes().to_vec(),
+        ),
+        (
+            format!("{DEMO_DIR}/memory_snapshot_rank0.pickle"),
+            crate::memsnap::write::demo_snapshot(DEMO_SOURCE, DEMO_SNAPSHOT_T0_US).0,
+        ),
     ])
 }
 

@@ -249,7 +249,7 @@ test('fused_bf16_s512: the Summary shows Explorer\'s groups in Explorer\'s order
   }
 });
 
-test('demo capture (?demo): semaphore rows under the engines, no DMA rows (the demo writer leaves DMA buffers empty)', async () => {
+test('demo capture (?demo): DMA, throttle and semaphore rows under the engines', async () => {
   const b = await launch();
   try {
     const { page } = b;
@@ -257,8 +257,13 @@ test('demo capture (?demo): semaphore rows under the engines, no DMA rows (the d
     await waitReady(page);
     const canvas = page.locator('[data-testid=timeline-canvas]');
     const rows = await timelineRows(page);
-    assert.equal(Number(await canvas.getAttribute('data-dma-rows')), 0, 'no DMA rows without DmaPacket rows');
-    assert.ok(!rows.some((r) => r.kind === 'dma'), 'no DMA group');
+    // synth: 5 DMA queues per core (4 named by the NEFF + instruction queue 14), 2 cores.
+    assert.equal(Number(await canvas.getAttribute('data-dma-rows')), 10, 'one DMA row per (core, queue)');
+    const dmaHeaders = rows.filter((r) => r.kind === 'dma' && r.header);
+    assert.deepEqual(dmaHeaders.map((r) => r.label), ['sg00 DMA (5 queues)', 'sg01 DMA (5 queues)']);
+    assert.ok(rows.some((r) => r.kind === 'throttle' && !r.header), 'a throttle row is shown');
+    const kinds = rows.filter((r) => r.pcore === 0 && !r.group).map((r) => r.kind);
+    assert.deepEqual([...new Set(kinds)], ['engine', 'dma', 'throttle', 'semaphore'], 'row order within a core');
     assert.ok(Number(await canvas.getAttribute('data-semaphore-rows')) > 0, 'semaphore rows');
     const header = rows.find((r) => r.kind === 'semaphore' && r.header);
     assert.ok(header !== undefined && header.collapsed, 'a collapsed semaphore group');

@@ -14,6 +14,7 @@
 //! pickle stores once and references many times gets one `stack_id`.
 
 pub mod pickle;
+pub mod write;
 
 use std::collections::HashMap;
 

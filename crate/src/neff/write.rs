@@ -354,3 +354,137 @@ pub fn write_neff(spec: &NeffSpec) -> Vec<u8> {
     h.extend_from_slice(&payload);
     h
 }
+
+/// One record of a synthetic `.dbg` file (neff.md §9.2).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DbgRecordSpec {
+    /// Field 1: id.
+    pub id: u64,
+    /// Field 2: name (BIR `inst.12`, HLO `%dot.3 = …`, framework layer).
+    pub name: String,
+    /// Field 3: parent ids, one level up the chain (packed varints).
+    pub parents: Vec<u64>,
+    /// Field 6: kind (1 – 3 seen; 0 = absent).
+    pub kind: u64,
+    /// Field 7: string attributes (`kernel_file`, `kernel_line`).
+    pub attrs: Vec<(String, String)>,
+}
+
+/// A synthetic `.dbg` file (neff.md §9.1): asm files hold one record per 64-byte slot whose
+/// parent is a backend (BIR) id; backend records point to Penguin ids, Penguin to HLO, HLO to
+/// the framework layer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DbgFileSpec {
+    /// Field 1: description.
+    pub description: String,
+    /// Field 2: parent file name (base name of the next file up the chain, or empty).
+    pub parent: String,
+    /// Field 4: engine number (neff.md §7.1), when set.
+    pub engine: Option<u64>,
+    /// Field 5: source-file table (`kernel_file` attributes index it).
+    pub files: Vec<String>,
+    /// Field 3: records in order.
+    pub records: Vec<DbgRecordSpec>,
+}
+
+/// Encodes `f` with [`crate::pb`]'s writers; `crate::neff::debug::parse_dbg` reads it back.
+pub fn encode_dbg(f: &DbgFileSpec) -> Vec<u8> {
+    use crate::pb::{put_bytes, put_uint, put_varint};
+    let mut out = Vec::new();
+    if !f.description.is_empty() {
+        put_bytes(&mut out, 1, f.description.as_bytes());
+    }
+    if !f.parent.is_empty() {
+        put_bytes(&mut out, 2, f.parent.as_bytes());
+    }
+    if let Some(e) = f.engine {
+        put_uint(&mut out, 4, e);
+    }
+    for s in &f.files {
+        put_bytes(&mut out, 5, s.as_bytes());
+    }
+    for r in &f.records {
+        let mut b = Vec::new();
+        put_uint(&mut b, 1, r.id);
+        put_bytes(&mut b, 2, r.name.as_bytes());
+        if !r.parents.is_empty() {
+            let mut packed = Vec::new();
+            for &p in &r.parents {
+                put_varint(&mut packed, p);
+            }
+            put_bytes(&mut b, 3, &packed);
+        }
+        if r.kind != 0 {
+            put_uint(&mut b, 6, r.kind);
+        }
+        for (k, v) in &r.attrs {
+            let mut kv = Vec::new();
+            put_bytes(&mut kv, 1, k.as_bytes());
+            put_bytes(&mut kv, 2, v.as_bytes());
+            put_bytes(&mut b, 7, &kv);
+        }
+        put_bytes(&mut out, 3, &b);
+    }
+    out
+}
+
+/// Member names the NEFF writer lists in `def.json` for engine `engine`'s debug files:
+/// (`sgNN/debug_info_asm_<Base>.dbg`, `sgNN/debug_info_backend_<Base>.dbg`).
+pub fn engine_dbg_members(subgraph: usize, engine: Engine) -> (String, String) {
+    let b = file_base(engine);
+    (
+        format!("sg{subgraph:02}/debug_info_asm_{b}.dbg"),
+        format!("sg{subgraph:02}/debug_info_backend_{b}.dbg"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::neff::debug::{parse_dbg, Interner};
+
+    /// `encode_dbg` output reads back field for field (neff.md §9.1 – §9.2).
+    #[test]
+    fn dbg_roundtrip() {
+        let spec = DbgFileSpec {
+            description: "backend".into(),
+            parent: "debug_info_penguin.dbg".into(),
+            engine: Some(3),
+            files: vec!["a.py".into(), "b.py".into()],
+            records: vec![
+                DbgRecordSpec {
+                    id: 300,
+                    name: "inst.300".into(),
+                    parents: vec![1017, 5],
+                    kind: 1,
+                    attrs: vec![
+                        ("kernel_file".into(), "1".into()),
+                        ("kernel_line".into(), "17".into()),
+                    ],
+                },
+                DbgRecordSpec {
+                    id: 301,
+                    name: "inst.301".into(),
+                    ..Default::default()
+                },
+            ],
+        };
+        let mut s = Interner::default();
+        let (f, sfi, fault) = parse_dbg(&encode_dbg(&spec), "m.dbg", &mut s);
+        assert!(fault.is_none() && sfi.is_none());
+        assert_eq!(f.description, "backend");
+        assert_eq!(f.parent, "debug_info_penguin.dbg");
+        assert_eq!(f.engine, Some(3));
+        let files: Vec<&str> = f.files.iter().map(|&x| s.get(x)).collect();
+        assert_eq!(files, ["a.py", "b.py"]);
+        assert_eq!(f.records.len(), 2);
+        let r = f.by_id(300).unwrap();
+        assert_eq!(s.get(r.name), "inst.300");
+        assert_eq!(r.kind, 1);
+        assert_eq!(f.parents(r), [1017, 5]);
+        assert_eq!(f.attr(&s, r, "kernel_line"), Some("17"));
+        assert_eq!(f.attr(&s, r, "kernel_file"), Some("1"));
+        let r = f.by_id(301).unwrap();
+        assert!(f.parents(r).is_empty() && f.attrs(r).is_empty());
+    }
+}

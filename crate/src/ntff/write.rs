@@ -3,9 +3,9 @@
 //! Layout as in ntff.md §2/§10: a 128-byte header (version 6, u64 info length), the info section
 //! encoded with prost from `proto/ntff.proto`, then the blob section: the engine code blocks of
 //! every core, then per core its instruction, event, error, DMA and throttle buffers (error
-//! records only when `NtffSpec::error_records` asks for them; DMA and throttle empty). Each
-//! core's runtime code stream follows ntff.md §7: a 50-slot runtime prologue (PE NOTIFY at
-//! runtime pc 49), the NEFF's slot 0, NEFF slots 2.. (opcode `0xD4` rewritten to
+//! records only when `NtffSpec::error_records` asks for them). Each core's runtime code
+//! stream follows ntff.md §7: a 50-slot runtime prologue
+//! (PE NOTIFY at runtime pc 49), the NEFF's slot 0, NEFF slots 2.. (opcode `0xD4` rewritten to
 //! `0xB8`), a 10-slot epilogue — so it pairs with a synthetic NEFF holding the same opcode bytes.
 //!
 //! Timeline per core (raw ticks are picoseconds, one clock, identity calibration as on trn2):
@@ -15,6 +15,13 @@
 //! after it, plus one PE start left open (blocked when capture stopped). Semaphore updates: five
 //! per iteration (ids 3 – 6 and a queue semaphore) and one non-listed event record. Records are
 //! generated on the fly, so files of any size stream through `out` with bounded memory.
+//!
+//! DMA (ntff.md §4.4): per iteration each [`NtffDmaQueue`] moves `packets_per_iter` packets,
+//! three records each (phase 1 start, phase 5 end with bytes and CRC, phase 6 completion), written
+//! in time order per iteration so packets of different queues interleave (1, 1, 5, 5, 6, 6); every
+//! record lies inside the window. The queues named in the spec go into the subgraph's DMA queue
+//! table (§3.3.2); a queue with `name: None` is an instruction-issued queue outside the table.
+//! Throttle (§4.5): `throttles_per_core` records spread over the body passes.
 
 use std::io::Write;
 
@@ -48,6 +55,81 @@ pub struct NtffSubgraphSpec {
     /// Semaphore index of a DMA queue of this core (named in the NEFF `def.json`), used for one
     /// update per iteration (the samples' `S[24] (qSyncDynamicHW)`).
     pub queue_semaphore: u32,
+    /// DMA queues with traffic on this core.
+    pub dma_queues: Vec<NtffDmaQueue>,
+}
+
+/// A DMA queue of one synthetic core and its traffic (ntff.md §3.3.2, §4.4).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NtffDmaQueue {
+    /// NEFF queue name (`qSPDynamicHW`) → queue-table entry; `None` = not in the table (the
+    /// decoder then calls the packets `instruction` DMA).
+    pub name: Option<String>,
+    /// Record field w0[30:24]: DMA engine counted from the first core's 16 engines (0 – 15 on
+    /// `sg00`, 16 – 31 on `sg01`); table field 1 = 16 × first core + this.
+    pub engine: u32,
+    /// Queue index within the engine (w1[7:4], 0 – 15).
+    pub queue: u32,
+    /// Queue-table type code (field 3; 2 = `weights` in the exports).
+    pub type_code: u32,
+    /// Packets per body iteration.
+    pub packets_per_iter: u32,
+    /// Typical packet size in bytes (sizes vary from a quarter of it up to it; < 2^24).
+    pub bytes: u32,
+}
+
+/// The demo's DMA queues of core slot `i` (0 = `sg00`, 1 = `sg01`): the four queue sets the demo
+/// NEFF declares plus an instruction queue (14) outside the table, ~24 packets per iteration.
+pub fn default_dma_queues(i: usize) -> Vec<NtffDmaQueue> {
+    let base = 16 * i as u32;
+    let q =
+        |name: Option<&str>, engine: u32, queue: u32, code: u32, n: u32, bytes: u32| NtffDmaQueue {
+            name: name.map(str::to_string),
+            engine: base + engine,
+            queue,
+            type_code: code,
+            packets_per_iter: n,
+            bytes,
+        };
+    vec![
+        q(Some("qSPDynamicHW"), 1, 0, 0, 8, 8192),
+        q(Some("qActDynamicHW"), 2, 0, 0, 6, 4096),
+        q(Some("qPoolDynamic"), 3, 1, 0, 4, 2048),
+        q(Some("qSPSpillReload0"), 4, 1, 2, 3, 65536),
+        q(None, 5, 14, 0, 3, 512),
+    ]
+}
+
+/// One DMA packet as written (raw picoseconds on the identity DMA clock).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WrittenDma {
+    /// Record field w0[30:24] (see [`NtffDmaQueue::engine`]).
+    pub engine: u32,
+    /// Queue index.
+    pub queue: u32,
+    /// Phase-1 record time, ps.
+    pub start_ps: u64,
+    /// Phase-5 record time, ps.
+    pub end_ps: u64,
+    /// Bytes (phase-5 w0[23:0]).
+    pub bytes: u32,
+    /// CRC (phase-5 w1[31:16]).
+    pub crc: u16,
+}
+
+/// One throttle record as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WrittenThrottle {
+    /// Record time, ps.
+    pub ts_ps: u64,
+    /// Numerator k (w1[7:0]).
+    pub k: u8,
+    /// Denominator n (w0[23:16], non-zero).
+    pub n: u8,
+    /// Type code (w1[15:8]: 0 or 1).
+    pub type_code: u8,
+    /// Raw w0.
+    pub w0: u32,
 }
 
 /// What to write. `Default` is a small two-core trn2 demo.
@@ -74,6 +156,8 @@ pub struct NtffSpec {
     /// Records written into every core's error buffer (trace type 2) as (w0, w1, ps after
     /// t0). No sample has any (ntff.md §4.6): a fixture for `ntff::errors`. Empty by default.
     pub error_records: Vec<(u32, u32, u64)>,
+    /// Throttle records per core.
+    pub throttles_per_core: u32,
 }
 
 impl Default for NtffSpec {
@@ -101,7 +185,19 @@ pub struct WriteSummary {
     /// Execution window t0, t1 (raw ps).
     pub t0: u64,
     pub t1: u64,
+    /// DMA packets written per core (all inside the window, none dropped by §4.4's rule).
+    pub dma_packets: Vec<u64>,
+    /// The first [`DETAIL_CAP`] packets per core, in write (time) order.
+    pub dma: Vec<Vec<WrittenDma>>,
+    /// Throttle records per core, in time order.
+    pub throttles: Vec<Vec<WrittenThrottle>>,
+    /// End of each core's last instruction inside the window (raw ps): where its last throttle
+    /// row ends (ntff.md §4.5).
+    pub last_instruction_end: Vec<u64>,
 }
+
+/// Packets per core kept in [`WriteSummary::dma`] (bounds memory for huge benchmark files).
+pub const DETAIL_CAP: usize = 1 << 16;
 
 /// Opcode bytes for a synthetic NEFF engine stream of `slots` slots: slot 0 `0xB1`, slot 1
 /// `0xCC`, then a per-engine mix of the §7 opcodes (DMA triggers as the NEFF spells them, `0xD4`).
@@ -134,6 +230,7 @@ impl NtffSpec {
                 core: 4 + i as u32,
                 neff_opcodes: std::array::from_fn(|e| default_neff_opcodes(Engine::ALL[e], s[e])),
                 queue_semaphore: 24,
+                dma_queues: default_dma_queues(i),
             })
             .collect();
         NtffSpec {
@@ -147,6 +244,7 @@ impl NtffSpec {
             base_ps: 2_566_277_910_022_000,
             seed: 1,
             error_records: Vec::new(),
+            throttles_per_core: 6,
         }
     }
 
@@ -158,7 +256,7 @@ impl NtffSpec {
             .map(|s| {
                 let streams = runtime_streams(s);
                 let ins: u64 = streams.iter().map(|r| body_len(r) as u64 * 32).sum();
-                ins + EVENTS_PER_ITER * 16
+                ins + EVENTS_PER_ITER * 16 + dma_packets_per_iter(s) * 48
             })
             .sum();
         self.iterations = bytes.div_ceil(per_iter.max(1)).max(1);
@@ -167,6 +265,42 @@ impl NtffSpec {
 }
 
 const EVENTS_PER_ITER: u64 = 6;
+
+fn dma_packets_per_iter(sg: &NtffSubgraphSpec) -> u64 {
+    sg.dma_queues
+        .iter()
+        .map(|q| u64::from(q.packets_per_iter))
+        .sum()
+}
+
+/// The DMA packets of one body pass starting at `pass0` (ps), `usable` ps long: per queue, evenly
+/// spaced starts with jitter, duration 60 ns + 25 ps/byte, ends non-decreasing within the queue
+/// (FIFO pairing, ntff.md §4.4). Sorted by start.
+fn dma_pass(seed: u64, sg: &NtffSubgraphSpec, k: u64, pass0: u64, usable: u64) -> Vec<WrittenDma> {
+    let mut out = Vec::new();
+    for (qi, q) in sg.dma_queues.iter().enumerate() {
+        let n = u64::from(q.packets_per_iter.max(1));
+        let slot = usable / n;
+        let mut prev_end = 0u64;
+        for j in 0..u64::from(q.packets_per_iter) {
+            let x = h(seed ^ 0xD3A, (u64::from(sg.core) << 8) | qi as u64, k, j);
+            let start = pass0 + 20_000 + j * slot + (x % (slot / 3 + 1));
+            let bytes = (q.bytes >> ((x >> 20) % 3)).clamp(1, 0xFF_FFFF);
+            let end = (start + 60_000 + u64::from(bytes) * 25).max(prev_end + 1_000);
+            prev_end = end;
+            out.push(WrittenDma {
+                engine: q.engine & 0x7F,
+                queue: q.queue & 0xF,
+                start_ps: start,
+                end_ps: end,
+                bytes,
+                crc: (x >> 40) as u16,
+            });
+        }
+    }
+    out.sort_by_key(|p| p.start_ps);
+    out
+}
 
 /// A runtime engine stream: opcode bytes and where the body (slot o − 1 ..) starts and ends.
 struct Runtime {
@@ -454,12 +588,15 @@ pub fn write_ntff(spec: &NtffSpec, out: &mut impl Write) -> std::io::Result<Writ
         let er = spec.error_records.len() as u64 * 16;
         descriptors.push(d(0, 0, off, ins));
         descriptors.push(d(1, 0, off + ins, ev));
+        let dma = spec.iterations * dma_packets_per_iter(sg) * 48;
+        let thr = u64::from(spec.throttles_per_core) * 16;
         descriptors.push(d(2, 0, off + ins + ev, er));
-        descriptors.push(d(4, 1, off + ins + ev + er, 0));
-        descriptors.push(d(5, 0, off + ins + ev + er, 0));
-        off += ins + ev + er;
+        descriptors.push(d(4, 1, off + ins + ev + er, dma));
+        descriptors.push(d(5, 0, off + ins + ev + er + dma, thr));
+        off += ins + ev + er + dma + thr;
     }
 
+    let first_core = spec.subgraphs.first().map_or(0, |s| s.core);
     let subgraphs_pb: Vec<proto::Subgraph> = spec
         .subgraphs
         .iter()
@@ -477,6 +614,21 @@ pub fn write_ntff(spec: &NtffSpec, out: &mut impl Write) -> std::io::Result<Writ
                 })
                 .collect(),
             calibration: Some(identity_calibration()),
+            dma_queues: sg
+                .dma_queues
+                .iter()
+                .filter_map(|q| {
+                    Some(proto::DmaQueue {
+                        engine: 16 * u64::from(first_core) + u64::from(q.engine),
+                        queue: u64::from(q.queue),
+                        queue_type: u64::from(q.type_code),
+                        name: q.name.clone()?.into_bytes(),
+                        event_id: -1,
+                        unknown7: 2,
+                        axi: Vec::new(),
+                    })
+                })
+                .collect(),
             total_time_ps: if i == 0 {
                 t1 - t0
             } else {
@@ -672,10 +824,64 @@ pub fn write_ntff(spec: &NtffSpec, out: &mut impl Write) -> std::io::Result<Writ
         for &(w0, w1, after) in &spec.error_records {
             w.rec(w0, w1, t0 + after)?;
         }
+
+        // DMA: per iteration, the pass's packets as time-ordered phase 1/5/6 records.
+        let mut dma_detail = Vec::new();
+        let mut packets = 0u64;
+        let usable = p.period.saturating_sub(150_000);
+        for k in 0..spec.iterations {
+            let pass0 = t0 + 100_000 + k * p.period;
+            let pk = dma_pass(spec.seed, sg, k, pass0, usable);
+            let mut recs: Vec<(u64, u32, u32)> = Vec::with_capacity(pk.len() * 3);
+            for d in &pk {
+                let w0 = 0x8000_0000 | (d.engine << 24);
+                let q = d.queue << 4;
+                recs.push((d.start_ps, w0, q | 1));
+                recs.push((d.end_ps, w0 | d.bytes, (u32::from(d.crc) << 16) | q | 5));
+                recs.push((d.end_ps + 30_000, w0, q | 6));
+            }
+            recs.sort_by_key(|r| r.0);
+            for (ts, w0, w1) in recs {
+                w.rec(w0, w1, ts)?;
+            }
+            packets += pk.len() as u64;
+            let room = DETAIL_CAP.saturating_sub(dma_detail.len());
+            dma_detail.extend(pk.into_iter().take(room));
+        }
+        summary.dma_packets.push(packets);
+        summary.dma.push(dma_detail);
+
+        // Throttle: evenly over the body passes, alternating types, k/n from 16/16 down.
+        let body = p.period * spec.iterations;
+        let n_thr = u64::from(spec.throttles_per_core);
+        let mut thr = Vec::new();
+        for i in 0..n_thr {
+            let x = h(spec.seed ^ 0x7E, u64::from(sg.core), i, 0);
+            let t = WrittenThrottle {
+                ts_ps: t0 + 100_000 + body * i / n_thr.max(1) + x % 10_000,
+                k: 16 - (i % 4) as u8 * 3,
+                n: 16,
+                type_code: (i % 2) as u8,
+                w0: 0x9E00_0000 | (16 << 16) | (x as u32 & 0xFF),
+            };
+            w.rec(
+                t.w0,
+                (u32::from(t.type_code) << 8) | u32::from(t.k),
+                t.ts_ps,
+            )?;
+            thr.push(t);
+        }
+        summary.throttles.push(thr);
+        summary
+            .last_instruction_end
+            .push(epi_start + 100_000 + 4 * 1_000 + 60_000);
+
         let wrote = w.written + w.buf.len() as u64 - start_bytes;
         debug_assert_eq!(
             wrote,
-            (ins_records(p) + ev_records(p) + spec.error_records.len() as u64) * 16,
+            (ins_records(p) + ev_records(p) + spec.error_records.len() as u64) * 16
+                + spec.iterations * dma_packets_per_iter(sg) * 48
+                + n_thr * 16,
             "core {ci}: record count plan"
         );
     }
@@ -813,6 +1019,145 @@ mod tests {
         assert!(texts.contains("S[5] (Tensor)"));
         assert_eq!(t.rows("Metadata"), 1);
         assert_eq!(t.rows("ExecutionInfo"), 1);
+    }
+
+    fn col<'a, T: 'static>(b: &'a arrow_array::RecordBatch, name: &str) -> &'a T {
+        b.column_by_name(name)
+            .unwrap_or_else(|| panic!("column {name}"))
+            .as_any()
+            .downcast_ref::<T>()
+            .unwrap_or_else(|| panic!("type of {name}"))
+    }
+
+    /// Decoded `DmaPacket` and `Throttle` rows equal what the writer wrote (ntff.md §4.4, §4.5).
+    #[test]
+    fn dma_and_throttle_roundtrip() {
+        let spec = NtffSpec::default();
+        let (_bytes, s, t, r) = roundtrip(&spec);
+        assert!(r.problems.is_empty(), "{:?}", r.problems);
+        let first = spec.subgraphs[0].core as i64;
+        // Expected rows: (pcore, engine_idx, queue, start ns, duration ns, bytes, crc, type, name).
+        type Row = (i64, i64, i64, i64, i64, i64, i64, String, String);
+        let mut want: Vec<Row> = Vec::new();
+        for (ci, (sg, packets)) in spec.subgraphs.iter().zip(&s.dma).enumerate() {
+            assert_eq!(packets.len() as u64, s.dma_packets[ci]);
+            assert_eq!(
+                s.dma_packets[ci],
+                spec.iterations * 24,
+                "24 packets per iteration"
+            );
+            for d in packets {
+                let q = sg
+                    .dma_queues
+                    .iter()
+                    .find(|q| q.engine == d.engine && q.queue == d.queue)
+                    .unwrap();
+                let engine = 16 * first + i64::from(d.engine);
+                let (ty, name) = match q.name.as_deref() {
+                    Some(n) if n.ends_with("DynamicHW") => {
+                        ("hardware_dynamic", format!("Q{}-E{engine}", d.queue))
+                    }
+                    Some(n) if n.ends_with("Dynamic") => {
+                        ("software_dynamic", format!("Q{}-E{engine}", d.queue))
+                    }
+                    Some(_) => ("data", format!("qSyncSpillReload0-Q{}-E{engine}", d.queue)),
+                    None => ("instruction", format!("Q{}-E{engine}", d.queue)),
+                };
+                want.push((
+                    ci as i64,
+                    engine,
+                    i64::from(d.queue),
+                    ((d.start_ps - s.t0) / 1000) as i64,
+                    ((d.end_ps - d.start_ps) / 1000) as i64,
+                    i64::from(d.bytes),
+                    i64::from(d.crc),
+                    ty.to_string(),
+                    name,
+                ));
+            }
+        }
+        let b = t.concat("DmaPacket").unwrap();
+        let i64c = |n: &str| col::<Int64Array>(&b, n);
+        let strc = |n: &str| col::<StringArray>(&b, n);
+        let mut got: Vec<Row> = (0..b.num_rows())
+            .map(|i| {
+                (
+                    i64c("pcore_idx").value(i),
+                    i64c("engine_idx").value(i),
+                    i64c("queue_idx").value(i),
+                    i64c("start_ts").value(i),
+                    i64c("duration_ns").value(i),
+                    i64c("transfer_bytes").value(i),
+                    i64c("crc").value(i),
+                    strc("queue_type").value(i).to_string(),
+                    strc("queue_name").value(i).to_string(),
+                )
+            })
+            .collect();
+        want.sort();
+        got.sort();
+        assert_eq!(got.len(), want.len());
+        assert_eq!(got, want);
+        assert!(
+            want.iter().any(|w| w.5 == 65536),
+            "a 64 KiB packet (24-bit size)"
+        );
+        // packet_idx: 0-based rank by start within (core, engine, queue).
+        let idx = col::<arrow_array::Int32Array>(&b, "packet_idx");
+        let max_idx = (0..b.num_rows()).map(|i| idx.value(i)).max().unwrap();
+        assert_eq!(max_idx as u64, spec.iterations * 8 - 1);
+        for c in &r.cores {
+            assert_eq!(c.dma.dropped_streams, 0);
+            assert_eq!(c.dma.unpaired_starts + c.dma.unpaired_ends, 0);
+        }
+
+        // Throttle rows: each lasts to the next record, the last to the core's last instruction.
+        let th = t.concat("Throttle").unwrap();
+        let mut want: Vec<(i64, i64, i64, i32, i32, String)> = Vec::new();
+        for (ci, recs) in s.throttles.iter().enumerate() {
+            assert_eq!(recs.len() as u32, spec.throttles_per_core);
+            for (i, x) in recs.iter().enumerate() {
+                let end = recs
+                    .get(i + 1)
+                    .map_or(s.last_instruction_end[ci], |n| n.ts_ps);
+                want.push((
+                    ci as i64,
+                    ((x.ts_ps - s.t0) / 1000) as i64,
+                    ((end - x.ts_ps) / 1000) as i64,
+                    i32::from(x.k),
+                    i32::from(x.n),
+                    format!("activity_{}", x.type_code),
+                ));
+            }
+        }
+        let i32c = |n: &str| col::<arrow_array::Int32Array>(&th, n);
+        let got: Vec<(i64, i64, i64, i32, i32, String)> = (0..th.num_rows())
+            .map(|i| {
+                (
+                    col::<Int64Array>(&th, "pcore_idx").value(i),
+                    col::<Int64Array>(&th, "timestamp").value(i),
+                    col::<Int64Array>(&th, "duration").value(i),
+                    i32c("k").value(i),
+                    i32c("n").value(i),
+                    col::<StringArray>(&th, "type").value(i).to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(got, want);
+        // The queue table names the four NEFF queues per core.
+        let q = t.concat("DmaQueuesInfo").unwrap();
+        let names = col::<StringArray>(&q, "name");
+        let names: Vec<&str> = (0..q.num_rows()).map(|i| names.value(i)).collect();
+        assert_eq!(
+            names,
+            [
+                "qSyncDynamicHW",
+                "qScalarDynamicHW",
+                "qGpSimdDynamic",
+                "qSyncSpillReload0"
+            ]
+            .repeat(2)
+        );
     }
 
     #[test]
