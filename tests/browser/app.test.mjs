@@ -88,7 +88,8 @@ test('fused_bf16_s512: Device profile, paired, counts equal the JSON export, Par
       const dpr = c.width / c.clientWidth;
       const { data, width, height } = ctx.getImageData(0, 0, c.width, c.height);
       for (let y = Math.floor(30 * dpr); y < height; y += 4) {
-        for (let x = Math.floor(155 * dpr); x < width; x += 2) {
+        // Right of the label gutter (its width is on the canvas).
+        for (let x = Math.floor((Number(c.dataset.gutter) + 5) * dpr); x < width; x += 2) {
           const i = (y * width + x) * 4;
           if (Math.max(data[i], data[i + 1], data[i + 2]) - Math.min(data[i], data[i + 1], data[i + 2]) > 40) {
             return { x: x / dpr, y: y / dpr };

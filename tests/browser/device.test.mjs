@@ -90,7 +90,8 @@ test('fused_bf16_s512: DMA queue, semaphore and throttle rows match the JSON exp
     assert.ok(rows.some((r) => r.kind === 'throttle' && !r.header), 'a throttle row is shown');
     // Per core: engines first, then DMA, throttle, semaphores (rows of core 0 come before core 1's).
     const kinds = rows.filter((r) => r.pcore === 0 && !r.group).map((r) => r.kind);
-    assert.deepEqual([...new Set(kinds)], ['engine', 'dma', 'throttle', 'semaphore'], 'row order within a core');
+    // PendingDma (derived from the DMA_DIRECT2D instructions) sits between DMA and throttle.
+    assert.deepEqual([...new Set(kinds)], ['engine', 'dma', 'pending', 'throttle', 'semaphore'], 'row order within a core');
 
     const big = dmaHeaders.find((r) => r.count === Math.max(...dmaHeaders.map((x) => x.count)));
     assert.ok(big.collapsed, `the ${big.count}-queue group starts collapsed`);

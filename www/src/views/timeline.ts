@@ -498,6 +498,7 @@ export class TimelineView {
     this.canvas.dataset['rowH'] = String(ROW_H);
     this.canvas.dataset['gutter'] = String(this.gutter);
     this.canvas.dataset['axisH'] = String(AXIS_H);
+    this.canvas.dataset['gutter'] = String(this.gutter);
     this.canvas.dataset['counterTop'] = String(this.rowsBottom());
     this.canvas.dataset['nsPerPx'] = String(this.nsPerPx);
     // Visible time range, ns on the model's axis (tests compare it with ExecutionInfo).
