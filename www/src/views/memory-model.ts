@@ -145,6 +145,15 @@ function firstBig(v: Col, where: (k: number) => boolean): bigint | null {
 /** Action strings → codes, read from the Utf8 buffers without decoding every string. */
 function actions(v: Col, n: number): Uint8Array {
   const out = new Uint8Array(n);
+  if (v !== null && v.data.some((d) => d.valueOffsets === undefined || d.valueOffsets === null || d.dictionary !== undefined)) {
+    // Not plain Utf8 (e.g. dictionary-encoded): decode each string.
+    const codes: Record<string, Act> = {
+      alloc: Act.Alloc, free: Act.FreeCompleted, free_requested: Act.FreeRequested, free_completed: Act.FreeCompleted,
+      segment_alloc: Act.SegmentAlloc, segment_map: Act.SegmentAlloc, segment_free: Act.SegmentFree, segment_unmap: Act.SegmentFree, oom: Act.Oom,
+    };
+    for (let k = 0; k < Math.min(n, v.length); k++) out[k] = codes[String(v.get(k))] ?? Act.Other;
+    return out;
+  }
   let k = 0;
   for (const c of chunks(v)) {
     const off = c.offsets;
