@@ -197,7 +197,9 @@ export function buildMemoryModel(
 ): MemoryModel {
   const nAll = events?.numRows ?? 0;
   const devAll = numbers(events?.getChild('device') ?? null, nAll, 0);
-  const devices = [...new Set([...devAll, ...baselines.map((b) => b.device)])].filter((d) => Number.isFinite(d)).sort((a, b) => a - b);
+  const devSet = new Set<number>(devAll);
+  for (const b of baselines) devSet.add(Number(b.device));
+  const devices = [...devSet].filter((d) => Number.isFinite(d)).sort((a, b) => a - b);
   const counts = new Map<number, number>();
   for (const d of devAll) counts.set(d, (counts.get(d) ?? 0) + 1);
   const dev = device ?? [...counts.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0])[0]?.[0] ?? devices[0] ?? 0;

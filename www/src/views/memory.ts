@@ -525,7 +525,7 @@ export class MemoryView {
     ctx.fillRect(0, 0, W, H);
     ctx.font = '11px system-ui, sans-serif';
     ctx.textBaseline = 'middle';
-    const maxSeg = Math.max(1, ...rows.map((s) => s.size));
+    const maxSeg = rows.reduce((a, s) => Math.max(a, s.size), 1);
     const barW = Math.max(50, W - SEG_LABEL - 8);
     this.segAllocs = [];
     let reserved = 0;
