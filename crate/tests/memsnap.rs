@@ -253,6 +253,45 @@ fn large_snapshot_streams_trace_entries() {
 }
 
 #[test]
+fn own_frames_per_entry_are_dropped_and_stacks_interned_by_content() {
+    let e = expected();
+    let (r, t) = run("unshared_p4.pickle");
+    assert!(r.problems.is_empty(), "{:?}", r.problems);
+    // Same report as when the frames are shared: stacks are distinct by content.
+    check_report(&r, &e["unshared"]);
+    let ev = t.concat("MemoryAllocatorEvent").unwrap();
+    assert_eq!(ev.num_rows() as u64, r.events);
+    // Every entry's own frames were dropped as soon as the entry became a row...
+    assert_eq!(r.reclaimed_entries, r.events, "entries reclaimed");
+    // ...so the reader holds far fewer values than a reader keeping the object graph (about 7
+    // values per frame dict for every entry).
+    let data = bytes("unshared_p4.pickle");
+    let full = pickle::parse(
+        &SliceSource(&data),
+        pickle::Limits::default(),
+        &mut pickle::NoHook,
+    );
+    assert!(full.error.is_none());
+    assert!(
+        full.peak_values > 7 * r.events * 2,
+        "the graph has frames: {} values",
+        full.peak_values
+    );
+    assert!(
+        r.peak_values * 5 < full.peak_values,
+        "peak retained values {} (whole graph {})",
+        r.peak_values,
+        full.peak_values
+    );
+    assert!(
+        r.retained_values * 5 < full.peak_values,
+        "retained at the end {} (whole graph {})",
+        r.retained_values,
+        full.peak_values
+    );
+}
+
+#[test]
 fn legacy_blocks_use_history() {
     let (r, t) = run("legacy_p4.pickle");
     assert!(r.problems.is_empty(), "{:?}", r.problems);

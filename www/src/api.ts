@@ -28,6 +28,8 @@ export interface InventoryFile {
   kind: string;
   /** Id of the profile the file belongs to. */
   profile?: string | null;
+  /** Rank from a memory snapshot's name (`memory_snapshot_rank<N>.pickle`). */
+  rank?: number | null;
 }
 
 /**
@@ -268,6 +270,52 @@ export interface ConformReport {
   sections: ConformSection[];
 }
 
+/** Per-device numbers of a memory snapshot (crate::memsnap::DeviceReport); bytes, Unix ns. */
+export interface MemoryDeviceReport {
+  device: number;
+  events: number;
+  first_ts_ns?: number | null;
+  last_ts_ns?: number | null;
+  baseline_allocated_bytes: number;
+  baseline_reserved_bytes: number;
+  peak_allocated_bytes: number;
+  peak_reserved_bytes: number;
+  final_allocated_bytes: number;
+  final_reserved_bytes: number;
+  ooms: number;
+}
+
+/** What the snapshot reader found (crate::memsnap::MemSnapReport). */
+export interface MemoryReport {
+  file: string;
+  protocol?: number | null;
+  events: number;
+  segments: number;
+  blocks: number;
+  stacks: number;
+  frames: number;
+  annotations?: number;
+  settings?: number;
+  ooms: number;
+  first_ts_ns?: number | null;
+  last_ts_ns?: number | null;
+  peak_allocated_bytes?: number | null;
+  peak_reserved_bytes?: number | null;
+  devices: MemoryDeviceReport[];
+  retained_values?: number;
+  problems?: Problem[];
+}
+
+/** Result of Session.process_memory() (crate::profile::MemoryResult). */
+export interface MemoryResult {
+  key: string;
+  file: string;
+  tables: TableInfo[];
+  report: MemoryReport;
+  /** wasm memory size after decoding, bytes. */
+  wasm_memory_bytes?: number;
+}
+
 /** A file of the built-in demo capture. */
 export interface DemoFile {
   path: string;
@@ -286,6 +334,8 @@ export interface WasmSession {
   ): ProcessResult;
   /** Decodes a System / System+Device profile's host and runtime trace (absent in older cores). */
   process_system?(profileId: string, progress: (stage: string, done: number, total: number) => void): SystemResult;
+  /** Decodes a PyTorch memory snapshot of the picked files (absent in older cores). */
+  process_memory?(path: string): MemoryResult;
   table_ipc(key: string, table: string): Uint8Array;
   table_parquet(key: string, table: string): Uint8Array;
   bundle_zip(key: string): Uint8Array;

@@ -1,7 +1,7 @@
 // Main-thread proxy for the worker: one promise per request, progress callbacks per request.
 
 import type { FromWorker, PickedFile, ReplyMap, Request } from './protocol.ts';
-import type { ConformReport, Inventory, ProcessResult, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SystemResult } from './api.ts';
+import type { ConformReport, Inventory, MemoryResult, ProcessResult, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SystemResult } from './api.ts';
 
 type Progress = (stage: string, done: number, total: number) => void;
 
@@ -77,6 +77,10 @@ export class CoreClient {
   /** Decodes the system trace of a System / System+Device profile. */
   processSystem(profileId: string, progress: Progress): Promise<SystemResult> {
     return this.call({ op: 'processSystem', profileId }, progress);
+  }
+  /** Decodes a PyTorch memory snapshot (`memory_snapshot_rank<N>.pickle`) of the picked folder. */
+  processMemory(path: string): Promise<MemoryResult> {
+    return this.call({ op: 'processMemory', path });
   }
   tableIpc(key: string, table: string): Promise<Uint8Array> {
     return this.call({ op: 'table', key, table, format: 'ipc' });

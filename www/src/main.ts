@@ -2,13 +2,15 @@
 // boot → idle → loading → processing → ready (or error), which the browser tests wait on.
 
 import { tableFromArrays, tableFromIPC, type Table } from 'apache-arrow';
-import type { Inventory, ProcessResult, ProfileEntry, SystemResult, TableInfo } from './api.ts';
+import type { Inventory, MemoryResult, ProcessResult, ProfileEntry, SystemResult, TableInfo } from './api.ts';
 import { CoreClient } from './client.ts';
 import { byId, download, h, nodes } from './dom.ts';
 import { bytes, cell, int, ns } from './format.ts';
 import { directoryPicker, filesFromDrop, filesFromInput, pickWithDirectoryPicker } from './picker.ts';
 import type { PickedFile } from './protocol.ts';
-import { foldedProblems, isPaired, renderProfiles } from './views/profiles.ts';
+import { foldedProblems, isPaired, memorySnapshots, renderProfiles } from './views/profiles.ts';
+import { MemoryView } from './views/memory.ts';
+import { buildMemoryModel } from './views/memory-model.ts';
 import {
   buildSystemTimeline,
   deviceLinkRows,
@@ -57,6 +59,9 @@ const systemView = new TimelineView({
 /** The system trace on screen: its profile and DeviceProfileList. */
 let systemShown: { profile: ProfileEntry; devices: DeviceLinkRow[] } | null = null;
 const browser = new TableBrowser();
+/** PyTorch memory snapshot on screen (its path). */
+const memoryView = new MemoryView();
+let memoryShown: string | null = null;
 
 let inventory: Inventory | null = null;
 let selected: { profileId: string; deviceIndex: number } | null = null;
@@ -102,6 +107,8 @@ function renderInventory(): void {
     onOpen: (p, i) => void openDevice(p, i),
     onOpenSystem: (p) => void openSystem(p),
     systemShown: systemShown?.profile.id ?? null,
+    onOpenMemory: (path) => void openMemory(path),
+    memoryShown,
   });
 }
 
@@ -148,7 +155,9 @@ function showInventory(inv: Inventory): void {
     p.devices.flatMap((d, i) => (d.ntff ? [{ p, i, ok: isPaired(d) }] : [])),
   );
   const first = candidates.find((c) => c.ok) ?? candidates[0];
+  const snap = memorySnapshots(inv)[0];
   if (first !== undefined) void openDevice(first.p, first.i);
+  else if (snap !== undefined) void openMemory(snap.path);
   else {
     const sys = inv.profiles.filter((p) => (p.system_files?.length ?? 0) > 0);
     byId('summary').replaceChildren(
@@ -164,7 +173,9 @@ function showInventory(inv: Inventory): void {
 }
 
 function clearWorkspace(): void {
-  document.body.classList.remove('has-result', 'has-system');
+  document.body.classList.remove('has-result', 'has-system', 'has-memory');
+  memoryShown = null;
+  memoryView.setModel(null, null);
   systemShown = null;
   systemView.setModel(null);
   byId('summary').replaceChildren(h('div', { class: 'muted' }, 'Pick a device profile on the left.'));
@@ -186,6 +197,7 @@ async function openDevice(profile: ProfileEntry, deviceIndex: number, zoom?: { e
   clearError();
   selected = { profileId: profile.id, deviceIndex };
   systemShown = null;
+  leaveMemory();
   renderInventory();
   const device = profile.devices[deviceIndex];
   const name = device?.name ?? device?.ntff ?? `${profile.id} device ${deviceIndex}`;
@@ -361,6 +373,7 @@ async function openSystem(profile: ProfileEntry): Promise<void> {
   clearError();
   selected = null;
   systemShown = { profile, devices: [] };
+  leaveMemory();
   renderInventory();
   setState('processing');
   progress('Decoding the system trace');
@@ -406,6 +419,94 @@ async function openSystem(profile: ProfileEntry): Promise<void> {
 
 function emptyInstructions(): Table {
   return tableFromArrays({ start_ts: new BigInt64Array(0), end_ts: new BigInt64Array(0) });
+}
+
+/** Hides the Memory view (another profile is opened). */
+function leaveMemory(): void {
+  if (memoryShown === null) return;
+  memoryShown = null;
+  document.body.classList.remove('has-memory');
+  memoryView.setModel(null, null);
+}
+
+/** MemoryAllocatorEvent columns the Memory view reads. */
+const MEMORY_EVENT_COLUMNS = ['timestamp', 'device', 'action', 'address', 'size', 'stack_id', 'device_free', 'allocated_delta_bytes', 'reserved_delta_bytes'];
+
+async function openMemory(path: string): Promise<void> {
+  clearError();
+  selected = null;
+  systemShown = null;
+  memoryShown = path;
+  renderInventory();
+  setState('processing');
+  progress(`Reading ${path.replace(/^.*\//, '')}`);
+  let result: MemoryResult;
+  try {
+    result = await client.processMemory(path);
+  } catch (e) {
+    progress(null);
+    clearWorkspace();
+    renderInventory();
+    showError(`Reading the memory snapshot ${path} failed: ${message(e)}`);
+    return;
+  }
+  if (memoryShown !== path) return;
+  document.body.classList.remove('has-result', 'has-system');
+  timeline.setModel(null);
+  systemView.setModel(null);
+  const rep = result.report;
+  byId('summary').replaceChildren(h('div', {},
+    h('h2', {}, `PyTorch memory snapshot · ${path}`),
+    h('div', { class: 'muted small', 'data-testid': 'memory-report' },
+      `pickle protocol ${rep.protocol ?? '?'} · ${int(Number(rep.events))} trace entries · ${int(Number(rep.segments))} segments · ${int(Number(rep.blocks))} blocks · ${int(Number(rep.stacks))} distinct stacks (${int(Number(rep.frames))} frames) · ${int(Number(rep.devices.length))} device${rep.devices.length === 1 ? '' : 's'}`
+      + (result.wasm_memory_bytes ? ` · wasm memory ${bytes(result.wasm_memory_bytes)}` : '')),
+    foldedProblems(rep.problems)));
+  document.body.classList.add('has-memory');
+  const source = tableSource(result, path);
+  browser.setSource(source, preferFirst(result.tables, 'MemoryAllocatorEvent'));
+  const has = (n: string): boolean => result.tables.some((t) => t.name === n && Number(t.rows) > 0);
+  try {
+    progress('Drawing the memory timeline');
+    const [events, blocks, segs, frameIds] = await Promise.all([
+      has('MemoryAllocatorEvent') ? source.columns('MemoryAllocatorEvent', MEMORY_EVENT_COLUMNS) : Promise.resolve(null),
+      has('MemoryBlock') ? source.columns('MemoryBlock', ['device', 'address', 'size', 'state', 'stack_id']) : Promise.resolve(null),
+      has('MemorySegment') ? source.columns('MemorySegment', ['device', 'address', 'total_size', 'stack_id']) : Promise.resolve(null),
+      has('MemoryStackFrame') ? source.columns('MemoryStackFrame', ['stack_id']) : Promise.resolve(null),
+    ]);
+    if (memoryShown !== path) return;
+    // Row where each stack's frames begin (the table lists them stack by stack).
+    const firstRow = new Map<number, [number, number]>();
+    const sid = frameIds?.getChild('stack_id');
+    for (let i = 0; i < (frameIds?.numRows ?? 0); i++) {
+      const s = Number(sid?.get(i) ?? -1);
+      const e = firstRow.get(s);
+      if (e === undefined) firstRow.set(s, [i, 1]);
+      else e[1]++;
+    }
+    const loader = async (stack: number): Promise<string[]> => {
+      const at = firstRow.get(stack);
+      if (at === undefined) return [];
+      const t = await source.page('MemoryStackFrame', at[0], at[1]);
+      const out: string[] = [];
+      for (let i = 0; i < t.numRows; i++) {
+        const r = t.get(i)?.toJSON() as Record<string, unknown> | undefined;
+        if (r === undefined) continue;
+        const fx = r['fx_node_name'] ? `  [fx ${String(r['fx_node_op'] ?? '')} ${String(r['fx_node_name'])}]` : '';
+        out.push(`${String(r['filename'] ?? '?')}:${String(r['line'] ?? '?')} ${String(r['name'] ?? '?')}${fx}`);
+      }
+      return out;
+    };
+    const show = (device: number | null): void => {
+      memoryView.setModel(buildMemoryModel(events, blocks, segs, rep.devices, device), loader, path);
+    };
+    memoryView.onDevice = (d) => show(d);
+    show(null);
+    progress(null);
+    setState('ready');
+  } catch (e) {
+    progress(null);
+    showError(`The memory timeline could not be drawn: ${message(e)}`);
+  }
 }
 
 function emptyEvents(): Table {
@@ -558,6 +659,7 @@ function wire(): void {
   byId('summary-panel').append(h('div', { id: 'conform', class: 'conform', 'data-testid': 'conform' }));
   byId('timeline-slot').append(timeline.root);
   byId('system-slot').append(systemView.root);
+  byId('memory-slot').append(memoryView.root);
   byId('tables-slot').append(browser.root);
   byId('source-slot').append(sourceView.root);
   client.onFatal = (m) => showError(`The processing worker stopped: ${m}`);

@@ -6,7 +6,7 @@
 // Every request gets exactly one reply with the same id; `process` may send progress events first.
 // Bulk bytes (Arrow IPC, Parquet, zip) are transferred, never copied.
 
-import type { ConformReport, Inventory, ProcessResult, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SystemResult } from './api.ts';
+import type { ConformReport, Inventory, MemoryResult, ProcessResult, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SystemResult } from './api.ts';
 
 /** A picked file: its path relative to the picked folder ('/'-separated) and the File itself. */
 export interface PickedFile {
@@ -20,6 +20,7 @@ export type Request =
   | { op: 'demo' }
   | { op: 'process'; profileId: string; deviceIndex: number }
   | { op: 'processSystem'; profileId: string }
+  | { op: 'processMemory'; path: string }
   | { op: 'table'; key: string; table: string; format: 'ipc' | 'parquet' }
   | { op: 'columns'; key: string; table: string; columns: string[] }
   | { op: 'rows'; key: string; table: string; offset: number; count: number }
@@ -38,6 +39,7 @@ export interface ReplyMap {
   demo: Inventory;
   process: ProcessResult;
   processSystem: SystemResult;
+  processMemory: MemoryResult;
   table: Uint8Array;
   columns: Uint8Array;
   rows: Uint8Array;

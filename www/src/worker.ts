@@ -111,6 +111,16 @@ async function handle(msg: Envelope): Promise<void> {
       post({ kind: 'reply', id, ok: true, value: result });
       return;
     }
+    case 'processMemory': {
+      const s = current();
+      if (s.process_memory === undefined) throw new Error('this build of the core cannot read memory snapshots');
+      if (shown !== null) s.release(shown);
+      shown = null;
+      const result = s.process_memory(msg.path);
+      shown = result.key;
+      post({ kind: 'reply', id, ok: true, value: result });
+      return;
+    }
     case 'table': {
       const s = current();
       const bytes = msg.format === 'ipc' ? s.table_ipc(msg.key, msg.table) : s.table_parquet(msg.key, msg.table);

@@ -10,8 +10,8 @@
 //!
 //! Streaming: trace entries (`device_traces[d][i]`) are turned into rows while the pickle is read
 //! and are not kept (see [`pickle`]); segments, blocks and stacks are kept (allocator state at
-//! snapshot time, far smaller). Stacks are interned by pickle object: a `frames` list that the
-//! pickle stores once and references many times gets one `stack_id`.
+//! snapshot time, far smaller). Stacks are interned by content: every distinct sequence of
+//! frames gets one `stack_id`, whether the pickle shares the frames objects or repeats them.
 
 pub mod pickle;
 pub mod write;
@@ -260,6 +260,12 @@ pub struct MemSnapReport {
     pub devices: Vec<DeviceReport>,
     /// Values the pickle arena held at the end (items + objects), a measure of memory use.
     pub retained_values: u64,
+    /// Most values the reader held at once (≈16 bytes each; bounded by `Limits::max_values`).
+    pub peak_values: u64,
+    /// Trace entries whose own objects were dropped as soon as they became rows.
+    pub reclaimed_entries: u64,
+    /// Distinct frames kept for the stacks.
+    pub distinct_frames: u64,
     pub problems: Vec<Problem>,
 }
 
@@ -275,27 +281,85 @@ struct Running {
     ooms: u64,
 }
 
-/// Interns stacks by pickle object.
+/// One frame, copied out of the arena: string ids (stable, strings are never dropped) and line.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct FrameKey {
+    filename: Option<u32>,
+    line: Option<i64>,
+    name: Option<u32>,
+    fx_node_op: Option<u32>,
+    fx_node_name: Option<u32>,
+    fx_original_trace: Option<u32>,
+}
+
+/// Interns stacks by content: frames are copied out of the arena (the reader drops a trace
+/// entry's own frame objects once the entry is turned into a row), each distinct frame is kept
+/// once and each distinct sequence of frames is one `stack_id`. A training loop that allocates
+/// from the same few hundred code paths a million times yields a few hundred stacks.
 #[derive(Default)]
 struct Stacks {
-    ids: HashMap<u32, i64, pickle::IdBuild>,
-    order: Vec<Val>,
+    frame_ids: HashMap<FrameKey, u32>,
+    frames: Vec<FrameKey>,
+    ids: HashMap<Box<[u32]>, i64>,
+    order: Vec<Box<[u32]>>,
+    scratch: Vec<u32>,
+}
+
+fn str_id(v: Option<Val>) -> Option<u32> {
+    match v {
+        Some(Val::Str(i)) => Some(i),
+        _ => None,
+    }
 }
 
 impl Stacks {
     fn id(&mut self, a: &Arena, frames: Option<Val>) -> Option<i64> {
         let v = frames?;
-        let (Val::Obj(o), Some(obj)) = (v, a.obj(v)) else {
-            return None;
-        };
+        let obj = a.obj(v)?;
         if !matches!(obj.kind, Kind::List | Kind::Tuple) || obj.len == 0 {
             return None;
         }
-        let next = self.order.len() as i64;
-        let id = *self.ids.entry(o).or_insert(next);
-        if id == next {
-            self.order.push(v);
+        let mut seq = std::mem::take(&mut self.scratch);
+        seq.clear();
+        for f in a.seq(v) {
+            let mut k = FrameKey {
+                filename: None,
+                line: None,
+                name: None,
+                fx_node_op: None,
+                fx_node_name: None,
+                fx_original_trace: None,
+            };
+            // One pass over the frame's pairs; the last value wins on duplicate keys.
+            for (key, x) in a.pairs(f) {
+                match a.str(key) {
+                    Some("filename") => k.filename = str_id(Some(x)),
+                    Some("line") => k.line = a.int(x),
+                    Some("name") => k.name = str_id(Some(x)),
+                    Some("fx_node_op") => k.fx_node_op = str_id(Some(x)),
+                    Some("fx_node_name") => k.fx_node_name = str_id(Some(x)),
+                    Some("fx_original_trace") => k.fx_original_trace = str_id(Some(x)),
+                    _ => {}
+                }
+            }
+            let next = self.frames.len() as u32;
+            let fid = *self.frame_ids.entry(k).or_insert(next);
+            if fid == next {
+                self.frames.push(k);
+            }
+            seq.push(fid);
         }
+        let id = match self.ids.get(seq.as_slice()) {
+            Some(&id) => id,
+            None => {
+                let id = self.order.len() as i64;
+                let key: Box<[u32]> = seq.as_slice().into();
+                self.ids.insert(key.clone(), id);
+                self.order.push(key);
+                id
+            }
+        };
+        self.scratch = seq;
         Some(id)
     }
 }
@@ -511,6 +575,8 @@ pub fn process_with(
         file: file_name.to_string(),
         protocol: parsed.protocol,
         retained_values: (a.item_count() + a.obj_count()) as u64,
+        peak_values: parsed.peak_values,
+        reclaimed_entries: parsed.reclaimed,
         ..MemSnapReport::default()
     };
     if let Some(e) = &parsed.error {
@@ -627,22 +693,26 @@ pub fn process_with(
         .iter()
         .map(|n| def.col(n))
         .collect();
+        let s = |i: Option<u32>| i.and_then(|i| a.str(Val::Str(i)));
         for (sid, frames) in stacks.order.iter().enumerate() {
-            for (depth, f) in a.seq(*frames).enumerate() {
-                let g = |k| a.get(f, k);
+            for (depth, &fid) in frames.iter().enumerate() {
+                let Some(f) = stacks.frames.get(fid as usize) else {
+                    continue;
+                };
                 e.b.i64(cols[0], Some(sid as i64));
                 e.b.i64(cols[1], i64::try_from(depth).ok());
-                e.b.str(cols[2], g("filename").and_then(|v| a.str(v)));
-                e.b.i64(cols[3], g("line").and_then(|v| a.int(v)));
-                e.b.str(cols[4], g("name").and_then(|v| a.str(v)));
-                e.b.str(cols[5], g("fx_node_op").and_then(|v| a.str(v)));
-                e.b.str(cols[6], g("fx_node_name").and_then(|v| a.str(v)));
-                e.b.str(cols[7], g("fx_original_trace").and_then(|v| a.str(v)));
+                e.b.str(cols[2], s(f.filename));
+                e.b.i64(cols[3], f.line);
+                e.b.str(cols[4], s(f.name));
+                e.b.str(cols[5], s(f.fx_node_op));
+                e.b.str(cols[6], s(f.fx_node_name));
+                e.b.str(cols[7], s(f.fx_original_trace));
                 e.end_row()?;
             }
         }
         report.frames = e.finish()?;
         report.stacks = stacks.order.len() as u64;
+        report.distinct_frames = stacks.frames.len() as u64;
     }
 
     // Per-device totals.

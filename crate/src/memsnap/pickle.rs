@@ -18,7 +18,9 @@
 //! 2. the build, which keeps in the memo only values that pass 1 saw fetched, and offers every
 //!    completed dict to a [`Hook`] together with its path from the root. A hook that consumes a
 //!    dict (a trace entry turned into a table row) leaves an empty, *elided* object behind, so
-//!    the per-entry cost of the bulk of a snapshot is one 16-byte item in its list.
+//!    the per-entry cost of the bulk of a snapshot is one 16-byte item in its list; the objects
+//!    built inside a consumed dict (its `frames` list and frame dicts) are dropped at once unless
+//!    the memo shares them, so entries with their own frames do not accumulate either.
 //!
 //! Everything the arena retains (values, items, objects and stack depth) counts towards
 //! [`Limits::max_values`] (16 bytes each), and text towards [`Limits::max_text_bytes`]; going
@@ -323,7 +325,10 @@ pub enum PathEl {
 pub trait Hook {
     /// Offered the `key, value, …` items of a dict filled by its first `SETITEMS` at
     /// `path` (root first). Returns true when it consumed them: the dict is then kept as an
-    /// empty, elided object. Dicts that are fetched again from the memo are never offered.
+    /// empty, elided object, and the objects built inside it (its frames) are dropped unless the
+    /// memo shares them, so a consuming hook must copy what it keeps out of the arena (strings
+    /// stay: `Val::Str` ids are never reused). Dicts that are fetched again from the memo are
+    /// never offered.
     fn dict(&mut self, arena: &Arena, path: &[PathEl], items: &[Val]) -> Result<bool>;
 }
 
@@ -346,6 +351,11 @@ pub struct Parsed {
     pub protocol: Option<u8>,
     /// The fault that stopped reading, if any.
     pub error: Option<Error>,
+    /// Consumed dicts whose descendants were dropped right away (see [`Hook`]).
+    pub reclaimed: u64,
+    /// Most values retained at once (stack + memo + arena items, objects, runs), the measure
+    /// [`Limits::max_values`] bounds; about 16 bytes each.
+    pub peak_values: u64,
 }
 
 /// Opcode names for error messages.
@@ -615,6 +625,9 @@ pub fn parse(src: &dyn ByteSource, limits: Limits, hook: &mut dyn Hook) -> Parse
         stack: Vec::new(),
         marks: Vec::new(),
         memo: HashMap::default(),
+        memo_max_obj: None,
+        reclaimed: 0,
+        peak_values: 0,
         memo_next: 0,
         fetched,
         limits,
@@ -629,6 +642,8 @@ pub fn parse(src: &dyn ByteSource, limits: Limits, hook: &mut dyn Hook) -> Parse
             protocol: m.protocol,
             arena: m.arena,
             error: None,
+            reclaimed: m.reclaimed,
+            peak_values: m.peak_values,
         },
         Err(e) => {
             let root = m.salvage();
@@ -637,6 +652,8 @@ pub fn parse(src: &dyn ByteSource, limits: Limits, hook: &mut dyn Hook) -> Parse
                 protocol: m.protocol,
                 arena: m.arena,
                 error: Some(e),
+                reclaimed: m.reclaimed,
+                peak_values: m.peak_values,
             }
         }
     }
@@ -647,6 +664,11 @@ struct Machine {
     stack: Vec<Val>,
     marks: Vec<usize>,
     memo: HashMap<u32, Val, IdBuild>,
+    /// Largest object id stored in the memo (only fetched ids are stored).
+    memo_max_obj: Option<u32>,
+    /// Consumed dicts whose descendants were dropped by [`Machine::reclaim`].
+    reclaimed: u64,
+    peak_values: u64,
     memo_next: u32,
     fetched: Fetched,
     limits: Limits,
@@ -666,6 +688,7 @@ impl Machine {
 
     fn push(&mut self, v: Val, off: u64) -> Result<()> {
         let used = self.arena.footprint() + (self.stack.len() + self.memo.len()) as u64;
+        self.peak_values = self.peak_values.max(used);
         if used >= self.limits.max_values {
             return Err(Error::Unsupported(format!(
                 "pickle at offset {off}: more than {} values retained (Limits::max_values)",
@@ -717,8 +740,41 @@ impl Machine {
 
     fn memo_put(&mut self, id: u32, v: Val) {
         if self.fetched.contains(id) {
+            if let Val::Obj(o) = v {
+                self.memo_max_obj = Some(self.memo_max_obj.map_or(o, |m| m.max(o)));
+            }
             self.memo.insert(id, v);
         }
+    }
+
+    /// After a hook consumed dict `id`: drops the objects, runs and items built since it was
+    /// created (its descendants: frames lists and frame dicts), unless the memo holds one of them
+    /// (a shared object fetched later). This keeps a trace of millions of entries with their own
+    /// frames at the arena size of one entry. Objects are appended in creation order and a
+    /// well-formed pickle only fills objects created inside the entry while building it, so
+    /// everything after `id` belongs to the entry; a hostile pickle that fills an older object
+    /// meanwhile only garbles that object (run chains still end: `next` always points forward).
+    fn reclaim(&mut self, id: u32) {
+        if self.memo_max_obj.is_some_and(|m| m > id) {
+            return;
+        }
+        let from = id as usize + 1;
+        let Some(desc) = self.arena.objs.get(from..) else {
+            return;
+        };
+        let first_run = desc
+            .iter()
+            .filter(|o| o.first_run != NIL)
+            .map(|o| o.first_run)
+            .min();
+        self.arena.objs.truncate(from);
+        if let Some(r) = first_run {
+            if let Some(start) = self.arena.runs.get(r as usize).map(|x| x.start) {
+                self.arena.runs.truncate(r as usize);
+                self.arena.items.truncate(start as usize);
+            }
+        }
+        self.reclaimed += 1;
     }
 
     fn memo_get(&mut self, id: u32, off: u64) -> Result<()> {
@@ -867,6 +923,7 @@ impl Machine {
             self.path = path;
             if taken {
                 self.arena.objs[id as usize].elided = true;
+                self.reclaim(id);
                 return Ok(());
             }
         }

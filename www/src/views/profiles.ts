@@ -1,7 +1,7 @@
 // Profile list (left column): what was found in the picked folder, how each NTFF paired with a NEFF,
 // and every problem in plain words. Clicking a device opens it.
 
-import type { DeviceEntry, Inventory, Pairing, Problem, ProfileEntry } from '../api.ts';
+import type { DeviceEntry, Inventory, InventoryFile, Pairing, Problem, ProfileEntry } from '../api.ts';
 import { h, nodes } from '../dom.ts';
 import { bytes, int } from '../format.ts';
 
@@ -109,6 +109,34 @@ export interface ProfileListOptions {
   onOpenSystem?: (profile: ProfileEntry) => void;
   /** Id of the profile whose system trace is shown. */
   systemShown?: string | null;
+  /** Opens a PyTorch memory snapshot (Memory view); snapshots are listed only when given. */
+  onOpenMemory?: (path: string) => void;
+  /** Path of the memory snapshot shown. */
+  memoryShown?: string | null;
+}
+
+/** The picked files that are PyTorch memory snapshots (`memory_snapshot_rank<N>.pickle`). */
+export function memorySnapshots(inv: Inventory): InventoryFile[] {
+  return inv.files.filter((f) => f.kind === 'MemorySnapshot');
+}
+
+/** The "Memory snapshots" list: one clickable entry per snapshot. */
+function memoryList(inv: Inventory, opts: ProfileListOptions): HTMLElement | null {
+  const snaps = memorySnapshots(inv);
+  if (snaps.length === 0 || opts.onOpenMemory === undefined) return null;
+  return h('div', { class: 'memory-snapshots' },
+    h('div', { class: 'profile-head' }, h('span', { class: 'ptype memory' }, 'Memory'), h('span', { class: 'pid' }, `${snaps.length} PyTorch memory snapshot${snaps.length === 1 ? '' : 's'}`)),
+    h('ul', { class: 'devices' }, snaps.map((f) => h('li', {
+      class: `device paired${opts.memoryShown === f.path ? ' selected' : ''}`,
+      'data-testid': 'memory-snapshot',
+      'data-path': f.path,
+      title: f.path,
+      onclick: () => opts.onOpenMemory?.(f.path),
+    },
+    h('div', { class: 'device-name' }, basename(f.path),
+      f.rank !== null && f.rank !== undefined ? h('span', { class: 'tag' }, `rank ${f.rank}`) : null,
+      h('span', { class: 'tag' }, bytes(Number(f.size)))),
+    h('div', { class: 'pairing ok' }, 'allocator snapshot: open the Memory view')))));
 }
 
 /** True for a profile with a host/runtime trace (System, System+Device). */
@@ -172,7 +200,8 @@ export function renderProfiles(root: HTMLElement, inv: Inventory, opts: ProfileL
   root.replaceChildren(
     ...nodes(
     h('div', { class: 'inv-head' }, `${int(inv.files.length)} files · ${bytes(total)} · ${inv.profiles.length} profile${inv.profiles.length === 1 ? '' : 's'}`),
-    inv.profiles.length === 0
+    memoryList(inv, opts),
+    inv.profiles.length === 0 && memorySnapshots(inv).length === 0
       ? h('div', { class: 'empty-note' }, 'No profile found. Pick the folder the Neuron profiler wrote: it holds .ntff files with their .neff, or a capture directory with trace_info.pb and ntrace.pb.')
       : h('ul', { class: 'profiles' }, items),
     foldedProblems(inv.problems),
