@@ -79,6 +79,8 @@ test('fused_bf16_s512: Device profile, paired, counts equal the JSON export, Par
 
     // Hover and click a slice: the details panel lists the instruction's fields.
     const canvas = page.locator('[data-testid=timeline-canvas]');
+    // The Summary groups above may push the canvas below the fold: clicks outside the viewport do nothing.
+    await canvas.scrollIntoViewIfNeeded();
     const box = await canvas.boundingBox();
     assert.ok(box !== null);
     const hit = await page.evaluate(() => {

@@ -264,7 +264,7 @@ test('demo capture (?demo): DMA, throttle and semaphore rows under the engines',
     assert.deepEqual(dmaHeaders.map((r) => r.label), ['sg00 DMA (5 queues)', 'sg01 DMA (5 queues)']);
     assert.ok(rows.some((r) => r.kind === 'throttle' && !r.header), 'a throttle row is shown');
     const kinds = rows.filter((r) => r.pcore === 0 && !r.group).map((r) => r.kind);
-    assert.deepEqual([...new Set(kinds)], ['engine', 'dma', 'throttle', 'semaphore'], 'row order within a core');
+    assert.deepEqual([...new Set(kinds)], ['engine', 'dma', 'pending', 'throttle', 'semaphore'], 'row order within a core');
     assert.ok(Number(await canvas.getAttribute('data-semaphore-rows')) > 0, 'semaphore rows');
     const header = rows.find((r) => r.kind === 'semaphore' && r.header);
     assert.ok(header !== undefined && header.collapsed, 'a collapsed semaphore group');
