@@ -199,7 +199,7 @@ impl<'b> IntCol<'b> {
     }
 }
 
-fn str_at<'b>(a: Option<&'b StringArray>, i: usize) -> Option<&'b str> {
+fn str_at(a: Option<&StringArray>, i: usize) -> Option<&str> {
     a.filter(|a| i < a.len() && !a.is_null(i))
         .map(|a| a.value(i))
 }
@@ -222,6 +222,11 @@ fn span_of(
         _ => None,
     }
 }
+
+/// A stream key: two interned names and the pcore.
+type Key = (u32, u32, i64);
+/// The same key as read from a row (before interning).
+type RowKey<'b> = (Option<&'b str>, Option<&'b str>, i64);
 
 /// Small string interner: per-row keys become integers (no allocation per row).
 #[derive(Debug, Default)]
@@ -254,9 +259,9 @@ pub struct Gathered {
     raw_ps: bool,
     names: Names,
     /// (engine, opcode, pcore) → spans; `busy` = false for EVENT_SEMAPHORE (semaphore waits).
-    ops: HashMap<(u32, u32, i64), Spans>,
+    ops: HashMap<Key, Spans>,
     /// (queue type, queue name, pcore) → spans and bytes.
-    dma: HashMap<(u32, u32, i64), (Spans, i64)>,
+    dma: HashMap<Key, (Spans, i64)>,
 }
 
 impl Gathered {
@@ -282,7 +287,7 @@ impl Gathered {
                 .and_then(|c| c.as_any().downcast_ref::<StringArray>())
         };
         let (eng, op) = (col("engine"), col("opcode"));
-        let mut last: Option<((Option<&str>, Option<&str>, i64), (u32, u32, i64))> = None;
+        let mut last: Option<(RowKey<'_>, Key)> = None;
         for i in 0..b.num_rows() {
             let Some((a, z)) = span_of(i, (&rs, &re), (&s, &e), self.raw_ps) else {
                 continue;
@@ -318,7 +323,7 @@ impl Gathered {
                 .and_then(|c| c.as_any().downcast_ref::<StringArray>())
         };
         let (qt, qn) = (col("queue_type"), col("queue_name"));
-        let mut last: Option<((Option<&str>, Option<&str>, i64), (u32, u32, i64))> = None;
+        let mut last: Option<(RowKey<'_>, Key)> = None;
         for i in 0..b.num_rows() {
             let Some((a, z)) = span_of(i, (&rs, &re), (&s, &e), self.raw_ps) else {
                 continue;
