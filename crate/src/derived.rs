@@ -26,6 +26,7 @@ use arrow_array::{Array, Float32Array, Int32Array, Int64Array, RecordBatch, Stri
 use crate::engine::Engine;
 use crate::error::{Problem, Result, Severity};
 use crate::ntff::DecodeReport;
+use crate::summary::Union;
 use crate::tables::{explorer, Emitter, TableDef, TableSink};
 
 /// Explorer's DGE warning (`warnings[].message` of all 16 exports, category `Missing Data`).
@@ -123,42 +124,11 @@ impl Packet {
     }
 }
 
-/// Busy intervals of one (pcore, engine) in raw ticks. Calibration is monotonic, so the union
-/// taken on raw ticks is the union in calibrated time.
-#[derive(Debug, Default)]
-struct Busy {
-    iv: Vec<(i64, i64)>,
-    compacted: usize,
-}
-
-impl Busy {
-    fn push(&mut self, s: i64, e: i64) {
-        self.iv.push((s, e.max(s)));
-        // Merging is idempotent: compact whenever the list doubled, so memory follows the
-        // number of disjoint intervals (the ActiveTime rows), not the instruction count.
-        if self.iv.len() >= 2 * self.compacted + 4096 {
-            self.compact();
-        }
-    }
-    fn compact(&mut self) {
-        self.iv.sort_unstable();
-        let mut out: Vec<(i64, i64)> = Vec::with_capacity(self.iv.len());
-        for &(s, e) in &self.iv {
-            match out.last_mut() {
-                Some(last) if s <= last.1 => last.1 = last.1.max(e),
-                _ => out.push((s, e)),
-            }
-        }
-        out.shrink_to_fit();
-        self.compacted = out.len();
-        self.iv = out;
-    }
-}
-
 /// State gathered from the `Instruction` and `DmaPacket` batches of one device profile.
 #[derive(Debug, Default)]
 pub struct Derived {
-    busy: BTreeMap<(i64, usize), Busy>,
+    /// (pcore, engine) → busy intervals (raw ticks), merged online.
+    busy: BTreeMap<(i64, usize), Union>,
     /// (pcore) → (raw start, engine) of every DMA_DIRECT2D.
     triggers: BTreeMap<i64, Vec<(i64, usize)>>,
     packets: BTreeMap<i64, Vec<Packet>>,
@@ -350,9 +320,8 @@ pub fn write_tables(
         c("duration_ns"),
     );
     for ((pcore, engine), mut busy) in d.busy {
-        busy.compact();
         let name = Engine::from_ntff(engine as u32).map_or("unknown", Engine::explorer_name);
-        for (s, e) in busy.iv {
+        for &(s, e) in busy.intervals() {
             // Whole calibrated ps first, as for DmaPacket (inf2: 9 more rows exact).
             let ps = |fs: i128| fs.div_euclid(1000) * 1000;
             let (sf, ef) = (
@@ -536,20 +505,18 @@ mod tests {
 
     #[test]
     fn busy_compaction_is_a_union() {
-        let mut b = Busy::default();
+        let mut b = Union::default();
         for i in 0..10_000i64 {
             // Overlapping pairs and a few disjoint gaps, pushed out of order.
             let s = (i * 7919) % 10_000 * 10;
             b.push(s, s + 15);
         }
-        b.compact();
-        assert_eq!(b.iv, vec![(0, 100_005)]);
-        let mut b = Busy::default();
+        assert_eq!(b.intervals(), &[(0, 100_005)]);
+        let mut b = Union::default();
         b.push(30, 40);
         b.push(0, 10);
         b.push(10, 20);
-        b.compact();
-        assert_eq!(b.iv, vec![(0, 20), (30, 40)]);
+        assert_eq!(b.intervals(), &[(0, 20), (30, 40)]);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use crate::error::{Error, Problem, Result, Severity};
 use crate::inventory::{DeviceProfile, Inventory, Profile};
 use crate::pairing::PairStatus;
 use crate::source::ByteSource;
-use crate::tables::{self, explorer, Emitter, TableDef, TableSink, Tables};
+use crate::tables::{self, explorer, Emitter, TableDef, TableSink};
 
 /// Opens a picked file by its relative path (native file, browser Blob, or bytes).
 pub type Opener<'a> = &'a dyn Fn(&str) -> Result<Box<dyn ByteSource>>;
@@ -114,37 +114,12 @@ impl TableSink for Counting<'_> {
     }
 }
 
-/// Columns of `Instruction` and `DmaPacket` that [`crate::summary`] reads. Keeping only these
-/// (≈ 60 bytes per row) lets the Summary be computed while the full tables stream to their sink.
-const SUMMARY_COLUMNS: &[&str] = &[
-    "start_ts",
-    "end_ts",
-    "nscope_raw_start_ticks",
-    "nscope_raw_end_ticks",
-    "engine",
-    "opcode",
-    "queue_type",
-    "transfer_bytes",
-];
-
-/// Forwards every batch and keeps a projection of the event tables the Summary needs.
-struct SpanCollector<'a> {
-    inner: &'a mut dyn TableSink,
-    keep: Tables,
-}
-
-impl TableSink for SpanCollector<'_> {
-    fn batch(&mut self, def: &'static TableDef, batch: RecordBatch) -> Result<()> {
-        if matches!(def.name, "Instruction" | "DmaPacket") {
-            let schema = batch.schema();
-            let idx: Vec<usize> = SUMMARY_COLUMNS
-                .iter()
-                .filter_map(|c| schema.index_of(c).ok())
-                .collect();
-            self.keep.batch(def, batch.project(&idx)?)?;
-        }
-        self.inner.batch(def, batch)
-    }
+/// Raw ticks are one picosecond clock when every calibration entry is the identity (trn2;
+/// ntff.md §5.1): the Summary then sums raw spans exactly.
+fn raw_ps_clock(info: &crate::ntff::NtffInfo) -> bool {
+    info.subgraphs
+        .iter()
+        .all(|s| s.calibration.is_identity() && s.calibration.dma.iter().all(|d| d.is_identity()))
 }
 
 /// Closes a processed profile: `Warning` rows from `problems`, then `SchemaFields` describing
@@ -329,13 +304,22 @@ pub fn process_device(
             inner: &mut sink,
             state: Default::default(),
         };
-        let mut spans = SpanCollector {
-            inner: &mut derived,
-            keep: Tables::default(),
-        };
-        let decoded =
-            open(path).and_then(|src| crate::ntff::decode(&*src, &ctx, &mut spans, &mut cb));
-        let kept = spans.keep;
+        // The Summary accumulates counts, sums and merged busy intervals while the tables
+        // stream (crate::summary::SummaryCollector); which clock its intervals use depends on the
+        // calibration, so the info section is read first (header + protobuf, cheap).
+        let mut spans: Option<crate::summary::SummaryCollector<'_>> = None;
+        let decoded = open(path).and_then(|src| {
+            let raw_ps = crate::ntff::read_info(&*src)
+                .ok()
+                .flatten()
+                .is_some_and(|info| raw_ps_clock(&info));
+            let spans = spans.insert(crate::summary::SummaryCollector {
+                inner: &mut derived,
+                state: crate::summary::Gathered::new(raw_ps),
+            });
+            crate::ntff::decode(&*src, &ctx, spans, &mut cb)
+        });
+        let kept = spans.map(|s| s.state).unwrap_or_default();
         let derived = derived.state;
         match decoded {
             Ok(rep) => {
@@ -357,11 +341,6 @@ pub fn process_device(
                         }
                     }
                 }
-                // Raw ticks are one picosecond clock when every calibration entry is the
-                // identity (trn2; ntff.md §5.1): the Summary then sums raw spans exactly.
-                let raw_ps = rep.info.subgraphs.iter().all(|s| {
-                    s.calibration.is_identity() && s.calibration.dma.iter().all(|d| d.is_identity())
-                });
                 // Records that decode to no instruction are dropped, never guessed: say how many,
                 // so a corrupt trace does not pass for a quiet one.
                 for c in &rep.cores {
@@ -391,7 +370,7 @@ pub fn process_device(
                         ),
                     ));
                 }
-                if let Err(e) = crate::summary::write_summary(&kept, &rep, raw_ps, &mut sink) {
+                if let Err(e) = crate::summary::write_gathered(kept, &rep, &mut sink) {
                     problems.push(Problem::from_error(Severity::Error, "SUMMARY", path, &e));
                 }
                 // ActiveTime, PendingDma, DmaUsage, HbmUsageSummaryByType and Explorer's

@@ -10,13 +10,14 @@
 //! times are sums of raw-picosecond durations when the clock is raw ps (trn2), else of the ns
 //! columns; "static" DMA = every packet not on a dynamic queue (includes `instruction`).
 
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
-use arrow_array::{Array, Int64Array, RecordBatch, StringArray};
+use arrow_array::{Array, Int32Array, Int64Array, RecordBatch, StringArray};
 
 use crate::error::Result;
 use crate::ntff::DecodeReport;
-use crate::tables::{explorer, TableBuilder, TableSink, Tables};
+use crate::tables::{explorer, TableBuilder, TableDef, TableSink, Tables};
 
 /// Engines in the order and with the names of the `Summary` field prefixes.
 pub const ENGINES: [(&str, &str); 5] = [
@@ -27,166 +28,403 @@ pub const ENGINES: [(&str, &str); 5] = [
     ("sync", "sync_engine"),
 ];
 
-/// Intervals `[start, end)` in ps with count and summed length.
+/// The union of closed intervals `[start, end]` (ps or raw ticks), kept as its connected
+/// components (intervals that overlap or touch are merged), sorted by start.
+///
+/// Memory: 16 B per component, not per pushed interval. Intervals pushed in start order (one
+/// engine or DMA queue of one core, as the NTFF decoder emits them) merge in place in O(1);
+/// anything else is appended and the list is re-compacted (sort + merge, idempotent) whenever
+/// it doubled, so out-of-order input costs at most 2× plus 4 096 entries.
+#[derive(Debug, Clone, Default)]
+pub struct Union {
+    iv: Vec<(i64, i64)>,
+    /// `iv[..merged]` is sorted and merged.
+    merged: usize,
+    /// Length after the last full compaction.
+    compacted: usize,
+}
+
+impl Union {
+    /// Adds `[s, max(s, e)]`.
+    pub fn push(&mut self, s: i64, e: i64) {
+        let e = e.max(s);
+        if self.merged == self.iv.len() {
+            match self.iv.last_mut() {
+                None => {
+                    self.iv.push((s, e));
+                    self.merged = 1;
+                    return;
+                }
+                Some(last) if s >= last.0 && s <= last.1 => {
+                    last.1 = last.1.max(e);
+                    return;
+                }
+                Some(last) if s > last.1 => {
+                    self.iv.push((s, e));
+                    self.merged += 1;
+                    return;
+                }
+                Some(_) => {}
+            }
+        }
+        self.iv.push((s, e));
+        if self.iv.len() >= 2 * self.compacted.max(self.merged) + 4096 {
+            self.compact();
+        }
+    }
+
+    /// Sorts and merges the pending intervals (no-op when already compact).
+    pub fn compact(&mut self) {
+        if self.merged == self.iv.len() {
+            self.compacted = self.merged;
+            return;
+        }
+        self.iv.sort_unstable();
+        let mut w = 0usize;
+        for r in 0..self.iv.len() {
+            let Some(&(s, e)) = self.iv.get(r) else { break };
+            match w.checked_sub(1).and_then(|l| self.iv.get_mut(l)) {
+                Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                _ => {
+                    if let Some(x) = self.iv.get_mut(w) {
+                        *x = (s, e);
+                    }
+                    w += 1;
+                }
+            }
+        }
+        self.iv.truncate(w);
+        self.iv.shrink_to_fit();
+        self.merged = w;
+        self.compacted = w;
+    }
+
+    /// The components, sorted (compacts first).
+    pub fn intervals(&mut self) -> &[(i64, i64)] {
+        self.compact();
+        &self.iv
+    }
+
+    /// Bytes of heap this union holds.
+    pub fn heap_bytes(&self) -> usize {
+        self.iv.capacity() * std::mem::size_of::<(i64, i64)>()
+    }
+}
+
+/// Length of the union of several compacted lists, ps, by a k-way merge (O(k) extra memory).
+pub fn union_len<'a>(lists: impl IntoIterator<Item = &'a [(i64, i64)]>) -> i64 {
+    let lists: Vec<&[(i64, i64)]> = lists.into_iter().collect();
+    let mut heap: BinaryHeap<Reverse<(i64, i64, usize, usize)>> = lists
+        .iter()
+        .enumerate()
+        .filter_map(|(k, l)| l.first().map(|&(s, e)| Reverse((s, e, k, 0))))
+        .collect();
+    let mut sum = 0i64;
+    let mut cur: Option<(i64, i64)> = None;
+    while let Some(Reverse((s, e, k, i))) = heap.pop() {
+        if let Some(&(ns, ne)) = lists.get(k).and_then(|l| l.get(i + 1)) {
+            heap.push(Reverse((ns, ne, k, i + 1)));
+        }
+        match cur {
+            Some((cs, ce)) if s <= ce => cur = Some((cs, ce.max(e))),
+            Some((cs, ce)) => {
+                sum = sum.saturating_add(ce.saturating_sub(cs));
+                cur = Some((s, e));
+            }
+            None => cur = Some((s, e)),
+        }
+    }
+    if let Some((cs, ce)) = cur {
+        sum = sum.saturating_add(ce.saturating_sub(cs));
+    }
+    sum
+}
+
+/// Intervals `[start, end)` in ps: their count, summed length and union.
 #[derive(Debug, Clone, Default)]
 pub struct Spans {
-    /// (start, end) in ps.
-    pub iv: Vec<(i64, i64)>,
+    n: u64,
+    sum: i64,
+    /// The union (connected components).
+    pub u: Union,
 }
 
 impl Spans {
     fn push(&mut self, s: i64, e: i64) {
-        self.iv.push((s, e.max(s)));
+        let e = e.max(s);
+        self.n += 1;
+        self.sum = self.sum.saturating_add(e.saturating_sub(s));
+        self.u.push(s, e);
     }
     /// Number of intervals.
     pub fn count(&self) -> u64 {
-        self.iv.len() as u64
+        self.n
     }
     /// Σ (end − start), ps (overlaps added).
     pub fn total(&self) -> i64 {
-        self.iv.iter().map(|(s, e)| e - s).sum()
+        self.sum
     }
     /// Length of the union, ps (overlaps merged).
-    pub fn union(&self) -> i64 {
-        let mut v = self.iv.clone();
-        v.sort_unstable();
-        let mut sum = 0i64;
-        let mut cur: Option<(i64, i64)> = None;
-        for (s, e) in v {
-            match cur {
-                Some((cs, ce)) if s <= ce => cur = Some((cs, ce.max(e))),
-                Some((cs, ce)) => {
-                    sum += ce - cs;
-                    cur = Some((s, e));
-                }
-                None => cur = Some((s, e)),
-            }
-        }
-        if let Some((cs, ce)) = cur {
-            sum += ce - cs;
-        }
-        sum
+    pub fn union(&mut self) -> i64 {
+        union_len([self.u.intervals()])
     }
 }
 
-fn i64s(b: &RecordBatch, name: &str) -> Vec<Option<i64>> {
-    match b
-        .column_by_name(name)
-        .and_then(|c| c.as_any().downcast_ref::<Int64Array>())
-    {
-        Some(a) => (0..a.len())
-            .map(|i| (!a.is_null(i)).then(|| a.value(i)))
-            .collect(),
-        None => vec![None; b.num_rows()],
+/// An integer column resolved once per batch (int64 or int32; absent → all null).
+enum IntCol<'b> {
+    I64(&'b Int64Array),
+    I32(&'b Int32Array),
+    Absent,
+}
+
+impl<'b> IntCol<'b> {
+    fn of(b: &'b RecordBatch, name: &str) -> Self {
+        let Some(c) = b.column_by_name(name) else {
+            return IntCol::Absent;
+        };
+        if let Some(a) = c.as_any().downcast_ref::<Int64Array>() {
+            return IntCol::I64(a);
+        }
+        match c.as_any().downcast_ref::<Int32Array>() {
+            Some(a) => IntCol::I32(a),
+            None => IntCol::Absent,
+        }
+    }
+    fn get(&self, i: usize) -> Option<i64> {
+        match self {
+            IntCol::I64(a) => (i < a.len() && !a.is_null(i)).then(|| a.value(i)),
+            IntCol::I32(a) => (i < a.len() && !a.is_null(i)).then(|| i64::from(a.value(i))),
+            IntCol::Absent => None,
+        }
     }
 }
 
-fn strs(b: &RecordBatch, name: &str) -> Vec<Option<String>> {
-    match b
-        .column_by_name(name)
-        .and_then(|c| c.as_any().downcast_ref::<StringArray>())
-    {
-        Some(a) => (0..a.len())
-            .map(|i| (!a.is_null(i)).then(|| a.value(i).to_string()))
-            .collect(),
-        None => vec![None; b.num_rows()],
-    }
+fn str_at(a: Option<&StringArray>, i: usize) -> Option<&str> {
+    a.filter(|a| i < a.len() && !a.is_null(i))
+        .map(|a| a.value(i))
 }
 
 /// Interval of row `i` in ps: raw ticks when `raw_ps` (trn2, identity calibration), else the ns
 /// columns × 1000.
 fn span_of(
     i: usize,
-    raw: (&[Option<i64>], &[Option<i64>]),
-    ns: (&[Option<i64>], &[Option<i64>]),
+    raw: (&IntCol, &IntCol),
+    ns: (&IntCol, &IntCol),
     raw_ps: bool,
 ) -> Option<(i64, i64)> {
     if raw_ps {
-        if let (Some(Some(s)), Some(Some(e))) = (raw.0.get(i), raw.1.get(i)) {
-            return Some((*s, *e));
+        if let (Some(s), Some(e)) = (raw.0.get(i), raw.1.get(i)) {
+            return Some((s, e));
         }
     }
     match (ns.0.get(i), ns.1.get(i)) {
-        (Some(Some(s)), Some(Some(e))) => Some((s.saturating_mul(1000), e.saturating_mul(1000))),
+        (Some(s), Some(e)) => Some((s.saturating_mul(1000), e.saturating_mul(1000))),
         _ => None,
     }
 }
 
-/// Everything `Summary`/`OpcodeSummary` need, gathered from the tables.
-#[derive(Debug, Clone, Default)]
+/// A stream key: two interned names and the pcore.
+type Key = (u32, u32, i64);
+/// The same key as read from a row (before interning).
+type RowKey<'b> = (Option<&'b str>, Option<&'b str>, i64);
+
+/// Small string interner: per-row keys become integers (no allocation per row).
+#[derive(Debug, Default)]
+struct Names {
+    ids: HashMap<String, u32>,
+    names: Vec<String>,
+}
+
+impl Names {
+    fn id(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.ids.get(s) {
+            return i;
+        }
+        let i = self.names.len() as u32;
+        self.names.push(s.to_string());
+        self.ids.insert(s.to_string(), i);
+        i
+    }
+    fn name(&self, i: u32) -> &str {
+        self.names.get(i as usize).map_or("", String::as_str)
+    }
+}
+
+/// Everything `Summary`/`OpcodeSummary` need, accumulated batch by batch while the tables
+/// stream (no copy of the rows): counts and sums, plus the unions per stream — (engine, opcode,
+/// pcore) for instructions, (queue type, queue name, pcore) for DMA packets — each kept as its
+/// connected components ([`Union`]). Unions over streams are taken at write time by k-way merges.
+#[derive(Debug, Default)]
 pub struct Gathered {
-    /// Per engine name (`tensor` …), without EVENT_SEMAPHORE (semaphore waits).
-    pub engines: BTreeMap<String, Spans>,
-    /// Per (engine, opcode).
-    pub opcodes: BTreeMap<(String, String), Spans>,
-    /// All DMA packets.
-    pub dma: Spans,
-    /// DMA packets and bytes per `queue_type`.
-    pub dma_by_type: BTreeMap<String, (Spans, i64)>,
+    raw_ps: bool,
+    names: Names,
+    /// (engine, opcode, pcore) → spans; `busy` = false for EVENT_SEMAPHORE (semaphore waits).
+    ops: HashMap<Key, Spans>,
+    /// (queue type, queue name, pcore) → spans and bytes.
+    dma: HashMap<Key, (Spans, i64)>,
+}
+
+impl Gathered {
+    /// An empty accumulator. `raw_ps`: raw ticks are picoseconds (trn2; see [`write_summary`]).
+    pub fn new(raw_ps: bool) -> Self {
+        Gathered {
+            raw_ps,
+            ..Default::default()
+        }
+    }
+
+    /// Takes one `Instruction` batch (columns `start_ts`, `end_ts`, `nscope_raw_*_ticks`,
+    /// `engine`, `opcode`, `pcore_idx`).
+    pub fn add_instructions(&mut self, b: &RecordBatch) {
+        let (s, e) = (IntCol::of(b, "start_ts"), IntCol::of(b, "end_ts"));
+        let (rs, re) = (
+            IntCol::of(b, "nscope_raw_start_ticks"),
+            IntCol::of(b, "nscope_raw_end_ticks"),
+        );
+        let pc = IntCol::of(b, "pcore_idx");
+        let col = |n: &str| {
+            b.column_by_name(n)
+                .and_then(|c| c.as_any().downcast_ref::<StringArray>())
+        };
+        let (eng, op) = (col("engine"), col("opcode"));
+        let mut last: Option<(RowKey<'_>, Key)> = None;
+        for i in 0..b.num_rows() {
+            let Some((a, z)) = span_of(i, (&rs, &re), (&s, &e), self.raw_ps) else {
+                continue;
+            };
+            let k = (str_at(eng, i), str_at(op, i), pc.get(i).unwrap_or(0));
+            let key = match last {
+                Some((lk, key)) if lk == k => key,
+                _ => {
+                    let key = (
+                        self.names.id(k.0.unwrap_or_default()),
+                        self.names.id(k.1.unwrap_or_default()),
+                        k.2,
+                    );
+                    last = Some((k, key));
+                    key
+                }
+            };
+            self.ops.entry(key).or_default().push(a, z);
+        }
+    }
+
+    /// Takes one `DmaPacket` batch (columns `start_ts`, `end_ts`, `nscope_raw_*_ticks`,
+    /// `queue_type`, `queue_name`, `transfer_bytes`, `pcore_idx`).
+    pub fn add_dma(&mut self, b: &RecordBatch) {
+        let (s, e) = (IntCol::of(b, "start_ts"), IntCol::of(b, "end_ts"));
+        let (rs, re) = (
+            IntCol::of(b, "nscope_raw_start_ticks"),
+            IntCol::of(b, "nscope_raw_end_ticks"),
+        );
+        let (pc, by) = (IntCol::of(b, "pcore_idx"), IntCol::of(b, "transfer_bytes"));
+        let col = |n: &str| {
+            b.column_by_name(n)
+                .and_then(|c| c.as_any().downcast_ref::<StringArray>())
+        };
+        let (qt, qn) = (col("queue_type"), col("queue_name"));
+        let mut last: Option<(RowKey<'_>, Key)> = None;
+        for i in 0..b.num_rows() {
+            let Some((a, z)) = span_of(i, (&rs, &re), (&s, &e), self.raw_ps) else {
+                continue;
+            };
+            let k = (str_at(qt, i), str_at(qn, i), pc.get(i).unwrap_or(0));
+            let key = match last {
+                Some((lk, key)) if lk == k => key,
+                _ => {
+                    let key = (
+                        self.names.id(k.0.unwrap_or_default()),
+                        self.names.id(k.1.unwrap_or_default()),
+                        k.2,
+                    );
+                    last = Some((k, key));
+                    key
+                }
+            };
+            let x = self.dma.entry(key).or_default();
+            x.0.push(a, z);
+            x.1 = x.1.saturating_add(by.get(i).unwrap_or(0));
+        }
+    }
+
+    /// Bytes of heap held by the interval lists (for the memory figures in docs/formats.md).
+    pub fn heap_bytes(&self) -> usize {
+        self.ops.values().map(|s| s.u.heap_bytes()).sum::<usize>()
+            + self.dma.values().map(|s| s.0.u.heap_bytes()).sum::<usize>()
+    }
+}
+
+/// Forwards every batch to `inner` and feeds `Instruction`/`DmaPacket` batches to [`Gathered`].
+pub struct SummaryCollector<'a> {
+    /// Where the batches go.
+    pub inner: &'a mut dyn TableSink,
+    /// What was gathered.
+    pub state: Gathered,
+}
+
+impl TableSink for SummaryCollector<'_> {
+    fn batch(&mut self, def: &'static TableDef, batch: RecordBatch) -> Result<()> {
+        match def.name {
+            "Instruction" => self.state.add_instructions(&batch),
+            "DmaPacket" => self.state.add_dma(&batch),
+            _ => {}
+        }
+        self.inner.batch(def, batch)
+    }
 }
 
 /// Reads `Instruction` and `DmaPacket` from `t`. `raw_ps`: raw ticks are picoseconds.
 pub fn gather(t: &Tables, raw_ps: bool) -> Gathered {
-    let mut g = Gathered::default();
-    // Batch by batch: the per-row vectors below then cost one batch (≤ 64 Ki rows), not the
-    // whole table (a 200 MB NTFF has ~6 M instructions).
+    let mut g = Gathered::new(raw_ps);
     for b in t.get("Instruction").unwrap_or(&[]) {
-        let (s, e) = (i64s(b, "start_ts"), i64s(b, "end_ts"));
-        let (rs, re) = (
-            i64s(b, "nscope_raw_start_ticks"),
-            i64s(b, "nscope_raw_end_ticks"),
-        );
-        let eng = strs(b, "engine");
-        let op = strs(b, "opcode");
-        for i in 0..b.num_rows() {
-            let Some((a, z)) = span_of(i, (&rs, &re), (&s, &e), raw_ps) else {
-                continue;
-            };
-            let en = eng[i].clone().unwrap_or_default();
-            // Engine busy time excludes semaphore waits = the EVENT_SEMAPHORE instructions
-            // (v6 exports: instruction and active times 7/7 on raw-ps sums and unions).
-            if op[i].as_deref() != Some("EVENT_SEMAPHORE") {
-                g.engines.entry(en.clone()).or_default().push(a, z);
-            }
-            g.opcodes
-                .entry((en, op[i].clone().unwrap_or_default()))
-                .or_default()
-                .push(a, z);
-        }
+        g.add_instructions(b);
     }
     for b in t.get("DmaPacket").unwrap_or(&[]) {
-        let (s, e) = (i64s(b, "start_ts"), i64s(b, "end_ts"));
-        let (rs, re) = (
-            i64s(b, "nscope_raw_start_ticks"),
-            i64s(b, "nscope_raw_end_ticks"),
-        );
-        let qt = strs(b, "queue_type");
-        let by = i64s(b, "transfer_bytes");
-        for i in 0..b.num_rows() {
-            let Some((a, z)) = span_of(i, (&rs, &re), (&s, &e), raw_ps) else {
-                continue;
-            };
-            g.dma.push(a, z);
-            let x = g
-                .dma_by_type
-                .entry(qt[i].clone().unwrap_or_default())
-                .or_default();
-            x.0.push(a, z);
-            x.1 += by[i].unwrap_or(0);
-        }
+        g.add_dma(b);
     }
     g
 }
 
-/// Writes one `Summary` row and the `OpcodeSummary` rows for a decoded device profile.
-/// `raw_ps` as in [`gather`] (true when every calibration entry is the identity, i.e. trn2).
+/// Writes one `Summary` row and the `OpcodeSummary` rows for a decoded device profile from its
+/// in-memory tables. `raw_ps` as in [`gather`] (true when every calibration entry is the
+/// identity, i.e. trn2). Streaming callers use [`SummaryCollector`] and [`write_gathered`].
 pub fn write_summary(
     t: &Tables,
     report: &DecodeReport,
     raw_ps: bool,
     sink: &mut dyn TableSink,
 ) -> Result<()> {
-    let g = gather(t, raw_ps);
+    write_gathered(gather(t, raw_ps), report, sink)
+}
+
+/// Writes `Summary` and `OpcodeSummary` from what a [`SummaryCollector`] gathered.
+pub fn write_gathered(
+    mut g: Gathered,
+    report: &DecodeReport,
+    sink: &mut dyn TableSink,
+) -> Result<()> {
+    for s in g.ops.values_mut() {
+        s.u.compact();
+    }
+    for s in g.dma.values_mut() {
+        s.0.u.compact();
+    }
+    let names = &g.names;
+    // (engine, opcode) → its streams (one per pcore), in name order like the old BTreeMap.
+    let mut opcodes: BTreeMap<(&str, &str), Vec<&Spans>> = BTreeMap::new();
+    for ((e, o, _), sp) in &g.ops {
+        opcodes
+            .entry((names.name(*e), names.name(*o)))
+            .or_default()
+            .push(sp);
+    }
+    let mut dma_by_type: BTreeMap<&str, Vec<&(Spans, i64)>> = BTreeMap::new();
+    for ((t, _, _), x) in &g.dma {
+        dma_by_type.entry(names.name(*t)).or_default().push(x);
+    }
+    let count = |v: &[&Spans]| v.iter().map(|s| s.count()).sum::<u64>();
+    let total = |v: &[&Spans]| v.iter().fold(0i64, |a, s| a.saturating_add(s.total()));
+    let union = |v: &[&Spans]| union_len(v.iter().map(|s| &s.u.iv[..]));
     let def = &explorer::SUMMARY;
     let mut b = TableBuilder::new(def);
     let c = |n: &str| def.col(n);
@@ -201,24 +439,29 @@ pub fn write_summary(
     b.i64(c("trace_count"), Some(report.trace_count as i64));
     b.i64(c("event_count"), Some(report.event_count as i64));
     for (name, prefix) in ENGINES {
-        let sp = g.engines.get(name).cloned().unwrap_or_default();
-        let act = sp.union();
-        b.f64(c(&format!("{prefix}_instruction_time")), secs(sp.total()));
+        // Engine busy time excludes semaphore waits = the EVENT_SEMAPHORE instructions
+        // (v6 exports: instruction and active times 7/7 on raw-ps sums and unions).
+        let sp: Vec<&Spans> = opcodes
+            .iter()
+            .filter(|((e, o), _)| *e == name && *o != "EVENT_SEMAPHORE")
+            .flat_map(|(_, v)| v.iter().copied())
+            .collect();
+        let act = union(&sp);
+        b.f64(c(&format!("{prefix}_instruction_time")), secs(total(&sp)));
         b.f64(c(&format!("{prefix}_active_time")), secs(act));
         b.f64(c(&format!("{prefix}_active_time_percent")), frac(act));
-        let n: u64 = g
-            .opcodes
+        let n: u64 = opcodes
             .iter()
-            .filter(|((e, _), _)| e == name)
-            .map(|(_, s)| s.count())
+            .filter(|((e, _), _)| *e == name)
+            .map(|(_, s)| count(s))
             .sum();
         b.i64(c(&format!("{prefix}_instruction_count")), Some(n as i64));
     }
     let count_op = |op: &str| -> (u64, i64) {
-        g.opcodes
+        opcodes
             .iter()
-            .filter(|((_, o), _)| o == op)
-            .fold((0, 0), |a, (_, s)| (a.0 + s.count(), a.1 + s.total()))
+            .filter(|((_, o), _)| *o == op)
+            .fold((0, 0), |a, (_, s)| (a.0 + count(s), a.1 + total(s)))
     };
     b.i64(
         c("matmul_instruction_count"),
@@ -228,10 +471,11 @@ pub fn write_summary(
     b.i64(c("activate_instruction_count"), Some(an as i64));
     b.f64(c("activate_instruction_time"), secs(at));
     // DMA.
-    let all = g.dma.count();
-    let all_bytes: i64 = g.dma_by_type.values().map(|x| x.1).sum();
-    let dma_act = g.dma.union();
-    b.f64(c("dma_packet_time"), secs(g.dma.total()));
+    let all_dma: Vec<&Spans> = g.dma.values().map(|x| &x.0).collect();
+    let all = count(&all_dma);
+    let all_bytes: i64 = g.dma.values().map(|x| x.1).sum();
+    let dma_act = union(&all_dma);
+    b.f64(c("dma_packet_time"), secs(total(&all_dma)));
     b.f64(c("dma_active_time"), secs(dma_act));
     b.f64(c("dma_active_time_percent"), frac(dma_act));
     // dma_active_time × NeuronCore clock (cycles = ps × GHz / 1000).
@@ -242,31 +486,33 @@ pub fn write_summary(
     let pct = |n: f64, d: f64| (d > 0.0).then(|| n / d);
     // Per-kind DMA active percents are fractions of dma_active_time, not of total_time (7/7 v6).
     let dfrac = |ps: i64| pct(ps as f64, dma_act as f64);
-    let mut static_spans = Spans::default();
+    let mut static_spans: Vec<&Spans> = Vec::new();
     let (mut dyn_n, mut dyn_b) = (0u64, 0i64);
-    for (ty, (sp, by)) in &g.dma_by_type {
-        if ty.ends_with("_dynamic") {
-            dyn_n += sp.count();
-            dyn_b += by;
-        } else {
-            static_spans.iv.extend(&sp.iv);
+    for (ty, xs) in &dma_by_type {
+        for (sp, by) in xs.iter().copied() {
+            if ty.ends_with("_dynamic") {
+                dyn_n += sp.count();
+                dyn_b += by;
+            } else {
+                static_spans.push(sp);
+            }
         }
     }
     let mut dyn_act = 0i64;
     for prefix in ["software_dynamic", "hardware_dynamic"] {
-        let (sp, by) = g.dma_by_type.get(prefix).cloned().unwrap_or_default();
-        let act = sp.union();
+        let xs = dma_by_type.get(prefix).map_or(&[][..], |v| &v[..]);
+        let sp: Vec<&Spans> = xs.iter().map(|x| &x.0).collect();
+        let by: i64 = xs.iter().map(|x| x.1).sum();
+        let n = count(&sp);
+        let act = union(&sp);
         dyn_act += act;
         b.f64(c(&format!("{prefix}_dma_active_time")), secs(act));
         b.f64(c(&format!("{prefix}_dma_active_time_percent")), dfrac(act));
-        b.i64(
-            c(&format!("{prefix}_dma_packet_count")),
-            Some(sp.count() as i64),
-        );
+        b.i64(c(&format!("{prefix}_dma_packet_count")), Some(n as i64));
         b.i64(c(&format!("{prefix}_dma_size")), Some(by));
         b.f64(
             c(&format!("{prefix}_dma_packet_percent")),
-            pct(sp.count() as f64, all as f64),
+            pct(n as f64, all as f64),
         );
         b.f64(
             c(&format!("{prefix}_dma_size_percent")),
@@ -275,7 +521,7 @@ pub fn write_summary(
     }
     let st_n = all - dyn_n;
     let st_b = all_bytes - dyn_b;
-    let st_act = static_spans.union();
+    let st_act = union(&static_spans);
     b.f64(c("static_dma_active_time"), secs(st_act));
     b.f64(c("static_dma_active_time_percent"), dfrac(st_act));
     b.f64(
@@ -306,12 +552,12 @@ pub fn write_summary(
 
     let def = &explorer::OPCODE_SUMMARY;
     let mut b = TableBuilder::new(def);
-    for ((eng, op), sp) in &g.opcodes {
-        let act = sp.union();
+    for ((eng, op), sp) in &opcodes {
+        let act = union(sp);
         b.str(def.col("engine"), Some(eng));
         b.str(def.col("opcode"), Some(op));
-        b.i64(def.col("instruction_count"), Some(sp.count() as i64));
-        b.i64(def.col("instruction_time_ns"), Some(sp.total() / 1000));
+        b.i64(def.col("instruction_count"), Some(count(sp) as i64));
+        b.i64(def.col("instruction_time_ns"), Some(total(sp) / 1000));
         b.i64(def.col("active_time_ns"), Some(act / 1000));
         b.f64(def.col("active_time_percent"), frac(act).map(|f| f * 100.0));
         if let Some(batch) = b.end_row()? {
@@ -340,5 +586,67 @@ mod tests {
         assert_eq!(s.union(), 26);
         assert_eq!(s.count(), 4);
         assert_eq!(Spans::default().union(), 0);
+    }
+
+    /// In-order pushes merge in place (memory = components); any order gives the same union.
+    #[test]
+    fn union_online_and_out_of_order() {
+        let iv: Vec<(i64, i64)> = (0..20_000i64)
+            .map(|i| {
+                let s = i * 10 + (i % 7);
+                (s, s + [3, 10, 0, 25][(i % 4) as usize])
+            })
+            .collect();
+        let mut sorted = Union::default();
+        for &(s, e) in &iv {
+            sorted.push(s, e);
+        }
+        assert_eq!(
+            sorted.iv.len(),
+            sorted.merged,
+            "in-order input never goes unmerged"
+        );
+        let mut shuffled = Union::default();
+        for k in 0..iv.len() {
+            let (s, e) = iv[(k * 7919) % iv.len()];
+            shuffled.push(s, e);
+        }
+        let want: Vec<(i64, i64)> = sorted.intervals().to_vec();
+        assert_eq!(shuffled.intervals(), &want[..]);
+        // Reference: sort + merge of everything at once.
+        let mut all = iv.clone();
+        all.sort_unstable();
+        let mut r: Vec<(i64, i64)> = Vec::new();
+        for (s, e) in all {
+            match r.last_mut() {
+                Some(l) if s <= l.1 => l.1 = l.1.max(e),
+                _ => r.push((s, e)),
+            }
+        }
+        assert_eq!(want, r);
+        assert!(want.len() < iv.len() && want.len() > 1);
+        // k-way union of two lists = union of the concatenation.
+        let mut a = Union::default();
+        let mut b = Union::default();
+        for (k, &(s, e)) in iv.iter().enumerate() {
+            if k % 3 == 0 {
+                a.push(s, e)
+            } else {
+                b.push(s, e)
+            }
+        }
+        let len: i64 = r.iter().map(|(s, e)| e - s).sum();
+        assert_eq!(
+            union_len(
+                [a.intervals(), b.intervals()]
+                    .into_iter()
+                    .map(|x| x.to_vec())
+                    .collect::<Vec<_>>()
+                    .iter()
+                    .map(|v| &v[..])
+            ),
+            len
+        );
+        assert_eq!(union_len(std::iter::empty::<&[(i64, i64)]>()), 0);
     }
 }
