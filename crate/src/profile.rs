@@ -115,7 +115,7 @@ impl TableSink for Counting<'_> {
 }
 
 /// Columns of `Instruction` and `DmaPacket` that [`crate::summary`] reads. Keeping only these
-/// (≈ 60 bytes per row) lets the Summary be computed while the full tables stream to their sink.
+/// (≈ 70 bytes per row) lets the Summary be computed while the full tables stream to their sink.
 const SUMMARY_COLUMNS: &[&str] = &[
     "start_ts",
     "end_ts",
@@ -125,6 +125,9 @@ const SUMMARY_COLUMNS: &[&str] = &[
     "opcode",
     "queue_type",
     "transfer_bytes",
+    // Calibration of the raw ticks (per core; DMA: per engine field) for inf2's whole-ps times.
+    "pcore_idx",
+    "nscope_dma_engine_field",
 ];
 
 /// Forwards every batch and keeps a projection of the event tables the Summary needs.

@@ -7,15 +7,16 @@
 //!
 //! Conventions observed in the exports (docs/formats.md "Summary"): times in seconds as float32;
 //! `*_percent` fields are **fractions** of `total_time` (0.456, not 45.6); instruction and packet
-//! times are sums of raw-picosecond durations when the clock is raw ps (trn2), else of the ns
-//! columns; "static" DMA = every packet not on a dynamic queue (includes `instruction`).
+//! times are sums of raw-picosecond durations when the clock is raw ps (trn2), else of durations
+//! in whole calibrated ps (each raw time calibrated and floored on its own; inf2); "static" DMA = every packet not on a dynamic queue (includes `instruction`).
 
 use std::collections::BTreeMap;
 
-use arrow_array::{Array, Int64Array, RecordBatch, StringArray};
+use arrow_array::{Array, Int32Array, Int64Array, RecordBatch, StringArray};
 
+use crate::engine::Engine;
 use crate::error::Result;
-use crate::ntff::DecodeReport;
+use crate::ntff::{Calibration, ClockCal, DecodeReport};
 use crate::tables::{explorer, TableBuilder, TableSink, Tables};
 
 /// Engines in the order and with the names of the `Summary` field prefixes.
@@ -81,6 +82,18 @@ fn i64s(b: &RecordBatch, name: &str) -> Vec<Option<i64>> {
     }
 }
 
+fn i32s(b: &RecordBatch, name: &str) -> Vec<Option<i32>> {
+    match b
+        .column_by_name(name)
+        .and_then(|c| c.as_any().downcast_ref::<Int32Array>())
+    {
+        Some(a) => (0..a.len())
+            .map(|i| (!a.is_null(i)).then(|| a.value(i)))
+            .collect(),
+        None => vec![None; b.num_rows()],
+    }
+}
+
 fn strs(b: &RecordBatch, name: &str) -> Vec<Option<String>> {
     match b
         .column_by_name(name)
@@ -93,17 +106,23 @@ fn strs(b: &RecordBatch, name: &str) -> Vec<Option<String>> {
     }
 }
 
-/// Interval of row `i` in ps: raw ticks when `raw_ps` (trn2, identity calibration), else the ns
-/// columns × 1000.
+/// Interval of row `i` in ps: raw ticks when `raw_ps` (trn2, identity calibration), else the raw
+/// ticks calibrated with `cal` and floored to whole ps each (the inf2 exports' times: 9/9,
+/// docs/formats.md "Summary"), else the ns columns × 1000.
 fn span_of(
     i: usize,
     raw: (&[Option<i64>], &[Option<i64>]),
     ns: (&[Option<i64>], &[Option<i64>]),
     raw_ps: bool,
+    cal: Option<ClockCal>,
 ) -> Option<(i64, i64)> {
-    if raw_ps {
-        if let (Some(Some(s)), Some(Some(e))) = (raw.0.get(i), raw.1.get(i)) {
+    if let (Some(Some(s)), Some(Some(e))) = (raw.0.get(i), raw.1.get(i)) {
+        if raw_ps {
             return Some((*s, *e));
+        }
+        if let (Some(c), Ok(s), Ok(e)) = (cal, u64::try_from(*s), u64::try_from(*e)) {
+            let ps = |fs: i128| fs.div_euclid(1000).clamp(i64::MIN.into(), i64::MAX.into()) as i64;
+            return Some((ps(c.fs(s)), ps(c.fs(e))));
         }
     }
     match (ns.0.get(i), ns.1.get(i)) {
@@ -125,8 +144,21 @@ pub struct Gathered {
     pub dma_by_type: BTreeMap<String, (Spans, i64)>,
 }
 
-/// Reads `Instruction` and `DmaPacket` from `t`. `raw_ps`: raw ticks are picoseconds.
-pub fn gather(t: &Tables, raw_ps: bool) -> Gathered {
+/// Calibration of a row's raw ticks: core `pcore` of `cals` (NTFF subgraph order), then `pick`.
+fn row_cal(
+    cals: &[Calibration],
+    pcore: Option<i64>,
+    pick: impl Fn(&Calibration) -> Option<ClockCal>,
+) -> Option<ClockCal> {
+    usize::try_from(pcore?)
+        .ok()
+        .and_then(|p| cals.get(p))
+        .and_then(pick)
+}
+
+/// Reads `Instruction` and `DmaPacket` from `t`. `raw_ps`: raw ticks are picoseconds; else
+/// `cals` (per core, NTFF subgraph order) calibrates them.
+pub fn gather(t: &Tables, raw_ps: bool, cals: &[Calibration]) -> Gathered {
     let mut g = Gathered::default();
     // Batch by batch: the per-row vectors below then cost one batch (≤ 64 Ki rows), not the
     // whole table (a 200 MB NTFF has ~6 M instructions).
@@ -138,8 +170,16 @@ pub fn gather(t: &Tables, raw_ps: bool) -> Gathered {
         );
         let eng = strs(b, "engine");
         let op = strs(b, "opcode");
+        let pc = i64s(b, "pcore_idx");
         for i in 0..b.num_rows() {
-            let Some((a, z)) = span_of(i, (&rs, &re), (&s, &e), raw_ps) else {
+            let cal = row_cal(cals, pc[i], |c| {
+                let n = eng[i].as_deref()?;
+                (0..5u32)
+                    .filter_map(Engine::from_ntff)
+                    .find(|x| x.explorer_name() == n)
+                    .and_then(|x| c.engines.get(x.ntff_index()).copied())
+            });
+            let Some((a, z)) = span_of(i, (&rs, &re), (&s, &e), raw_ps, cal) else {
                 continue;
             };
             let en = eng[i].clone().unwrap_or_default();
@@ -162,8 +202,12 @@ pub fn gather(t: &Tables, raw_ps: bool) -> Gathered {
         );
         let qt = strs(b, "queue_type");
         let by = i64s(b, "transfer_bytes");
+        let (pc, fld) = (i64s(b, "pcore_idx"), i32s(b, "nscope_dma_engine_field"));
         for i in 0..b.num_rows() {
-            let Some((a, z)) = span_of(i, (&rs, &re), (&s, &e), raw_ps) else {
+            let cal = row_cal(cals, pc[i], |c| {
+                c.dma.get(usize::try_from(fld[i]?).ok()?).copied()
+            });
+            let Some((a, z)) = span_of(i, (&rs, &re), (&s, &e), raw_ps, cal) else {
                 continue;
             };
             g.dma.push(a, z);
@@ -186,7 +230,13 @@ pub fn write_summary(
     raw_ps: bool,
     sink: &mut dyn TableSink,
 ) -> Result<()> {
-    let g = gather(t, raw_ps);
+    let cals: Vec<Calibration> = report
+        .info
+        .subgraphs
+        .iter()
+        .map(|s| s.calibration.clone())
+        .collect();
+    let g = gather(t, raw_ps, &cals);
     let def = &explorer::SUMMARY;
     let mut b = TableBuilder::new(def);
     let c = |n: &str| def.col(n);

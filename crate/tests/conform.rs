@@ -97,6 +97,8 @@ struct Sum {
     files: usize,
     fields: BTreeMap<(String, String, String), (u64, u64)>,
     rows: BTreeMap<String, (usize, usize, usize, String)>,
+    /// (section, field) whose first diff was printed.
+    shown: std::collections::BTreeSet<(String, String)>,
 }
 
 impl Sum {
@@ -189,7 +191,26 @@ fn conform_every_ground_truth_pair() {
                 "{k} missing from the report"
             );
         }
-        fam.entry(v).or_default().add(&r);
+        // The first differing row of every field below 100 %, once per family (--nocapture).
+        let sum = fam.entry(v).or_default();
+        for sec in &r.sections {
+            for f in &sec.fields {
+                if let Some(d) = f.diffs.first() {
+                    if sum.shown.insert((sec.section.clone(), f.field.clone())) {
+                        println!(
+                            "v{v} {} {} ({}): export {} ours {} [{}]",
+                            sec.section,
+                            f.field,
+                            f.tolerance,
+                            d.export,
+                            d.ours,
+                            export.file_name().unwrap().to_string_lossy()
+                        );
+                    }
+                }
+            }
+        }
+        sum.add(&r);
     }
     for (v, s) in &fam {
         s.print(&format!("v{v}"));
