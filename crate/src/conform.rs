@@ -9,10 +9,10 @@
 //!
 //! The mapping is data ([`SECTIONS`]), taken from ntff.md §9 and the hand-written golden tests
 //! (`crate/tests/ntff_golden.rs`, `ntff_dma_golden.rs`, `end_to_end.rs`,
-//! `attribution_golden.rs`). It names Explorer schema 7.4.0 tables and columns only, so a table
-//! another part of neuronscope starts writing (e.g. `PendingDma`, `ActiveTime`, `DmaUsage`) is
-//! compared as soon as it exists; until then its section is reported `not_produced`, never
-//! skipped. Export fields without a mapping are listed `not_produced` too; `terminology`,
+//! `attribution_golden.rs`, `derived_golden.rs` for `ActiveTime`, `PendingDma`, `DmaUsage`,
+//! `HbmUsageSummaryByType`, `Warning`). It names Explorer schema 7.4.0 tables and columns only, so
+//! a table another part of neuronscope starts writing (e.g. `SbufUsage`) is compared as soon as it
+//! exists; until then its section is reported `not_produced`, never skipped. Export fields without a mapping are listed `not_produced` too; `terminology`,
 //! `summary_groups` and `summary_group_order` are `presentation` (not compared).
 //!
 //! Memory: the export is parsed whole into a `serde_json::Value` (the sample exports are
@@ -377,7 +377,7 @@ pub static SECTIONS: &[SectionMap] = &[
             our_order: &["timestamp", "value"],
         },
         fields: &[
-            fnote("timestamp", "timestamp", Tol::Exact, "v5: calibrated times not ps-floored in decode.rs (docs/formats.md)"),
+            fnote("timestamp", "timestamp", Tol::Exact, "calibrated times in whole ps before t0 is subtracted (docs/formats.md)"),
             f("timestamp", "timestamp", Tol::Ns(1)),
             f("value", "value", Tol::Exact),
             fnote("id", "id", Tol::Exact, "queue names need the NEFF def.json (ntff.md §4.3)"),
