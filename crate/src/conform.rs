@@ -9,10 +9,10 @@
 //!
 //! The mapping is data ([`SECTIONS`]), taken from ntff.md §9 and the hand-written golden tests
 //! (`crate/tests/ntff_golden.rs`, `ntff_dma_golden.rs`, `end_to_end.rs`,
-//! `attribution_golden.rs`). It names Explorer schema 7.4.0 tables and columns only, so a table
-//! another part of neuronscope starts writing (e.g. `PendingDma`, `ActiveTime`, `DmaUsage`) is
-//! compared as soon as it exists; until then its section is reported `not_produced`, never
-//! skipped. Export fields without a mapping are listed `not_produced` too; `terminology`,
+//! `attribution_golden.rs`, `derived_golden.rs` for `ActiveTime`, `PendingDma`, `DmaUsage`,
+//! `HbmUsageSummaryByType`, `Warning`). It names Explorer schema 7.4.0 tables and columns only, so
+//! a table another part of neuronscope starts writing (e.g. `SbufUsage`) is compared as soon as it
+//! exists; until then its section is reported `not_produced`, never skipped. Export fields without a mapping are listed `not_produced` too; `terminology`,
 //! `summary_groups` and `summary_group_order` are `presentation` (not compared).
 //!
 //! Memory: the export is parsed whole into a `serde_json::Value` (the sample exports are
@@ -377,7 +377,7 @@ pub static SECTIONS: &[SectionMap] = &[
             our_order: &["timestamp", "value"],
         },
         fields: &[
-            fnote("timestamp", "timestamp", Tol::Exact, "v5: calibrated times not ps-floored in decode.rs (docs/formats.md)"),
+            fnote("timestamp", "timestamp", Tol::Exact, "calibrated times in whole ps before t0 is subtracted (docs/formats.md)"),
             f("timestamp", "timestamp", Tol::Ns(1)),
             f("value", "value", Tol::Exact),
             fnote("id", "id", Tol::Exact, "queue names need the NEFF def.json (ntff.md §4.3)"),
@@ -594,9 +594,9 @@ pub static SECTIONS: &[SectionMap] = &[
             export_order: &[],
             our_order: &[],
         },
-        fields: &[f("amount_bytes", "usage_bytes", Tol::Exact)],
+        fields: &[fnote("amount_bytes", "usage_bytes", Tol::Exact, "NTFF subgraph field 11, plus a Total row per core")],
         same_names: false,
-        note: "rows keyed by (device, core, usage type) (ntff.md §3.3.3)",
+        note: "rows keyed by (nd → neuron_device_idx, nc → neuroncore_idx, usage_type) (ntff.md §3.3.3)",
     },
     SectionMap {
         section: "active_time",
@@ -610,29 +610,34 @@ pub static SECTIONS: &[SectionMap] = &[
         },
         fields: &[
             f("start_ts", "start_ts", Tol::Exact),
-            f("end_ts", "end_ts", Tol::Exact),
+            fnote("end_ts", "end_ts", Tol::Exact, "raw end floored on its own, not start_ts + duration_ns (docs/formats.md \"Derived tables\")"),
             f("duration_ns", "duration_ns", Tol::Exact),
             f("pcore_idx", "pcore_idx", Tol::Exact),
         ],
         same_names: false,
-        note: "rows grouped by (subgraph, engine) and paired in start order",
+        note: "rows grouped by (subgraph, engine) and paired in start order (derived_golden.rs)",
     },
     SectionMap {
         section: "pending_dma",
         filter: None,
         kind: Kind::Table("PendingDma"),
+        // Keyed by time, not zipped in time order: the v5 exports add two rows per file (static
+        // spill-reload trigger +1, aggregated transfer end −1) that ours lack, and zipping would
+        // pair every later row with the wrong one (derived_golden.rs keys the same way).
         align: Align::Keyed {
-            export: &[ExpKey::Subgraph],
-            ours: &[OurKey::Subgraph],
-            export_order: &["timestamp"],
-            our_order: &["timestamp"],
+            export: &[ExpKey::Subgraph, ExpKey::F("timestamp")],
+            ours: &[OurKey::Subgraph, OurKey::C("timestamp")],
+            export_order: &[],
+            our_order: &[],
         },
-        fields: &[
-            f("timestamp", "timestamp", Tol::Exact),
-            f("value", "value", Tol::Exact),
-        ],
+        fields: &[fnote(
+            "value",
+            "value",
+            Tol::Exact,
+            "running count of DMA_DIRECT2D starts (docs/formats.md \"Derived tables\")",
+        )],
         same_names: false,
-        note: "rows grouped by subgraph and paired in timestamp order",
+        note: "rows keyed by (subgraph, timestamp); v5: the static transfer's trigger and end rows are not rebuilt",
     },
     SectionMap {
         section: "dma_throughput",
@@ -646,13 +651,14 @@ pub static SECTIONS: &[SectionMap] = &[
         },
         fields: &[
             f("timestamp", "timestamp", Tol::Exact),
-            f("transfer_rate", "current_throughput", Tol::Rel(1e-6)),
+            fnote("transfer_rate", "current_throughput", Tol::F32, "sum of the float32 packet rates in flight, stored as float32"),
             f("total_transfer_bytes", "total_transfer_bytes", Tol::Exact),
-            fnote("hbm_transfer_rate", "nscope_hbm_current_throughput", Tol::Rel(1e-6), "Explorer keeps HBM in HbmUsage"),
-            fnote("hbm_total_transfer_bytes", "nscope_hbm_total_transfer_bytes", Tol::Exact, "Explorer keeps HBM in HbmUsage"),
+            fnote("hbm_transfer_rate", "HbmUsage.current_throughput", Tol::F32, "Explorer's HbmUsage, not written: every export row is 0 with uses_hbm false (docs/formats.md \"Derived tables\")"),
+            fnote("hbm_total_transfer_bytes", "HbmUsage.total_transfer_bytes", Tol::Exact, "Explorer's HbmUsage, not written: every export row is 0 with uses_hbm false"),
+            fnote("uses_hbm", "HbmUsage", Tol::Exact, "Explorer's HbmUsage, not written: \"false\" in every export row"),
         ],
         same_names: false,
-        note: "rows grouped by subgraph and paired in timestamp order",
+        note: "rows grouped by subgraph and paired in timestamp order (derived_golden.rs)",
     },
     SectionMap {
         section: "instruction_usage",
@@ -712,7 +718,7 @@ pub static SECTIONS: &[SectionMap] = &[
         },
         fields: &[f("category", "category", Tol::Exact)],
         same_names: false,
-        note: "rows keyed by message text",
+        note: "rows keyed by message text; our own problems (pairing, debug info) are extra rows",
     },
     SectionMap {
         section: "model_info",
@@ -1257,8 +1263,12 @@ fn compare_section(m: &SectionMap, export: &Value, src: &dyn TableSource) -> Sec
         };
         match ours.col(col) {
             None => {
-                rep.fields
-                    .push(not_produced(&fexp, Some(col), "column not produced"));
+                let why = if fnote.is_empty() {
+                    "column not produced"
+                } else {
+                    fnote.as_str()
+                };
+                rep.fields.push(not_produced(&fexp, Some(col), why));
                 continue;
             }
             Some(c) if c.null_count() == c.len() && !c.is_empty() => {

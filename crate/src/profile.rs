@@ -309,13 +309,14 @@ pub fn process_device(
         // calibration, so the info section is read first (header + protobuf, cheap).
         let mut spans: Option<crate::summary::SummaryCollector<'_>> = None;
         let decoded = open(path).and_then(|src| {
-            let raw_ps = crate::ntff::read_info(&*src)
-                .ok()
-                .flatten()
-                .is_some_and(|info| raw_ps_clock(&info));
+            let info = crate::ntff::read_info(&*src).ok().flatten();
+            let raw_ps = info.as_ref().is_some_and(raw_ps_clock);
+            let cals = info
+                .map(|i| i.subgraphs.into_iter().map(|s| s.calibration).collect())
+                .unwrap_or_default();
             let spans = spans.insert(crate::summary::SummaryCollector {
                 inner: &mut derived,
-                state: crate::summary::Gathered::new(raw_ps),
+                state: crate::summary::Gathered::new(raw_ps, cals),
             });
             crate::ntff::decode(&*src, &ctx, spans, &mut cb)
         });

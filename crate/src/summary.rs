@@ -7,16 +7,17 @@
 //!
 //! Conventions observed in the exports (docs/formats.md "Summary"): times in seconds as float32;
 //! `*_percent` fields are **fractions** of `total_time` (0.456, not 45.6); instruction and packet
-//! times are sums of raw-picosecond durations when the clock is raw ps (trn2), else of the ns
-//! columns; "static" DMA = every packet not on a dynamic queue (includes `instruction`).
+//! times are sums of raw-picosecond durations when the clock is raw ps (trn2), else of durations
+//! in whole calibrated ps (each raw time calibrated and floored on its own; inf2); "static" DMA = every packet not on a dynamic queue (includes `instruction`).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
 use arrow_array::{Array, Int32Array, Int64Array, RecordBatch, StringArray};
 
+use crate::engine::Engine;
 use crate::error::Result;
-use crate::ntff::DecodeReport;
+use crate::ntff::{Calibration, ClockCal, DecodeReport};
 use crate::tables::{explorer, TableBuilder, TableDef, TableSink, Tables};
 
 /// Engines in the order and with the names of the `Summary` field prefixes.
@@ -204,17 +205,23 @@ fn str_at(a: Option<&StringArray>, i: usize) -> Option<&str> {
         .map(|a| a.value(i))
 }
 
-/// Interval of row `i` in ps: raw ticks when `raw_ps` (trn2, identity calibration), else the ns
-/// columns × 1000.
+/// Interval of row `i` in ps: raw ticks when `raw_ps` (trn2, identity calibration), else the raw
+/// ticks calibrated with `cal` and floored to whole ps each (the inf2 exports' times: 9/9,
+/// docs/formats.md "Summary"), else the ns columns × 1000.
 fn span_of(
     i: usize,
     raw: (&IntCol, &IntCol),
     ns: (&IntCol, &IntCol),
     raw_ps: bool,
+    cal: Option<ClockCal>,
 ) -> Option<(i64, i64)> {
-    if raw_ps {
-        if let (Some(s), Some(e)) = (raw.0.get(i), raw.1.get(i)) {
+    if let (Some(s), Some(e)) = (raw.0.get(i), raw.1.get(i)) {
+        if raw_ps {
             return Some((s, e));
+        }
+        if let (Some(c), Ok(s), Ok(e)) = (cal, u64::try_from(s), u64::try_from(e)) {
+            let ps = |fs: i128| fs.div_euclid(1000).clamp(i64::MIN.into(), i64::MAX.into()) as i64;
+            return Some((ps(c.fs(s)), ps(c.fs(e))));
         }
     }
     match (ns.0.get(i), ns.1.get(i)) {
@@ -257,6 +264,8 @@ impl Names {
 #[derive(Debug, Default)]
 pub struct Gathered {
     raw_ps: bool,
+    /// Per core (NTFF subgraph order): calibrates raw ticks when they are not ps (inf2).
+    cals: Vec<Calibration>,
     names: Names,
     /// (engine, opcode, pcore) → spans; `busy` = false for EVENT_SEMAPHORE (semaphore waits).
     ops: HashMap<Key, Spans>,
@@ -265,10 +274,13 @@ pub struct Gathered {
 }
 
 impl Gathered {
-    /// An empty accumulator. `raw_ps`: raw ticks are picoseconds (trn2; see [`write_summary`]).
-    pub fn new(raw_ps: bool) -> Self {
+    /// An empty accumulator. `raw_ps`: raw ticks are picoseconds (trn2; see [`write_summary`]);
+    /// else `cals` (per core, NTFF subgraph order) turns each raw time into whole ps on its own
+    /// (the inf2 exports' times, docs/formats.md "Summary").
+    pub fn new(raw_ps: bool, cals: Vec<Calibration>) -> Self {
         Gathered {
             raw_ps,
+            cals,
             ..Default::default()
         }
     }
@@ -289,7 +301,18 @@ impl Gathered {
         let (eng, op) = (col("engine"), col("opcode"));
         let mut last: Option<(RowKey<'_>, Key)> = None;
         for i in 0..b.num_rows() {
-            let Some((a, z)) = span_of(i, (&rs, &re), (&s, &e), self.raw_ps) else {
+            let cal = if self.raw_ps {
+                None
+            } else {
+                row_cal(&self.cals, pc.get(i), |c| {
+                    let n = str_at(eng, i)?;
+                    (0..5u32)
+                        .filter_map(Engine::from_ntff)
+                        .find(|x| x.explorer_name() == n)
+                        .and_then(|x| c.engines.get(x.ntff_index()).copied())
+                })
+            };
+            let Some((a, z)) = span_of(i, (&rs, &re), (&s, &e), self.raw_ps, cal) else {
                 continue;
             };
             let k = (str_at(eng, i), str_at(op, i), pc.get(i).unwrap_or(0));
@@ -323,9 +346,17 @@ impl Gathered {
                 .and_then(|c| c.as_any().downcast_ref::<StringArray>())
         };
         let (qt, qn) = (col("queue_type"), col("queue_name"));
+        let fld = IntCol::of(b, "nscope_dma_engine_field");
         let mut last: Option<(RowKey<'_>, Key)> = None;
         for i in 0..b.num_rows() {
-            let Some((a, z)) = span_of(i, (&rs, &re), (&s, &e), self.raw_ps) else {
+            let cal = if self.raw_ps {
+                None
+            } else {
+                row_cal(&self.cals, pc.get(i), |c| {
+                    c.dma.get(usize::try_from(fld.get(i)?).ok()?).copied()
+                })
+            };
+            let Some((a, z)) = span_of(i, (&rs, &re), (&s, &e), self.raw_ps, cal) else {
                 continue;
             };
             let k = (str_at(qt, i), str_at(qn, i), pc.get(i).unwrap_or(0));
@@ -373,9 +404,22 @@ impl TableSink for SummaryCollector<'_> {
     }
 }
 
-/// Reads `Instruction` and `DmaPacket` from `t`. `raw_ps`: raw ticks are picoseconds.
-pub fn gather(t: &Tables, raw_ps: bool) -> Gathered {
-    let mut g = Gathered::new(raw_ps);
+/// Calibration of a row's raw ticks: core `pcore` of `cals` (NTFF subgraph order), then `pick`.
+fn row_cal(
+    cals: &[Calibration],
+    pcore: Option<i64>,
+    pick: impl Fn(&Calibration) -> Option<ClockCal>,
+) -> Option<ClockCal> {
+    usize::try_from(pcore?)
+        .ok()
+        .and_then(|p| cals.get(p))
+        .and_then(pick)
+}
+
+/// Reads `Instruction` and `DmaPacket` from `t`. `raw_ps`: raw ticks are picoseconds; else
+/// `cals` (per core, NTFF subgraph order) calibrates them.
+pub fn gather(t: &Tables, raw_ps: bool, cals: &[Calibration]) -> Gathered {
+    let mut g = Gathered::new(raw_ps, cals.to_vec());
     for b in t.get("Instruction").unwrap_or(&[]) {
         g.add_instructions(b);
     }
@@ -394,7 +438,13 @@ pub fn write_summary(
     raw_ps: bool,
     sink: &mut dyn TableSink,
 ) -> Result<()> {
-    write_gathered(gather(t, raw_ps), report, sink)
+    let cals: Vec<Calibration> = report
+        .info
+        .subgraphs
+        .iter()
+        .map(|s| s.calibration.clone())
+        .collect();
+    write_gathered(gather(t, raw_ps, &cals), report, sink)
 }
 
 /// Writes `Summary` and `OpcodeSummary` from what a [`SummaryCollector`] gathered.

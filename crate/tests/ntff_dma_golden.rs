@@ -696,6 +696,12 @@ fn summary_against_exports() {
         assert_eq!((ok, n), (&7, &7), "v6 summary {k}");
     }
     assert_eq!(rates[&6].0.len(), 52, "v6 summary fields compared");
+    // v5 (inf2): every field of the export we write, times included — durations in whole
+    // calibrated ps from the raw ticks (docs/formats.md "Summary"; the ns columns gave 0/9).
+    for (k, (ok, n)) in &rates[&5].0 {
+        assert_eq!((ok, n), (&9, &9), "v5 summary {k}");
+    }
+    assert_eq!(rates[&5].0.len(), 49, "v5 summary fields compared");
     let r6 = &rates[&6];
     for k in [
         "trace_count",

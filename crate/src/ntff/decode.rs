@@ -222,8 +222,26 @@ pub(super) struct Window {
 }
 
 impl Window {
+    /// ns from t0 of a calibrated time, taken in whole calibrated picoseconds first:
+    /// ⌊(⌊fs⌋ps − ⌊t0⌋ps) / 1000⌋, as the DMA decoder does. The inf2 exports floor calibrated
+    /// times to whole ps (SemaphoreUpdate 2 966/2 966, Summary times 9/9); on v6 (identity
+    /// calibration, t0 in whole ps) it equals ⌊(fs − t0) / 10⁶⌋.
     pub(super) fn ns(&self, fs: i128) -> i64 {
-        clamp_i64(fs.saturating_sub(self.t0).div_euclid(1_000_000))
+        clamp_i64(
+            fs.div_euclid(1000)
+                .saturating_sub(self.t0.div_euclid(1000))
+                .div_euclid(1000),
+        )
+    }
+    /// Duration in ns between two calibrated times, in whole calibrated ps first:
+    /// ⌊(⌊end⌋ps − ⌊start⌋ps) / 1000⌋.
+    pub(super) fn dur_ns(start_fs: i128, end_fs: i128) -> i64 {
+        clamp_i64(
+            end_fs
+                .div_euclid(1000)
+                .saturating_sub(start_fs.div_euclid(1000))
+                .div_euclid(1000),
+        )
     }
     pub(super) fn contains(&self, fs: i128) -> bool {
         fs >= self.t0 && self.t1.is_none_or(|t1| fs <= t1)
@@ -618,8 +636,9 @@ struct Open {
 ///
 /// Times: ns relative to the origin of ntff.md §5.3 (v6: info field 15.2; v4/v5: end of the PE
 /// start-of-execution NOTIFY — runtime pc 40 on inf2 — else a fallback with a Warning), floored;
-/// durations are
-/// ⌊(raw end − raw start) / 1000⌋ and `end_ts` = `start_ts` + `duration_ns`.
+/// every calibrated time is floored to whole ps first (`start_ts` = ⌊(⌊s⌋ps − ⌊t0⌋ps) / 1000⌋,
+/// as the DMA decoder does), durations are ⌊(⌊end⌋ps − ⌊start⌋ps) / 1000⌋ (on trn2 raw ticks are
+/// ps) and `end_ts` = `start_ts` + `duration_ns`.
 ///
 /// Errors: those of [`read_info`] (nothing is written then) and sink errors. Damaged trace
 /// buffers are [`Problem`]s in the report. An empty NTFF gives an empty report with an
@@ -822,7 +841,7 @@ pub fn decode<S: ByteSource + ?Sized>(
                 }
                 let engine = Engine::from_ntff(e as u32).unwrap_or(Engine::Pe);
                 let start_ns = window.ns(s.fs);
-                let dur = clamp_i64(fs.saturating_sub(s.fs).div_euclid(1_000_000));
+                let dur = Window::dur_ns(s.fs, fs);
                 let end_ns = start_ns.saturating_add(dur);
                 let op = c.ops.get(pc as usize).copied();
                 let ic = &out.ic;
