@@ -21,12 +21,12 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
-use arrow_array::{Array, Float32Array, Int32Array, Int64Array, RecordBatch, StringArray};
+use arrow_array::{Array, Float32Array, RecordBatch, StringArray};
 
 use crate::engine::Engine;
 use crate::error::{Problem, Result, Severity};
 use crate::ntff::DecodeReport;
-use crate::summary::Union;
+use crate::summary::{IntCol, Union};
 use crate::tables::{explorer, Emitter, TableDef, TableSink};
 
 /// Explorer's DGE warning (`warnings[].message` of all 16 exports, category `Missing Data`).
@@ -132,35 +132,6 @@ pub struct Derived {
     /// (pcore) → (raw start, engine) of every DMA_DIRECT2D.
     triggers: BTreeMap<i64, Vec<(i64, usize)>>,
     packets: BTreeMap<i64, Vec<Packet>>,
-}
-
-/// An integer column resolved once per batch (int64 or int32; absent → all null).
-enum IntCol<'b> {
-    I64(&'b Int64Array),
-    I32(&'b Int32Array),
-    Absent,
-}
-
-impl<'b> IntCol<'b> {
-    fn of(b: &'b RecordBatch, name: &str) -> Self {
-        let Some(c) = b.column_by_name(name) else {
-            return IntCol::Absent;
-        };
-        if let Some(a) = c.as_any().downcast_ref::<Int64Array>() {
-            return IntCol::I64(a);
-        }
-        match c.as_any().downcast_ref::<Int32Array>() {
-            Some(a) => IntCol::I32(a),
-            None => IntCol::Absent,
-        }
-    }
-    fn get(&self, i: usize) -> Option<i64> {
-        match self {
-            IntCol::I64(a) => (i < a.len() && !a.is_null(i)).then(|| a.value(i)),
-            IntCol::I32(a) => (i < a.len() && !a.is_null(i)).then(|| i64::from(a.value(i))),
-            IntCol::Absent => None,
-        }
-    }
 }
 
 fn col_str<'b>(b: &'b RecordBatch, name: &str) -> Option<&'b StringArray> {

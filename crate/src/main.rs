@@ -236,6 +236,9 @@ fn cmd_convert(args: &[String]) -> Result<()> {
             }
             for pr in &res.problems {
                 say!("  {:?}: {}", pr.severity, pr.message);
+                if pr.severity == neuronscope::Severity::Error {
+                    failures += 1;
+                }
             }
         }
         for (i, d) in p.devices.iter().enumerate() {
@@ -507,9 +510,21 @@ fn cmd_conform(args: &[String]) -> Result<()> {
     let (Some(dir), Some(export_path)) = (pos.first(), pos.get(1)) else {
         return Err(Error::Other(USAGE.into()));
     };
+    // Refuse an oversized export before reading it (parse_export checks the bytes it is given).
+    let size = std::fs::metadata(export_path)
+        .map_err(|e| Error::Io(format!("{}: {e}", export_path.display())))?
+        .len();
+    if size > neuronscope::conform::MAX_EXPORT_BYTES as u64 {
+        return Err(Error::Other(format!(
+            "{}: export is {size} bytes; conform reads at most {} MiB",
+            export_path.display(),
+            neuronscope::conform::MAX_EXPORT_BYTES >> 20
+        )));
+    }
     let bytes = std::fs::read(export_path)
         .map_err(|e| Error::Io(format!("{}: {e}", export_path.display())))?;
-    let export = neuronscope::conform::parse_export(&bytes)?;
+    let export = neuronscope::conform::parse_export(&bytes)
+        .map_err(|e| Error::Other(format!("{}: {e}", export_path.display())))?;
     drop(bytes);
     let picked = pick(dir)?;
     let inv = scan_dir(&picked);

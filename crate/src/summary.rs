@@ -171,15 +171,16 @@ impl Spans {
     }
 }
 
-/// An integer column resolved once per batch (int64 or int32; absent → all null).
-enum IntCol<'b> {
+/// An integer column resolved once per batch (int64 or int32; absent → all null); also used by
+/// `crate::derived`.
+pub(crate) enum IntCol<'b> {
     I64(&'b Int64Array),
     I32(&'b Int32Array),
     Absent,
 }
 
 impl<'b> IntCol<'b> {
-    fn of(b: &'b RecordBatch, name: &str) -> Self {
+    pub(crate) fn of(b: &'b RecordBatch, name: &str) -> Self {
         let Some(c) = b.column_by_name(name) else {
             return IntCol::Absent;
         };
@@ -191,7 +192,7 @@ impl<'b> IntCol<'b> {
             None => IntCol::Absent,
         }
     }
-    fn get(&self, i: usize) -> Option<i64> {
+    pub(crate) fn get(&self, i: usize) -> Option<i64> {
         match self {
             IntCol::I64(a) => (i < a.len() && !a.is_null(i)).then(|| a.value(i)),
             IntCol::I32(a) => (i < a.len() && !a.is_null(i)).then(|| i64::from(a.value(i))),

@@ -402,9 +402,11 @@ pub(super) fn stream_buffer<S: ByteSource + ?Sized>(
             wanted: size,
             available: avail,
         };
+        // The file ends inside a buffer its info section declares: it was cut off. An error
+        // (the CLI exits non-zero), with the records before the end kept.
         problems.push(Problem::from_error(
-            Severity::Warning,
-            "NTFF_BAD_BUFFER",
+            Severity::Error,
+            "NTFF_TRUNCATED",
             file,
             &e,
         ));
