@@ -371,6 +371,8 @@ function findDevice(profile: ProfileEntry, name: string): number | null {
 
 async function openSystem(profile: ProfileEntry): Promise<void> {
   clearError();
+  // The export comparison belongs to a device profile.
+  byId('conform').replaceChildren();
   selected = null;
   systemShown = { profile, devices: [] };
   leaveMemory();
@@ -429,11 +431,18 @@ function leaveMemory(): void {
   memoryView.setModel(null, null);
 }
 
+/** `n noun` with the plural `s` when n ≠ 1. */
+function count(n: number | bigint, noun: string): string {
+  const v = Number(n);
+  return `${int(v)} ${noun}${v === 1 ? '' : 's'}`;
+}
+
 /** MemoryAllocatorEvent columns the Memory view reads. */
 const MEMORY_EVENT_COLUMNS = ['timestamp', 'device', 'action', 'address', 'size', 'stack_id', 'device_free', 'allocated_delta_bytes', 'reserved_delta_bytes'];
 
 async function openMemory(path: string): Promise<void> {
   clearError();
+  byId('conform').replaceChildren();
   selected = null;
   systemShown = null;
   memoryShown = path;
@@ -458,7 +467,7 @@ async function openMemory(path: string): Promise<void> {
   byId('summary').replaceChildren(h('div', {},
     h('h2', {}, `PyTorch memory snapshot · ${path}`),
     h('div', { class: 'muted small', 'data-testid': 'memory-report' },
-      `pickle protocol ${rep.protocol ?? '?'} · ${int(Number(rep.events))} trace entries · ${int(Number(rep.segments))} segments · ${int(Number(rep.blocks))} blocks · ${int(Number(rep.stacks))} distinct stacks (${int(Number(rep.frames))} frames) · ${int(Number(rep.devices.length))} device${rep.devices.length === 1 ? '' : 's'}`
+      `pickle protocol ${rep.protocol ?? '?'} · ${int(Number(rep.events))} trace entries · ${count(rep.segments, 'segment')} · ${count(rep.blocks, 'block')} · ${count(rep.stacks, 'distinct stack')} (${count(rep.frames, 'frame')}) · ${int(Number(rep.devices.length))} device${rep.devices.length === 1 ? '' : 's'}`
       + (result.wasm_memory_bytes ? ` · wasm memory ${bytes(result.wasm_memory_bytes)}` : '')),
     foldedProblems(rep.problems)));
   document.body.classList.add('has-memory');
