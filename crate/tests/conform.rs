@@ -5,6 +5,8 @@
 //! Run with `--nocapture` to see the whole table.
 
 mod common;
+#[path = "common/exports.rs"]
+mod exports;
 use common::samples;
 
 use std::collections::BTreeMap;
@@ -17,21 +19,12 @@ use neuronscope::source::FileSource;
 use neuronscope::tables::Tables;
 use neuronscope::{ByteSource, Result};
 
-/// (ntff, export) pairs from INDEX.tsv's `ground_truth` column.
+/// (ntff, export) pairs from INDEX.tsv's `ground_truth` column, sorted by path.
 fn pairs() -> Vec<(PathBuf, PathBuf)> {
-    let root = samples();
-    let idx = std::fs::read_to_string(root.join("INDEX.tsv")).expect("read INDEX.tsv");
-    let mut out = Vec::new();
-    for line in idx.lines().skip(1) {
-        let c: Vec<&str> = line.split('\t').collect();
-        if c.len() < 8 || c[2] != "NTFF" || c[7].is_empty() {
-            continue;
-        }
-        let json = c[7].split(' ').next().unwrap_or("");
-        if json.ends_with(".json") {
-            out.push((root.join(c[0]).join(c[1]), root.join(c[0]).join(json)));
-        }
-    }
+    let mut out: Vec<_> = exports::export_pairs()
+        .into_iter()
+        .map(|(_, ntff, json)| (ntff, json))
+        .collect();
     out.sort();
     out.dedup();
     out

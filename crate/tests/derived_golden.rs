@@ -6,6 +6,8 @@
 //! (docs/formats.md "Derived tables" explains every gap).
 
 mod common;
+#[path = "common/exports.rs"]
+mod exports;
 use common::samples;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -21,29 +23,7 @@ use serde_json::Value;
 
 /// (version, ntff, json) for the 16 exports, from INDEX.tsv.
 fn export_pairs() -> Vec<(String, PathBuf, PathBuf)> {
-    let root = samples();
-    let idx = std::fs::read_to_string(root.join("INDEX.tsv")).expect("read INDEX.tsv");
-    let mut out = Vec::new();
-    for line in idx.lines().skip(1) {
-        let c: Vec<&str> = line.split('\t').collect();
-        if c.len() < 8 || c[2] != "NTFF" || c[7].is_empty() {
-            continue;
-        }
-        let json = c[7].split(' ').next().unwrap_or("");
-        if json.ends_with(".json") {
-            out.push((
-                c[5].to_string(),
-                root.join(c[0]).join(c[1]),
-                root.join(c[0]).join(json),
-            ));
-        }
-    }
-    assert_eq!(
-        out.len(),
-        16,
-        "expected the 16 ground-truth pairs of INDEX.tsv"
-    );
-    out
+    exports::export_pairs()
 }
 
 /// Processes the device profile of `ntff` with every file of its directory picked.

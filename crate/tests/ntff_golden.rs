@@ -5,6 +5,8 @@
 //! column names the export of each NTFF. Run with `--nocapture` to see the match-rate tables.
 
 mod common;
+#[path = "common/exports.rs"]
+mod exports;
 use common::samples;
 
 use std::collections::{BTreeMap, HashMap};
@@ -18,21 +20,10 @@ use serde_json::Value;
 
 /// (ntff path, json path) for the 16 exports, from INDEX.tsv.
 fn export_pairs() -> Vec<(PathBuf, PathBuf)> {
-    let root = samples();
-    let idx = std::fs::read_to_string(root.join("INDEX.tsv")).expect("read INDEX.tsv");
-    let mut out = Vec::new();
-    for line in idx.lines().skip(1) {
-        let c: Vec<&str> = line.split('\t').collect();
-        if c.len() < 8 || c[2] != "NTFF" || c[7].is_empty() {
-            continue;
-        }
-        let json = c[7].split(' ').next().unwrap_or("");
-        if !json.ends_with(".json") {
-            continue;
-        }
-        out.push((root.join(c[0]).join(c[1]), root.join(c[0]).join(json)));
-    }
-    out
+    exports::export_pairs()
+        .into_iter()
+        .map(|(_, ntff, json)| (ntff, json))
+        .collect()
 }
 
 fn all_ntffs() -> Vec<PathBuf> {
