@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Checks the format citations: every `X.md §N` (with lists and ranges such as `§4.3, §5`,
 # `§4.2/§4.3`, `§9 – §10`, `§2–4`; also the Markdown form `[X.md](X.md) §N`) cited in crate/,
-# www/src, scripts, proto, tests, docs and README.md must name a document docs/format/X.md that has a heading for §N (`## 4.1 …`, `### 4.1`,
-# `## 4. …`). Lists every citation with its count, then fails if any is missing.
+# www/src, scripts, proto, tests, docs and README.md must name a document docs/format/X.md that
+# has a heading for §N (`## 4.1 …`, `### 4.1`, `## 4. …`). Lists every citation with its
+# count, then fails if any is missing.
 #   scripts/check-citations.sh            list all citations, then the problems
 #   scripts/check-citations.sh --quiet    only the problems and the summary line
 set -euo pipefail
@@ -10,9 +11,17 @@ cd "$(dirname "$0")/.."
 quiet=0
 [[ "${1:-}" == "--quiet" || "${1:-}" == "-q" ]] && quiet=1
 
-# Tracked and new (not ignored) files only: never crate/target or node_modules.
-git ls-files -z --cached --others --exclude-standard -- crate www/src scripts proto tests docs README.md |
-  QUIET=$quiet python3 -c '
+# Tracked and new (not ignored) files only: never crate/target or node_modules. Outside a git
+# checkout, fall back to find with the same exclusions.
+list_files() {
+  if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    git ls-files -z --cached --others --exclude-standard -- crate www/src scripts proto tests docs README.md
+  else
+    find crate www/src scripts proto tests docs README.md \( -name target -o -name node_modules \) -prune \
+      -o -type f -print0 2>/dev/null
+  fi
+}
+list_files | QUIET=$quiet python3 -c '
 import os, re, sys
 from collections import Counter, defaultdict
 
