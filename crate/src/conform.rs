@@ -26,8 +26,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use arrow_array::{
-    Array, BooleanArray, Float32Array, Float64Array, Int32Array, Int64Array, ListArray,
-    RecordBatch, StringArray,
+    Array, BooleanArray, Float32Array, Float64Array, Int32Array, Int64Array, ListArray, RecordBatch,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -820,8 +819,8 @@ fn cell(col: &dyn Array, i: usize) -> Cell {
         Cell::Float(f64::from(a.value(i)))
     } else if let Some(a) = any.downcast_ref::<Float64Array>() {
         Cell::Float(a.value(i))
-    } else if let Some(a) = any.downcast_ref::<StringArray>() {
-        Cell::Str(a.value(i).to_string())
+    } else if let Some(a) = crate::tables::StrCol::of(col) {
+        Cell::Str(a.get(i).unwrap_or_default().to_string())
     } else if let Some(a) = any.downcast_ref::<BooleanArray>() {
         Cell::Bool(a.value(i))
     } else if let Some(a) = any.downcast_ref::<ListArray>() {

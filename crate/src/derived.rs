@@ -21,13 +21,13 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
-use arrow_array::{Array, Float32Array, RecordBatch, StringArray};
+use arrow_array::{Array, Float32Array, RecordBatch};
 
 use crate::engine::Engine;
 use crate::error::{Problem, Result, Severity};
 use crate::ntff::DecodeReport;
 use crate::summary::{IntCol, Union};
-use crate::tables::{explorer, Emitter, TableDef, TableSink};
+use crate::tables::{explorer, Emitter, StrCol, TableDef, TableSink};
 
 /// Explorer's DGE warning (`warnings[].message` of all 16 exports, category `Missing Data`).
 pub const MSG_MISSING_DGE: &str = "Missing additional dynamic DMA metadata, reported DMA values may be inaccurate. Try capturing the profile with --enable-dge-notifs or NEURON_RT_ENABLE_DGE_NOTIFICATIONS=1 env flag.";
@@ -134,10 +134,8 @@ pub struct Derived {
     packets: BTreeMap<i64, Vec<Packet>>,
 }
 
-fn col_str<'b>(b: &'b RecordBatch, name: &str) -> Option<&'b StringArray> {
-    b.column_by_name(name)?
-        .as_any()
-        .downcast_ref::<StringArray>()
+fn col_str<'b>(b: &'b RecordBatch, name: &str) -> Option<StrCol<'b>> {
+    StrCol::by_name(b, name)
 }
 
 fn engine_index(name: &str) -> Option<usize> {
@@ -163,14 +161,11 @@ impl Derived {
             let (Some(s), Some(e)) = (rs.get(i), re.get(i)) else {
                 continue;
             };
-            let Some(en) = (!eng.is_null(i))
-                .then(|| eng.value(i))
-                .and_then(engine_index)
-            else {
+            let Some(en) = eng.get(i).and_then(engine_index) else {
                 continue;
             };
             let pcore = pc.get(i).unwrap_or(0);
-            let opcode = (!op.is_null(i)).then(|| op.value(i));
+            let opcode = op.get(i);
             match opcode {
                 // Semaphore waits are not busy time (schema: "semaphore waits excluded").
                 Some("EVENT_SEMAPHORE") => {}

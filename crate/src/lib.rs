@@ -5,6 +5,8 @@
 //! Flow (docs/ARCHITECTURE.md): [`inventory`] classifies picked files → [`pairing`] binds each NTFF
 //! to its NEFF → [`profile`] decodes a profile into [`tables`] → [`sink`] writes Arrow IPC/Parquet.
 
+#[cfg(not(target_arch = "wasm32"))]
+pub mod bench;
 pub mod conform;
 pub mod derived;
 pub mod engine;

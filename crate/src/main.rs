@@ -382,7 +382,7 @@ fn peak_rss() -> Option<u64> {
 
 fn cmd_bench(args: &[String]) -> Result<()> {
     let tmp;
-    let flags = ["--synth-mb", "--kineto-mb"];
+    let flags = ["--synth-mb", "--kineto-mb", "--codec", "--steps"];
     let dir = match (
         positional(args, &flags),
         opt_u64(args, "--synth-mb")?,
@@ -446,28 +446,26 @@ fn cmd_bench(args: &[String]) -> Result<()> {
                 pq.load(Ordering::Relaxed)
             );
         }
-        for (i, d) in p.devices.iter().enumerate() {
-            let Some(ntff) = &d.ntff else { continue };
-            let bytes = std::fs::metadata(picked.base.join(ntff))
-                .map(|m| m.len())
-                .unwrap_or(0);
-            // decode only
-            let mut null = NullSink::default();
-            let t0 = Instant::now();
-            profile::process_device(&inv, &p.id, i, &open, &mut null, &mut |_, _, _| {})?;
-            let secs = t0.elapsed().as_secs_f64().max(1e-9);
-            // decode + Parquet (to memory, discarded)
-            let pq = Arc::new(AtomicU64::new(0));
-            let mut psink = sink::ParquetSink::new(|_t: &str| Ok(CountingWriter(pq.clone())));
-            profile::process_device(&inv, &p.id, i, &open, &mut psink, &mut |_, _, _| {})?;
-            psink.finish()?;
-            let pq_bytes = pq.load(Ordering::Relaxed);
-            say!(
-                "{ntff}\t{bytes}\t{secs:.3}\t{:.1}\t{}\t{:.0}\t{pq_bytes}",
-                bytes as f64 / 1e6 / secs,
-                null.rows,
-                null.rows as f64 / secs
-            );
+    }
+    let codec = match opt(args, "--codec") {
+        None => sink::CODEC,
+        Some(c) => c
+            .parse::<parquet::basic::Compression>()
+            .map_err(|e| Error::Other(format!("--codec {c}: {e}")))?,
+    };
+    let opts = neuronscope::bench::BenchOptions {
+        out_dir: std::env::temp_dir().join(format!("neuronscope-bench-out-{}", std::process::id())),
+        codec,
+        steps: opt(args, "--steps")
+            .map(|s| s.split(',').map(str::to_string).collect())
+            .unwrap_or_default(),
+    };
+    let rows = neuronscope::bench::bench_devices(&inv, &open, &opts)?;
+    let _ = std::fs::remove_dir_all(&opts.out_dir);
+    if !rows.is_empty() {
+        say!("{}", neuronscope::bench::BenchRow::HEADER);
+        for r in &rows {
+            say!("{}", r.tsv());
         }
     }
     if let Some(peak) = peak_rss() {

@@ -446,11 +446,9 @@ pub const HEAT_COLUMNS: [&str; 6] = [
 impl HeatBuilder {
     /// Adds one batch of `Instruction` rows.
     pub fn add_batch(&mut self, b: &arrow_array::RecordBatch) {
-        use arrow_array::{Array, Int64Array, StringArray};
-        let s = |n: &str| {
-            b.column_by_name(n)
-                .and_then(|c| c.as_any().downcast_ref::<StringArray>())
-        };
+        use crate::tables::StrCol;
+        use arrow_array::{Array, Int64Array};
+        let s = |n: &str| StrCol::by_name(b, n);
         let i = |n: &str| {
             b.column_by_name(n)
                 .and_then(|c| c.as_any().downcast_ref::<Int64Array>())
@@ -461,10 +459,8 @@ impl HeatBuilder {
             s("engine"),
         );
         let (dur, st, en) = (i("duration_ns"), i("start_ts"), i("end_ts"));
-        fn get_s(a: Option<&StringArray>, r: usize) -> Option<&str> {
-            a.filter(|a| a.is_valid(r))
-                .map(|a| a.value(r))
-                .filter(|v| !v.is_empty())
+        fn get_s<'a>(a: Option<StrCol<'a>>, r: usize) -> Option<&'a str> {
+            a.and_then(|a| a.get(r)).filter(|v| !v.is_empty())
         }
         fn get_i(a: Option<&Int64Array>, r: usize) -> Option<i64> {
             a.filter(|a| a.is_valid(r)).map(|a| a.value(r))

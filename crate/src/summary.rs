@@ -11,14 +11,16 @@
 //! in whole calibrated ps (each raw time calibrated and floored on its own; inf2); "static" DMA = every packet not on a dynamic queue (includes `instruction`).
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap};
 
-use arrow_array::{Array, Int32Array, Int64Array, RecordBatch, StringArray};
+use rustc_hash::FxHashMap as HashMap;
+
+use arrow_array::{Array, Int32Array, Int64Array, RecordBatch};
 
 use crate::engine::Engine;
 use crate::error::Result;
 use crate::ntff::{Calibration, ClockCal, DecodeReport};
-use crate::tables::{explorer, TableBuilder, TableDef, TableSink, Tables};
+use crate::tables::{explorer, StrCol, TableBuilder, TableDef, TableSink, Tables};
 
 /// Engines in the order and with the names of the `Summary` field prefixes.
 pub const ENGINES: [(&str, &str); 5] = [
@@ -201,9 +203,8 @@ impl<'b> IntCol<'b> {
     }
 }
 
-fn str_at(a: Option<&StringArray>, i: usize) -> Option<&str> {
-    a.filter(|a| i < a.len() && !a.is_null(i))
-        .map(|a| a.value(i))
+fn str_at<'a>(a: Option<StrCol<'a>>, i: usize) -> Option<&'a str> {
+    a.and_then(|a| a.get(i))
 }
 
 /// Interval of row `i` in ps: raw ticks when `raw_ps` (trn2, identity calibration), else the raw
@@ -295,10 +296,7 @@ impl Gathered {
             IntCol::of(b, "nscope_raw_end_ticks"),
         );
         let pc = IntCol::of(b, "pcore_idx");
-        let col = |n: &str| {
-            b.column_by_name(n)
-                .and_then(|c| c.as_any().downcast_ref::<StringArray>())
-        };
+        let col = |n: &str| StrCol::by_name(b, n);
         let (eng, op) = (col("engine"), col("opcode"));
         let mut last: Option<(RowKey<'_>, Key)> = None;
         for i in 0..b.num_rows() {
@@ -342,10 +340,7 @@ impl Gathered {
             IntCol::of(b, "nscope_raw_end_ticks"),
         );
         let (pc, by) = (IntCol::of(b, "pcore_idx"), IntCol::of(b, "transfer_bytes"));
-        let col = |n: &str| {
-            b.column_by_name(n)
-                .and_then(|c| c.as_any().downcast_ref::<StringArray>())
-        };
+        let col = |n: &str| StrCol::by_name(b, n);
         let (qt, qn) = (col("queue_type"), col("queue_name"));
         let fld = IntCol::of(b, "nscope_dma_engine_field");
         let mut last: Option<(RowKey<'_>, Key)> = None;

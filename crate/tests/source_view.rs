@@ -90,9 +90,10 @@ fn sums_by_location(parquet: &bytes::Bytes) -> Sums {
     let mut by = BTreeMap::new();
     let (mut total, mut rows) = (0i64, 0u64);
     for b in &batches {
-        let nki = b.column_by_name("nki_source_location").unwrap();
+        let nki = neuronscope::tables::utf8(b.column_by_name("nki_source_location").unwrap());
         let nki = nki.as_any().downcast_ref::<StringArray>().unwrap();
-        let bir = b.column_by_name("bir_debug_info_source_location").unwrap();
+        let bir =
+            neuronscope::tables::utf8(b.column_by_name("bir_debug_info_source_location").unwrap());
         let bir = bir.as_any().downcast_ref::<StringArray>().unwrap();
         let dur = b.column_by_name("duration_ns").unwrap();
         let dur = dur.as_any().downcast_ref::<Int64Array>().unwrap();

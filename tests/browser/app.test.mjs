@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
+import { compressors } from 'hyparquet-compressors';
 import {
   SHOTS,
   foreignRequests,
@@ -115,7 +116,7 @@ test('fused_bf16_s512: Device profile, paired, counts equal the JSON export, Par
     const buf = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
     const meta = parquetMetadata(buf);
     assert.equal(Number(meta.num_rows), expected, 'Parquet num_rows');
-    const rows = await parquetReadObjects({ file: buf, columns: ['start_ts', 'engine'] });
+    const rows = await parquetReadObjects({ file: buf, columns: ['start_ts', 'engine'], compressors });
     assert.equal(rows.length, expected, 'Parquet rows read back');
     assert.ok(rows.every((r) => typeof r.engine === 'string' && r.engine.length > 0), 'every row has an engine');
 

@@ -14,6 +14,7 @@ import { execFileSync } from 'node:child_process';
 import { linkSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parquetReadObjects } from 'hyparquet';
+import { compressors } from 'hyparquet-compressors';
 import { REPO, SHOTS, foreignRequests, launch, requireBuild, sample, serve, waitReady } from './harness.mjs';
 
 const CAPTURE = 'KevGomes-nki-moe-megakernel/output/i-0af76a70a6d3864dd_pid_713479';
@@ -128,7 +129,7 @@ async function independentHeat(page, location) {
   const [download] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid=download-parquet]')]);
   const bytes = readFileSync(await download.path());
   const file = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
-  const rows = await parquetReadObjects({ file, columns: ['nki_source_location', 'bir_debug_info_source_location', 'duration_ns'] });
+  const rows = await parquetReadObjects({ file, columns: ['nki_source_location', 'bir_debug_info_source_location', 'duration_ns'], compressors });
   assert.equal(rows.length, 7628, 'Instruction rows in the export');
   let ns = 0n;
   let count = 0;

@@ -9,6 +9,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
+import { compressors } from 'hyparquet-compressors';
 import { SHOTS, foreignRequests, launch, requireBuild, sample, serve, timelineColouredPixels, waitReady } from './harness.mjs';
 
 let server;
@@ -157,7 +158,7 @@ test('KevGomes capture: system trace opens, timeline + CPU/memory drawn, event c
       return Promise.all([page.waitForEvent('download'), page.click('[data-testid=download-parquet]')]);
     })();
     const xb = readFileSync(await xdl.path());
-    const execs = await parquetReadObjects({ file: xb.buffer.slice(xb.byteOffset, xb.byteOffset + xb.byteLength), columns: ['execution_index', 'execution_start_ts', 'execution_end_ts'] });
+    const execs = await parquetReadObjects({ file: xb.buffer.slice(xb.byteOffset, xb.byteOffset + xb.byteLength), columns: ['execution_index', 'execution_start_ts', 'execution_end_ts'], compressors });
     const zoomAttr = await page.evaluate(() => document.querySelector('[data-testid=timeline-canvas]')?.closest('.timeline')?.dataset.zoomExecution ?? null);
     assert.ok(zoomAttr !== null, 'the device timeline names the execution it zoomed to');
     const zoomIdx = Number(zoomAttr);
@@ -239,7 +240,7 @@ test('synthetic capture with a Kineto trace.json: framework rows above the runti
     assert.equal(await selectTable(page, 'SystemProfileEvents'), Number(await page.locator('[data-testid=system-event-count]').getAttribute('data-value')));
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid=download-parquet]')]);
     const bytes = readFileSync(await download.path());
-    const rows = await parquetReadObjects({ file: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength), columns: ['name', 'start_ts', 'end_ts', 'trace_event_source'] });
+    const rows = await parquetReadObjects({ file: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength), columns: ['name', 'start_ts', 'end_ts', 'trace_event_source'], compressors });
     const steps = rows.filter((r) => r.trace_event_source === 'framework' && /^ProfilerStep#\d+$/.test(r.name)).sort((a, z) => Number(a.start_ts - z.start_ts));
     const execs = rows.filter((r) => r.name === 'nrt_execute').sort((a, z) => Number(a.start_ts - z.start_ts));
     assert.ok(execs.length === 3 && steps.length >= 3, `3 executions (${execs.length}), ≥3 steps (${steps.length})`);

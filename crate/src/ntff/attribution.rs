@@ -4,8 +4,9 @@
 //! `stack_frame_ids`, `nki_source_location`, `bir_debug_info_source_location` and
 //! `kernel_instruction_name`. Unknown values stay null.
 
+use super::decode::ins;
 use crate::neff::debug::{DbgFile, NeffDebug, SubgraphDebug};
-use crate::tables::{explorer, TableBuilder};
+use crate::tables::{Memo, TableBuilder};
 
 /// `0xB1` (SET_ORDERING_MODE): the slot right before the body is the NEFF's slot 0 (ntff.md §7.3).
 pub const ANCHOR: u8 = 0xB1;
@@ -199,32 +200,18 @@ pub fn resolve(d: &NeffDebug, sg: &SubgraphDebug, engine: usize, cpc: u32) -> Sl
 /// a few hundred bytes per slot); longer ones are resolved per row.
 pub const CACHE_SLOTS: u32 = 1 << 16;
 
-struct Cols {
-    compiler_pc: usize,
-    bir_name: usize,
-    bir_id: usize,
-    raw_bir_id: usize,
-    penguin_id: usize,
-    raw_penguin_id: usize,
-    hlo_name: usize,
-    raw_hlo_id: usize,
-    layer: usize,
-    stack_frame_ids: usize,
-    nki_loc: usize,
-    bir_loc: usize,
-    kin: usize,
-}
-
 /// Fills the attribution columns of `Instruction` rows during one NTFF decode: call
 /// [`Attributor::subgraph`] before a subgraph's records, then [`Attributor::fill`] per row.
 pub struct Attributor<'a> {
     debug: &'a NeffDebug,
-    cols: Cols,
     /// Current subgraph.
     sg: Option<&'a SubgraphDebug>,
     /// Per engine: alignment and resolved slots (index = compiler pc); the slot cache is left
     /// empty for streams over [`CACHE_SLOTS`] slots, which are resolved per row instead.
     engines: [Option<(Alignment, Vec<SlotInfo>)>; 5],
+    /// Per engine, per cached slot: dictionary-key memos of its nine name columns, so a pc's
+    /// names are hashed once per batch, not once per row.
+    memos: [Vec<[Memo; 9]>; 5],
     /// Alignments found in the current subgraph (for reports and tests).
     pub alignments: Vec<(String, usize, Alignment)>,
 }
@@ -232,26 +219,11 @@ pub struct Attributor<'a> {
 impl<'a> Attributor<'a> {
     /// A filler using `debug`.
     pub fn new(debug: &'a NeffDebug) -> Self {
-        let i = &explorer::INSTRUCTION;
         Attributor {
             debug,
-            cols: Cols {
-                compiler_pc: i.col("compiler_pc"),
-                bir_name: i.col("bir_instruction_name"),
-                bir_id: i.col("bir_id"),
-                raw_bir_id: i.col("raw_bir_id"),
-                penguin_id: i.col("penguin_id"),
-                raw_penguin_id: i.col("raw_penguin_id"),
-                hlo_name: i.col("hlo_name"),
-                raw_hlo_id: i.col("raw_hlo_id"),
-                layer: i.col("layer"),
-                stack_frame_ids: i.col("stack_frame_ids"),
-                nki_loc: i.col("nki_source_location"),
-                bir_loc: i.col("bir_debug_info_source_location"),
-                kin: i.col("kernel_instruction_name"),
-            },
             sg: None,
             engines: Default::default(),
+            memos: Default::default(),
             alignments: Vec::new(),
         }
     }
@@ -260,6 +232,7 @@ impl<'a> Attributor<'a> {
     /// A subgraph or engine the NEFF lacks gets no attribution.
     pub fn subgraph(&mut self, name: &str, runtime: [&[u8]; 5]) {
         self.engines = Default::default();
+        self.memos = Default::default();
         self.sg = self.debug.subgraph(name);
         let Some(sg) = self.sg else {
             return;
@@ -279,6 +252,9 @@ impl<'a> Attributor<'a> {
             } else {
                 Vec::new()
             };
+            if let Some(m) = self.memos.get_mut(e) {
+                *m = vec![[Memo::default(); 9]; slots.len()];
+            }
             if let Some(x) = self.engines.get_mut(e) {
                 *x = Some((a, slots));
             }
@@ -286,43 +262,62 @@ impl<'a> Attributor<'a> {
     }
 
     /// Sets the attribution cells of the current row of `b` for runtime `pc` of `engine`.
-    pub fn fill(&self, b: &mut TableBuilder, engine: usize, pc: u32) {
+    pub fn fill(&mut self, b: &mut TableBuilder, engine: usize, pc: u32) {
         let Some((a, slots)) = self.engines.get(engine).and_then(Option::as_ref) else {
             return;
         };
         let Some(cpc) = a.compiler_pc(pc) else {
             return;
         };
-        let c = &self.cols;
-        b.i64(c.compiler_pc, Some(i64::from(cpc)));
+        b.set(ins::COMPILER_PC, i64::from(cpc));
         // The copy of NEFF slot 0 carries no names in the export (ntff.md §7.3).
         if cpc < 2 {
             return;
         }
-        let owned;
-        let s = match slots.get(cpc as usize) {
-            Some(s) => s,
-            None => match self.sg {
-                Some(sg) => {
-                    owned = resolve(self.debug, sg, engine, cpc);
-                    &owned
-                }
-                None => return,
-            },
-        };
-        b.str(c.bir_name, s.bir_instruction_name.as_deref());
-        b.str(c.bir_id, s.bir_id.as_deref());
-        b.i64(c.raw_bir_id, s.raw_bir_id);
-        b.str(c.penguin_id, s.penguin_id.as_deref());
-        b.i64(c.raw_penguin_id, s.raw_penguin_id);
-        b.str(c.hlo_name, s.hlo_name.as_deref());
-        b.i64(c.raw_hlo_id, s.raw_hlo_id);
-        b.str(c.layer, s.layer.as_deref());
-        b.str(c.stack_frame_ids, s.stack_frame_ids.as_deref());
-        b.str(c.nki_loc, s.nki_source_location.as_deref());
-        b.str(c.bir_loc, s.bir_debug_info_source_location.as_deref());
-        b.str(c.kin, s.kernel_instruction_name.as_deref());
+        let memo = self
+            .memos
+            .get_mut(engine)
+            .and_then(|m| m.get_mut(cpc as usize));
+        if let (Some(s), Some(m)) = (slots.get(cpc as usize), memo) {
+            fill_slot(b, s, Some(m));
+            return;
+        }
+        if let Some(sg) = self.sg {
+            fill_slot(b, &resolve(self.debug, sg, engine, cpc), None);
+        }
     }
+}
+
+/// Sets the name and id cells of one row from slot `s`, through `memo` when the slot is cached.
+fn fill_slot(b: &mut TableBuilder, s: &SlotInfo, memo: Option<&mut [Memo; 9]>) {
+    let strs = [
+        (ins::BIR_NAME, s.bir_instruction_name.as_deref()),
+        (ins::BIR_ID, s.bir_id.as_deref()),
+        (ins::PENGUIN_ID, s.penguin_id.as_deref()),
+        (ins::HLO_NAME, s.hlo_name.as_deref()),
+        (ins::LAYER, s.layer.as_deref()),
+        (ins::STACK_FRAME_IDS, s.stack_frame_ids.as_deref()),
+        (ins::NKI_LOC, s.nki_source_location.as_deref()),
+        (ins::BIR_LOC, s.bir_debug_info_source_location.as_deref()),
+        (ins::KERNEL_NAME, s.kernel_instruction_name.as_deref()),
+    ];
+    match memo {
+        Some(m) => {
+            for ((c, v), m) in strs.into_iter().zip(m.iter_mut()) {
+                if let Some(v) = v {
+                    b.set_memo(c, v, m);
+                }
+            }
+        }
+        None => {
+            for (c, v) in strs {
+                b.set(c, v);
+            }
+        }
+    }
+    b.set(ins::RAW_BIR_ID, s.raw_bir_id);
+    b.set(ins::RAW_PENGUIN_ID, s.raw_penguin_id);
+    b.set(ins::RAW_HLO_ID, s.raw_hlo_id);
 }
 
 #[cfg(test)]

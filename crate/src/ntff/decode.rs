@@ -6,14 +6,16 @@
 //! at most [`MAX_OPEN_PER_PC`] open starts per (engine, pc). A bad buffer becomes a
 //! [`Problem`] naming file and offset; the other buffers are still decoded.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
+
+use rustc_hash::FxHashMap;
 
 use super::dma::{decode_dma_core, decode_throttles, dma_bytes_total, DmaCoreStats};
 use super::{opcode, read_info, CodeBlock, NtffInfo, SubgraphInfo, TraceBuffer};
 use crate::engine::Engine;
 use crate::error::{Error, Problem, Result, Severity};
 use crate::source::ByteSource;
-use crate::tables::{explorer, TableBuilder, TableDef, TableSink, PROFILE_SCHEMA_VERSION};
+use crate::tables::{explorer, Memo, TableBuilder, TableDef, TableSink, PROFILE_SCHEMA_VERSION};
 
 /// Bytes read per request when streaming a buffer (a multiple of 16 and of 64).
 pub const CHUNK: usize = 4 * 1024 * 1024;
@@ -227,15 +229,18 @@ impl Window {
     /// times to whole ps (SemaphoreUpdate 2 966/2 966, Summary times 9/9); on v6 (identity
     /// calibration, t0 in whole ps) it equals ⌊(fs − t0) / 10⁶⌋.
     pub(super) fn ns(&self, fs: i128) -> i64 {
-        clamp_i64(
-            fs.div_euclid(1000)
-                .saturating_sub(self.t0.div_euclid(1000))
-                .div_euclid(1000),
-        )
+        Self::dur_ns(self.t0, fs)
     }
     /// Duration in ns between two calibrated times, in whole calibrated ps first:
     /// ⌊(⌊end⌋ps − ⌊start⌋ps) / 1000⌋.
     pub(super) fn dur_ns(start_fs: i128, end_fs: i128) -> i64 {
+        // Fast path: both fit in i64 (|t| < 9.2 · 10¹⁸ fs ≈ 2.5 h of ps ticks), where the
+        // same floors cost a 64-bit division instead of a 128-bit one.
+        if let (Ok(s), Ok(e)) = (i64::try_from(start_fs), i64::try_from(end_fs)) {
+            if let Some(d) = e.div_euclid(1000).checked_sub(s.div_euclid(1000)) {
+                return d.div_euclid(1000);
+            }
+        }
         clamp_i64(
             end_fs
                 .div_euclid(1000)
@@ -252,80 +257,61 @@ pub(super) fn clamp_i64(v: i128) -> i64 {
     v.clamp(i64::MIN as i128, i64::MAX as i128) as i64
 }
 
+// Typed column ids of the hot tables (a misspelt name or a wrong type fails to compile).
+crate::cols!(pub(super) mod ins = crate::tables::explorer::INSTRUCTION {
+    START: I64 = "start_ts",
+    END: I64 = "end_ts",
+    DUR: I64 = "duration_ns",
+    ENGINE: Str = "engine",
+    TRACK: Str = "timeline_track",
+    PCORE: I64 = "pcore_idx",
+    OPCODE: Str = "opcode",
+    ID: I64 = "id",
+    PC: I64 = "pc",
+    CRC_IN: I64 = "crc_in",
+    CRC_OUT: I64 = "crc_out",
+    WAIT: I64 = "evt_wait_time_ns",
+    OP_BYTE: I32 = "nscope_opcode_byte",
+    RAW_S: I64 = "nscope_raw_start_ticks",
+    RAW_E: I64 = "nscope_raw_end_ticks",
+    SG: Str = "nscope_subgraph",
+    COMPILER_PC: I64 = "compiler_pc",
+    BIR_NAME: Str = "bir_instruction_name",
+    BIR_ID: Str = "bir_id",
+    RAW_BIR_ID: I64 = "raw_bir_id",
+    PENGUIN_ID: Str = "penguin_id",
+    RAW_PENGUIN_ID: I64 = "raw_penguin_id",
+    HLO_NAME: Str = "hlo_name",
+    RAW_HLO_ID: I64 = "raw_hlo_id",
+    LAYER: Str = "layer",
+    STACK_FRAME_IDS: Str = "stack_frame_ids",
+    NKI_LOC: Str = "nki_source_location",
+    BIR_LOC: Str = "bir_debug_info_source_location",
+    KERNEL_NAME: Str = "kernel_instruction_name",
+});
+crate::cols!(mod sem = crate::tables::explorer::SEMAPHORE_UPDATE {
+    TS: I64 = "timestamp",
+    ID: Str = "id",
+    VALUE: I32 = "value",
+    MODE: I32 = "update_mode",
+    PCORE: I64 = "pcore_idx",
+    INDEX: I32 = "nscope_sem_index",
+    W0: I64 = "nscope_raw_w0",
+    SG: Str = "nscope_subgraph",
+});
+
 struct Out<'a> {
     sink: &'a mut dyn TableSink,
     ins: TableBuilder,
     sem: TableBuilder,
-    ic: InsCols,
-    sc: SemCols,
-}
-
-struct InsCols {
-    start: usize,
-    end: usize,
-    dur: usize,
-    engine: usize,
-    track: usize,
-    pcore: usize,
-    opcode: usize,
-    id: usize,
-    pc: usize,
-    crc_in: usize,
-    crc_out: usize,
-    wait: usize,
-    op_byte: usize,
-    raw_s: usize,
-    raw_e: usize,
-    sg: usize,
-}
-
-struct SemCols {
-    ts: usize,
-    id: usize,
-    value: usize,
-    mode: usize,
-    pcore: usize,
-    index: usize,
-    w0: usize,
-    sg: usize,
 }
 
 impl<'a> Out<'a> {
     fn new(sink: &'a mut dyn TableSink) -> Self {
-        let i = &explorer::INSTRUCTION;
-        let s = &explorer::SEMAPHORE_UPDATE;
         Out {
             sink,
-            ins: TableBuilder::new(i),
-            sem: TableBuilder::new(s),
-            ic: InsCols {
-                start: i.col("start_ts"),
-                end: i.col("end_ts"),
-                dur: i.col("duration_ns"),
-                engine: i.col("engine"),
-                track: i.col("timeline_track"),
-                pcore: i.col("pcore_idx"),
-                opcode: i.col("opcode"),
-                id: i.col("id"),
-                pc: i.col("pc"),
-                crc_in: i.col("crc_in"),
-                crc_out: i.col("crc_out"),
-                wait: i.col("evt_wait_time_ns"),
-                op_byte: i.col("nscope_opcode_byte"),
-                raw_s: i.col("nscope_raw_start_ticks"),
-                raw_e: i.col("nscope_raw_end_ticks"),
-                sg: i.col("nscope_subgraph"),
-            },
-            sc: SemCols {
-                ts: s.col("timestamp"),
-                id: s.col("id"),
-                value: s.col("value"),
-                mode: s.col("update_mode"),
-                pcore: s.col("pcore_idx"),
-                index: s.col("nscope_sem_index"),
-                w0: s.col("nscope_raw_w0"),
-                sg: s.col("nscope_subgraph"),
-            },
+            ins: TableBuilder::new(&explorer::INSTRUCTION),
+            sem: TableBuilder::new(&explorer::SEMAPHORE_UPDATE),
         }
     }
     fn end_ins(&mut self) -> Result<()> {
@@ -624,12 +610,50 @@ fn find_v5_origin<S: ByteSource + ?Sized>(
     })
 }
 
+/// [`crate::tables::Memo`]s of the per-row strings of `Instruction` that depend only on the
+/// engine, the opcode byte or the core.
+struct InsMemo {
+    engine: [Memo; 5],
+    track: [Memo; 5],
+    matrix_track: Memo,
+    opcode: [Memo; 256],
+    sg: Memo,
+}
+
+impl Default for InsMemo {
+    fn default() -> Self {
+        InsMemo {
+            engine: [Memo::default(); 5],
+            track: [Memo::default(); 5],
+            matrix_track: Memo::default(),
+            opcode: [Memo::default(); 256],
+            sg: Memo::default(),
+        }
+    }
+}
+
 /// An open start record awaiting its end.
 #[derive(Debug, Clone, Copy)]
 struct Open {
     ts: u64,
     fs: i128,
     w1: u32,
+}
+
+/// The open starts of one (engine, pc), oldest first. The first lives inline: one start at a
+/// time per pc is the rule in every sample (ntff.md §4.1), so the common case allocates nothing.
+struct OpenQ {
+    first: Open,
+    rest: VecDeque<Open>,
+}
+
+impl OpenQ {
+    /// Pops the oldest start when another stays behind it (`None`: `first` is the last one,
+    /// the caller removes the entry and takes `first`).
+    fn pop(&mut self) -> Option<Open> {
+        let next = self.rest.pop_front()?;
+        Some(std::mem::replace(&mut self.first, next))
+    }
 }
 
 /// Decodes `src` (an NTFF) into `Instruction`, `SemaphoreUpdate`, `Metadata` and `ExecutionInfo`
@@ -753,6 +777,8 @@ pub fn decode<S: ByteSource + ?Sized>(
     }
 
     let mut out = Out::new(sink);
+    // Opcode names once per byte value, not once per row (unknown bytes are formatted).
+    let opnames: Vec<std::borrow::Cow<'static, str>> = (0..=255u8).map(opcode::name).collect();
     let mut attr = ctx
         .attribution
         .as_deref()
@@ -774,7 +800,9 @@ pub fn decode<S: ByteSource + ?Sized>(
             ..Default::default()
         };
         let mut last_end_fs: Option<i128> = None;
-        let mut open: HashMap<(usize, u32), VecDeque<Open>> = HashMap::new();
+        // Dictionary keys of this core's constant strings (reset per core: `sg` differs).
+        let mut memo = InsMemo::default();
+        let mut open: FxHashMap<(u8, u32), OpenQ> = FxHashMap::default();
         let mut open_total = 0usize;
         let cal = &sg.calibration;
         if let Some(a) = attr.as_mut() {
@@ -803,33 +831,44 @@ pub fn decode<S: ByteSource + ?Sized>(
                 };
                 let fs = cal.engines.get(e).copied().unwrap_or_default().fs(r.ts);
                 if !is_end {
-                    if open_total >= MAX_OPEN_TOTAL && !open.contains_key(&(e, pc)) {
+                    if open_total >= MAX_OPEN_TOTAL && !open.contains_key(&(e as u8, pc)) {
                         cs.unpaired_starts += 1;
                         return Ok(());
                     }
-                    let q = open.entry((e, pc)).or_default();
-                    if q.len() >= MAX_OPEN_PER_PC {
-                        q.pop_front();
-                        cs.unpaired_starts += 1;
-                    } else {
-                        open_total += 1;
-                    }
-                    q.push_back(Open {
+                    let o = Open {
                         ts: r.ts,
                         fs,
                         w1: r.w1,
-                    });
+                    };
+                    match open.entry((e as u8, pc)) {
+                        std::collections::hash_map::Entry::Vacant(v) => {
+                            v.insert(OpenQ {
+                                first: o,
+                                rest: VecDeque::new(),
+                            });
+                            open_total += 1;
+                        }
+                        std::collections::hash_map::Entry::Occupied(mut q) => {
+                            let q = q.get_mut();
+                            if q.rest.len() + 1 >= MAX_OPEN_PER_PC {
+                                q.pop();
+                                cs.unpaired_starts += 1;
+                            } else {
+                                open_total += 1;
+                            }
+                            q.rest.push_back(o);
+                        }
+                    }
                     return Ok(());
                 }
-                let popped = match open.get_mut(&(e, pc)) {
-                    Some(q) => {
-                        let s = q.pop_front();
-                        if q.is_empty() {
+                let popped = match open.get_mut(&(e as u8, pc)) {
+                    Some(q) => match q.pop() {
+                        Some(s) => Some(s),
+                        None => {
                             // Keep only keys with open starts: memory ∝ open starts.
-                            open.remove(&(e, pc));
+                            open.remove(&(e as u8, pc)).map(|q| q.first)
                         }
-                        s
-                    }
+                    },
                     None => None,
                 };
                 let Some(s) = popped else {
@@ -846,32 +885,33 @@ pub fn decode<S: ByteSource + ?Sized>(
                 let dur = Window::dur_ns(s.fs, fs);
                 let end_ns = start_ns.saturating_add(dur);
                 let op = c.ops.get(pc as usize).copied();
-                let ic = &out.ic;
                 let b = &mut out.ins;
-                b.i64(ic.start, Some(start_ns));
-                b.i64(ic.end, Some(end_ns));
-                b.i64(ic.dur, Some(dur));
-                b.str(ic.engine, Some(engine.explorer_name()));
-                let track = if op == Some(opcode::MATMUL) {
-                    "TensorMatrix"
+                b.set(ins::START, start_ns);
+                b.set(ins::END, end_ns);
+                b.set(ins::DUR, dur);
+                b.set_memo(ins::ENGINE, engine.explorer_name(), &mut memo.engine[e]);
+                if op == Some(opcode::MATMUL) {
+                    b.set_memo(ins::TRACK, "TensorMatrix", &mut memo.matrix_track);
                 } else {
-                    engine.track_name()
-                };
-                b.str(ic.track, Some(track));
-                b.i64(ic.pcore, Some(pcore as i64));
-                b.str(ic.opcode, op.map(opcode::name).as_deref());
-                b.i64(ic.id, Some(next_id));
-                b.i64(ic.pc, Some(pc as i64));
-                b.i64(ic.crc_in, Some((r.w1 & 0xFFFF) as i64));
-                b.i64(ic.crc_out, Some((r.w1 >> 16) as i64));
+                    b.set_memo(ins::TRACK, engine.track_name(), &mut memo.track[e]);
+                }
+                b.set(ins::PCORE, pcore as i64);
+                if let Some(o) = op {
+                    let o = usize::from(o);
+                    b.set_memo(ins::OPCODE, &opnames[o], &mut memo.opcode[o]);
+                }
+                b.set(ins::ID, next_id);
+                b.set(ins::PC, i64::from(pc));
+                b.set(ins::CRC_IN, i64::from(r.w1 & 0xFFFF));
+                b.set(ins::CRC_OUT, i64::from(r.w1 >> 16));
                 // Single precision, truncated (ntff.md §4.1).
                 let cycles = (s.w1 >> 16) as f32;
-                b.i64(ic.wait, Some((cycles / clk_f32) as i64));
-                b.i32(ic.op_byte, op.map(i32::from));
-                b.i64(ic.raw_s, i64::try_from(s.ts).ok());
-                b.i64(ic.raw_e, i64::try_from(r.ts).ok());
-                b.str(ic.sg, Some(&sg.name));
-                if let Some(a) = &attr {
+                b.set(ins::WAIT, (cycles / clk_f32) as i64);
+                b.set(ins::OP_BYTE, op.map(i32::from));
+                b.set(ins::RAW_S, i64::try_from(s.ts).ok());
+                b.set(ins::RAW_E, i64::try_from(r.ts).ok());
+                b.set_memo(ins::SG, &sg.name, &mut memo.sg);
+                if let Some(a) = &mut attr {
                     a.fill(b, e, pc);
                 }
                 out.end_ins()?;
@@ -886,10 +926,12 @@ pub fn decode<S: ByteSource + ?Sized>(
                 Ok(())
             })?;
         }
-        cs.unpaired_starts += open.values().map(|q| q.len() as u64).sum::<u64>();
+        cs.unpaired_starts += open.values().map(|q| 1 + q.rest.len() as u64).sum::<u64>();
         drop(open);
 
         let names = ctx.semaphore_names.get(pcore);
+        let mut sem_ids: Vec<Option<(String, Memo)>> = vec![None; 256];
+        let mut sg_memo = Memo::default();
         for buf in event_buffers(sg) {
             stream_buffer(src, info.blob_offset, buf, file, problems, &mut prog, |r| {
                 let fs = cal.event.fs(r.ts);
@@ -912,30 +954,33 @@ pub fn decode<S: ByteSource + ?Sized>(
                 }
                 let n = r.w0 & 0xFF;
                 let ts = window.ns(fs);
-                let name = names
-                    .and_then(|m| m.get(&n))
-                    .map(String::as_str)
-                    .or_else(|| {
-                        FIXED_SEMAPHORE_NAMES
-                            .iter()
-                            .find(|(i, _)| *i == n)
-                            .map(|(_, s)| *s)
-                    });
-                let id = match name {
-                    Some(nm) => format!("S[{n}] ({nm})"),
-                    None => n.to_string(),
-                };
-                let sc = &out.sc;
+                // The id text depends on the index alone (per core): formatted once.
+                let (id, id_memo) = sem_ids[n as usize].get_or_insert_with(|| {
+                    let name = names
+                        .and_then(|m| m.get(&n))
+                        .map(String::as_str)
+                        .or_else(|| {
+                            FIXED_SEMAPHORE_NAMES
+                                .iter()
+                                .find(|(i, _)| *i == n)
+                                .map(|(_, s)| *s)
+                        });
+                    let id = match name {
+                        Some(nm) => format!("S[{n}] ({nm})"),
+                        None => n.to_string(),
+                    };
+                    (id, Memo::default())
+                });
                 let b = &mut out.sem;
-                b.i64(sc.ts, Some(ts));
-                b.str(sc.id, Some(&id));
+                b.set(sem::TS, ts);
+                b.set_memo(sem::ID, id, id_memo);
                 // 32-bit register value, reinterpreted as Explorer's int32.
-                b.i32(sc.value, Some(r.w1 as i32));
-                b.i32(sc.mode, Some(((r.w0 >> 16) & 0xFF) as i32));
-                b.i64(sc.pcore, Some(pcore as i64));
-                b.i32(sc.index, Some(n as i32));
-                b.i64(sc.w0, Some(r.w0 as i64));
-                b.str(sc.sg, Some(&sg.name));
+                b.set(sem::VALUE, r.w1 as i32);
+                b.set(sem::MODE, ((r.w0 >> 16) & 0xFF) as i32);
+                b.set(sem::PCORE, pcore as i64);
+                b.set(sem::INDEX, n as i32);
+                b.set(sem::W0, i64::from(r.w0));
+                b.set_memo(sem::SG, &sg.name, &mut sg_memo);
                 out.end_sem()?;
                 cs.semaphore_updates += 1;
                 Ok(())

@@ -18,19 +18,53 @@ pub fn ipc_stream(def: &TableDef, batches: &[RecordBatch]) -> Result<Vec<u8>> {
     ipc_of(&def.schema(), batches)
 }
 
-/// Writer properties for every Parquet file we write: Snappy (pure Rust, works in wasm),
-/// statistics on, row groups cut by the batches we hand in.
-pub fn parquet_props() -> WriterProperties {
-    WriterProperties::builder()
-        .set_compression(Compression::SNAPPY)
-        .set_created_by(format!("neuronscope {}", env!("CARGO_PKG_VERSION")))
-        .build()
+/// The codec of every Parquet file we write: pure Rust (builds for wasm32) and read by every
+/// reader we test (pyarrow, DuckDB, the Rust reader, hyparquet without extra codecs). Chosen by
+/// `neuronscope bench --codec` (docs/ARCHITECTURE.md "Parquet").
+pub const CODEC: Compression = Compression::LZ4_RAW;
+
+/// Writer properties for one table's Parquet file. Per column, by type: integers are
+/// DELTA_BINARY_PACKED without a dictionary (times, ids and raw ticks are sorted or nearly so,
+/// so their deltas pack into a few bits; a dictionary of distinct timestamps only costs time),
+/// floats are BYTE_STREAM_SPLIT, strings keep the dictionary (engine, opcode, queue names are a
+/// handful of values). Statistics are on for every column, so a reader can skip row groups by
+/// time range; row groups are cut by the batches we hand in (≤ [`crate::tables::BATCH_ROWS`]).
+pub fn parquet_props(def: &TableDef) -> WriterProperties {
+    parquet_props_with(def, CODEC)
+}
+
+/// [`parquet_props`] with another codec (for `bench --codec`).
+pub fn parquet_props_with(def: &TableDef, codec: Compression) -> WriterProperties {
+    use crate::tables::Ty;
+    use parquet::basic::Encoding;
+    use parquet::schema::types::ColumnPath;
+    let mut b = WriterProperties::builder()
+        .set_compression(codec)
+        .set_created_by(format!("neuronscope {}", env!("CARGO_PKG_VERSION")));
+    for f in def.all_fields() {
+        let path = match f.ty {
+            Ty::ListI64 | Ty::ListStr => {
+                ColumnPath::new(vec![f.name.into(), "list".into(), "item".into()])
+            }
+            _ => ColumnPath::from(f.name),
+        };
+        b = match f.ty {
+            Ty::I64 | Ty::I32 | Ty::ListI64 => b
+                .set_column_dictionary_enabled(path.clone(), false)
+                .set_column_encoding(path, Encoding::DELTA_BINARY_PACKED),
+            Ty::F32 | Ty::F64 => b
+                .set_column_dictionary_enabled(path.clone(), false)
+                .set_column_encoding(path, Encoding::BYTE_STREAM_SPLIT),
+            Ty::Bool | Ty::Str | Ty::ListStr => b,
+        };
+    }
+    b.build()
 }
 
 /// Encodes one table as a Parquet file in memory (Explorer's `<Table>.parquet`).
 pub fn parquet_bytes(def: &TableDef, batches: &[RecordBatch]) -> Result<Vec<u8>> {
     let mut out = Vec::new();
-    let mut w = ArrowWriter::try_new(&mut out, def.schema(), Some(parquet_props()))?;
+    let mut w = ArrowWriter::try_new(&mut out, def.schema(), Some(parquet_props(def)))?;
     for b in batches {
         w.write(b)?;
         w.flush()?; // one row group per batch keeps the writer's buffer bounded
@@ -45,15 +79,21 @@ pub struct ParquetSink<W: Write + Send, F: FnMut(&str) -> Result<W>> {
     open: F,
     writers: BTreeMap<&'static str, ArrowWriter<W>>,
     rows: BTreeMap<&'static str, u64>,
+    codec: Compression,
 }
 
 impl<W: Write + Send, F: FnMut(&str) -> Result<W>> ParquetSink<W, F> {
     /// `open(table_name)` creates the output for a table the first time it receives a batch.
     pub fn new(open: F) -> Self {
+        Self::with_codec(open, CODEC)
+    }
+    /// The same with another codec than [`CODEC`] (for `bench --codec`).
+    pub fn with_codec(open: F, codec: Compression) -> Self {
         ParquetSink {
             open,
             writers: BTreeMap::new(),
             rows: BTreeMap::new(),
+            codec,
         }
     }
     /// Closes every writer; returns rows per table.
@@ -79,7 +119,8 @@ impl<W: Write + Send, F: FnMut(&str) -> Result<W>> TableSink for ParquetSink<W, 
     fn batch(&mut self, def: &'static TableDef, batch: RecordBatch) -> Result<()> {
         if !self.writers.contains_key(def.name) {
             let out = (self.open)(def.name)?;
-            let w = ArrowWriter::try_new(out, def.schema(), Some(parquet_props()))?;
+            let w =
+                ArrowWriter::try_new(out, def.schema(), Some(parquet_props_with(def, self.codec)))?;
             self.writers.insert(def.name, w);
         }
         *self.rows.entry(def.name).or_default() += batch.num_rows() as u64;
@@ -90,6 +131,52 @@ impl<W: Write + Send, F: FnMut(&str) -> Result<W>> TableSink for ParquetSink<W, 
         Ok(())
     }
 }
+
+/// Runs `f` with a sink whose batches are handed to `inner` on a second thread, so decoding
+/// (in `f`, this thread) and encoding (Parquet in `inner`) overlap on two cores. Batches cross
+/// a channel of [`PIPELINE_DEPTH`] batches, so memory stays bounded when the writer is slower.
+/// The output equals `f(inner)`: batches arrive in the order they were sent.
+///
+/// Errors: `f`'s error, else `inner`'s first error (after which the decode stops at its next
+/// batch with "Parquet writer stopped").
+#[cfg(not(target_arch = "wasm32"))]
+pub fn pipelined<S, R>(inner: &mut S, f: impl FnOnce(&mut dyn TableSink) -> Result<R>) -> Result<R>
+where
+    S: TableSink + Send,
+{
+    struct Front(std::sync::mpsc::SyncSender<(&'static TableDef, RecordBatch)>);
+    impl TableSink for Front {
+        fn batch(&mut self, def: &'static TableDef, batch: RecordBatch) -> Result<()> {
+            self.0
+                .send((def, batch))
+                .map_err(|_| Error::Other("Parquet writer stopped".into()))
+        }
+    }
+    std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::sync_channel(PIPELINE_DEPTH);
+        let writer = s.spawn(move || -> Result<()> {
+            for (def, batch) in rx {
+                inner.batch(def, batch)?;
+            }
+            Ok(())
+        });
+        let mut front = Front(tx);
+        let r = f(&mut front);
+        drop(front);
+        let w = writer
+            .join()
+            .unwrap_or_else(|_| Err(Error::Other("Parquet writer thread panicked".into())));
+        match (r, w) {
+            (Ok(r), Ok(())) => Ok(r),
+            (Err(e), Ok(())) => Err(e),
+            // The writer's error is the cause of "writer stopped" in `f`.
+            (_, Err(e)) => Err(e),
+        }
+    })
+}
+
+/// Batches in flight between the decode thread and the writer thread of [`pipelined`].
+pub const PIPELINE_DEPTH: usize = 4;
 
 /// Writes every table of `tables` as `<prefix><Table>.parquet` into a zip archive (stored, not
 /// deflated: Parquet pages are already compressed).
@@ -155,13 +242,27 @@ pub fn read_parquet(
     Ok((schema, batches))
 }
 
-/// `batches` (all of `schema`) as one uncompressed Arrow IPC stream.
+/// `batches` (all of `schema`) as one uncompressed Arrow IPC stream. Dictionary string columns
+/// are decoded to plain UTF-8 first ([`crate::tables::plain_batch`]): the page reads the same
+/// types from every table, and only the window it asked for is decoded.
 pub fn ipc_of(schema: &arrow_schema::Schema, batches: &[RecordBatch]) -> Result<Vec<u8>> {
+    use arrow_schema::{DataType, Field, Schema};
+    let plain = Schema::new_with_metadata(
+        schema
+            .fields()
+            .iter()
+            .map(|f| match f.data_type() {
+                DataType::Dictionary(_, v) => f.as_ref().clone().with_data_type(v.as_ref().clone()),
+                _ => f.as_ref().clone(),
+            })
+            .collect::<Vec<Field>>(),
+        schema.metadata().clone(),
+    );
     let mut out = Vec::new();
     {
-        let mut w = arrow_ipc::writer::StreamWriter::try_new(&mut out, schema)?;
+        let mut w = arrow_ipc::writer::StreamWriter::try_new(&mut out, &plain)?;
         for b in batches {
-            w.write(b)?;
+            w.write(&crate::tables::plain_batch(b))?;
         }
         w.finish()?;
     }

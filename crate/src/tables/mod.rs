@@ -108,7 +108,12 @@ impl TableDef {
         let fields: Vec<Field> = self
             .all_fields()
             .map(|f| {
-                let mut fd = Field::new(f.name, f.ty.data_type(), true);
+                let dt = if f.ty == Ty::Str && dict_table(self.name) {
+                    dict_type()
+                } else {
+                    f.ty.data_type()
+                };
+                let mut fd = Field::new(f.name, dt, true);
                 if !f.unit.is_empty() {
                     fd = fd.with_metadata([("unit".to_string(), f.unit.to_string())]);
                 }
@@ -126,6 +131,193 @@ impl TableDef {
     }
 }
 
+/// Tables whose string columns are Arrow `dictionary<int32, utf8>`: the row-per-event tables,
+/// where engine, opcode, track, subgraph, queue and BIR/HLO/NKI names repeat across millions of
+/// rows. Each batch carries its own dictionary (bounded by the batch). Parquet stores them as
+/// dictionary-encoded BYTE_ARRAY, as before: readers see the same strings.
+pub const fn dict_table(table: &str) -> bool {
+    str_eq(table, "Instruction") || str_eq(table, "DmaPacket") || str_eq(table, "SemaphoreUpdate")
+}
+
+/// `dictionary<int32, utf8>`, the type of the string columns of [`dict_table`]s.
+pub fn dict_type() -> DataType {
+    DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))
+}
+
+/// A string column as plain UTF-8: a dictionary column is decoded, anything else returned
+/// as is. For readers that want `StringArray` (tests, Arrow IPC for the page).
+pub fn utf8(a: &ArrayRef) -> ArrayRef {
+    use arrow_array::cast::AsArray;
+    match a.data_type() {
+        DataType::Dictionary(k, _) if **k == DataType::Int32 => {
+            let d = a.as_dictionary::<arrow_array::types::Int32Type>();
+            arrow_select::take::take(d.values(), d.keys(), None).unwrap_or_else(|_| a.clone())
+        }
+        _ => a.clone(),
+    }
+}
+
+/// `batch` with every dictionary column decoded to plain UTF-8 ([`utf8`]).
+pub fn plain_batch(batch: &RecordBatch) -> RecordBatch {
+    if !batch
+        .schema()
+        .fields()
+        .iter()
+        .any(|f| matches!(f.data_type(), DataType::Dictionary(..)))
+    {
+        return batch.clone();
+    }
+    let cols: Vec<ArrayRef> = batch.columns().iter().map(utf8).collect();
+    let fields: Vec<Field> = batch
+        .schema()
+        .fields()
+        .iter()
+        .zip(&cols)
+        .map(|(f, c)| f.as_ref().clone().with_data_type(c.data_type().clone()))
+        .collect();
+    let schema = Arc::new(Schema::new_with_metadata(
+        fields,
+        batch.schema().metadata().clone(),
+    ));
+    RecordBatch::try_new(schema, cols).unwrap_or_else(|_| batch.clone())
+}
+
+/// Row access to a string column, plain `utf8` or `dictionary<int32, utf8>`, without decoding.
+#[derive(Clone, Copy)]
+pub enum StrCol<'a> {
+    /// A plain string array.
+    Plain(&'a arrow_array::StringArray),
+    /// Keys into a dictionary of values.
+    Dict(&'a arrow_array::Int32Array, &'a arrow_array::StringArray),
+}
+
+impl<'a> StrCol<'a> {
+    /// The column as a string column, `None` for another type.
+    pub fn of(a: &'a dyn arrow_array::Array) -> Option<Self> {
+        use arrow_array::cast::AsArray;
+        match a.data_type() {
+            DataType::Utf8 => Some(StrCol::Plain(a.as_string::<i32>())),
+            DataType::Dictionary(k, v) if **k == DataType::Int32 && **v == DataType::Utf8 => {
+                let d = a.as_dictionary::<arrow_array::types::Int32Type>();
+                Some(StrCol::Dict(d.keys(), d.values().as_string::<i32>()))
+            }
+            _ => None,
+        }
+    }
+    /// Column `name` of `b` as a string column.
+    pub fn by_name(b: &'a RecordBatch, name: &str) -> Option<Self> {
+        Self::of(b.column_by_name(name)?.as_ref())
+    }
+    /// Row `i`, `None` when null or out of range.
+    pub fn get(&self, i: usize) -> Option<&'a str> {
+        use arrow_array::Array;
+        match self {
+            StrCol::Plain(a) => (i < a.len() && a.is_valid(i)).then(|| a.value(i)),
+            StrCol::Dict(k, v) => {
+                if i >= k.len() || k.is_null(i) {
+                    return None;
+                }
+                let key = usize::try_from(k.value(i)).ok()?;
+                (key < v.len() && v.is_valid(key)).then(|| v.value(key))
+            }
+        }
+    }
+    /// Rows.
+    pub fn len(&self) -> usize {
+        use arrow_array::Array;
+        match self {
+            StrCol::Plain(a) => a.len(),
+            StrCol::Dict(k, _) => k.len(),
+        }
+    }
+    /// No rows.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A dictionary string column under construction: keys per row, each distinct value stored
+/// once per batch. A value equal to the previous row's is found without hashing.
+#[doc(hidden)]
+pub struct DictCol {
+    keys: Int32Builder,
+    values: StringBuilder,
+    index: hashbrown::HashTable<i32>,
+    hasher: rustc_hash::FxBuildHasher,
+    last: Option<i32>,
+}
+
+impl DictCol {
+    fn new(cap: usize) -> Self {
+        DictCol {
+            keys: Int32Builder::with_capacity(cap),
+            values: StringBuilder::new(),
+            index: hashbrown::HashTable::new(),
+            hasher: rustc_hash::FxBuildHasher,
+            last: None,
+        }
+    }
+    fn value(values: &StringBuilder, k: i32) -> &[u8] {
+        let o = values.offsets_slice();
+        let k = k as usize;
+        match (o.get(k), o.get(k + 1)) {
+            (Some(&a), Some(&b)) => values
+                .values_slice()
+                .get(a as usize..b as usize)
+                .unwrap_or(&[]),
+            _ => &[],
+        }
+    }
+    #[inline]
+    fn append(&mut self, v: &str) {
+        self.append_key(v);
+    }
+    /// Appends `v`, returning its key in this batch's dictionary.
+    fn append_key(&mut self, v: &str) -> i32 {
+        use std::hash::BuildHasher;
+        if let Some(k) = self.last {
+            if Self::value(&self.values, k) == v.as_bytes() {
+                self.keys.append_value(k);
+                return k;
+            }
+        }
+        let h = self.hasher.hash_one(v.as_bytes());
+        let values = &self.values;
+        let k = match self
+            .index
+            .find(h, |&k| Self::value(values, k) == v.as_bytes())
+        {
+            Some(&k) => k,
+            None => {
+                let k = self.values.len() as i32;
+                self.values.append_value(v);
+                let (values, hasher) = (&self.values, &self.hasher);
+                self.index
+                    .insert_unique(h, k, |&k| hasher.hash_one(Self::value(values, k)));
+                k
+            }
+        };
+        self.last = Some(k);
+        self.keys.append_value(k);
+        k
+    }
+    fn finish(&mut self) -> ArrayRef {
+        let keys = self.keys.finish();
+        let values = Arc::new(self.values.finish());
+        self.index.clear();
+        self.last = None;
+        Arc::new(
+            arrow_array::DictionaryArray::<arrow_array::types::Int32Type>::try_new(keys, values)
+                .unwrap_or_else(|_| {
+                    arrow_array::DictionaryArray::new(
+                        arrow_array::Int32Array::new_null(0),
+                        Arc::new(arrow_array::StringArray::new_null(0)),
+                    )
+                }),
+        )
+    }
+}
+
 /// Values of the enums of explorer-schema.md §4.2, for `SchemaFields.field_enum_values`.
 pub fn enum_values(name: &str) -> &'static str {
     match name {
@@ -137,10 +329,7 @@ pub fn enum_values(name: &str) -> &'static str {
     }
 }
 
-/// neuronscope's extra columns (`nscope_` prefix) per table: raw values kept for inspection.
-pub fn extras(table: &str) -> &'static [FieldDef] {
-    match table {
-        "Instruction" => &[
+const INSTRUCTION_EXTRAS: &[FieldDef] = &[
             FieldDef {
                 name: "nscope_opcode_byte",
                 ty: Ty::I32,
@@ -173,34 +362,36 @@ pub fn extras(table: &str) -> &'static [FieldDef] {
                 description: "NEFF/NTFF subgraph name (sg00, sg01) of the physical core.",
                 enum_name: "",
             },
-        ],
-        "SemaphoreUpdate" => &[
-            FieldDef {
-                name: "nscope_sem_index",
-                ty: Ty::I32,
-                unit: "",
-                required: false,
-                description: "Numeric semaphore/event index (w0[7:0] of the event record, ntff.md §4.3).",
-                enum_name: "",
-            },
-            FieldDef {
-                name: "nscope_raw_w0",
-                ty: Ty::I64,
-                unit: "",
-                required: false,
-                description: "Raw first word of the event record.",
-                enum_name: "",
-            },
-            FieldDef {
-                name: "nscope_subgraph",
-                ty: Ty::Str,
-                unit: "",
-                required: false,
-                description: "Subgraph name (sg00, sg01) of the physical core.",
-                enum_name: "",
-            },
-        ],
-        "DmaPacket" => &[
+        ];
+
+const SEMAPHORE_UPDATE_EXTRAS: &[FieldDef] = &[
+    FieldDef {
+        name: "nscope_sem_index",
+        ty: Ty::I32,
+        unit: "",
+        required: false,
+        description: "Numeric semaphore/event index (w0[7:0] of the event record, ntff.md §4.3).",
+        enum_name: "",
+    },
+    FieldDef {
+        name: "nscope_raw_w0",
+        ty: Ty::I64,
+        unit: "",
+        required: false,
+        description: "Raw first word of the event record.",
+        enum_name: "",
+    },
+    FieldDef {
+        name: "nscope_subgraph",
+        ty: Ty::Str,
+        unit: "",
+        required: false,
+        description: "Subgraph name (sg00, sg01) of the physical core.",
+        enum_name: "",
+    },
+];
+
+const DMA_PACKET_EXTRAS: &[FieldDef] = &[
             FieldDef {
                 name: "nscope_subgraph",
                 ty: Ty::Str,
@@ -233,8 +424,9 @@ pub fn extras(table: &str) -> &'static [FieldDef] {
                 description: "Raw NTFF timestamp of the phase-5 (data done) record.",
                 enum_name: "",
             },
-        ],
-        "Throttle" => &[
+        ];
+
+const THROTTLE_EXTRAS: &[FieldDef] = &[
             FieldDef {
                 name: "nscope_subgraph",
                 ty: Ty::Str,
@@ -259,8 +451,9 @@ pub fn extras(table: &str) -> &'static [FieldDef] {
                 description: "Raw first word of the throttle record (w0[7:0] is unknown).",
                 enum_name: "",
             },
-        ],
-        "DmaPacketAggregated" => &[
+        ];
+
+const DMA_PACKET_AGGREGATED_EXTRAS: &[FieldDef] = &[
             FieldDef {
                 name: "nscope_subgraph",
                 ty: Ty::Str,
@@ -293,8 +486,9 @@ pub fn extras(table: &str) -> &'static [FieldDef] {
                 description: "DmaPacket rows of the transfer (completion packets included).",
                 enum_name: "",
             },
-        ],
-        "DmaQueuesInfo" => &[
+        ];
+
+const DMA_QUEUES_INFO_EXTRAS: &[FieldDef] = &[
             FieldDef {
                 name: "nscope_neff_queue_name",
                 ty: Ty::Str,
@@ -359,16 +553,36 @@ pub fn extras(table: &str) -> &'static [FieldDef] {
                 description: "Every DMA engine the NTFF queue table lists for this queue name (engine_idx is the last one, as in the JSON export).",
                 enum_name: "",
             },
-        ],
-        "DeviceProfileList" => &[FieldDef {
+        ];
+
+const DEVICE_PROFILE_LIST_EXTRAS: &[FieldDef] = &[FieldDef {
             name: "nscope_link",
             ty: Ty::Str,
             unit: "",
             required: false,
             description: "How the device profile relates to the system trace (pairing.md §6): `same capture`, or `same NEFF, different capture: <reason>`, or `unlinked: <reason>`.",
             enum_name: "",
-        }],
-        _ => &[],
+        }];
+
+/// neuronscope's extra columns (`nscope_` prefix) per table: raw values kept for inspection.
+/// A `const fn` so typed column ids ([`C::of`]) resolve extras at compile time.
+pub const fn extras(table: &str) -> &'static [FieldDef] {
+    if str_eq(table, "Instruction") {
+        INSTRUCTION_EXTRAS
+    } else if str_eq(table, "SemaphoreUpdate") {
+        SEMAPHORE_UPDATE_EXTRAS
+    } else if str_eq(table, "DmaPacket") {
+        DMA_PACKET_EXTRAS
+    } else if str_eq(table, "Throttle") {
+        THROTTLE_EXTRAS
+    } else if str_eq(table, "DmaPacketAggregated") {
+        DMA_PACKET_AGGREGATED_EXTRAS
+    } else if str_eq(table, "DmaQueuesInfo") {
+        DMA_QUEUES_INFO_EXTRAS
+    } else if str_eq(table, "DeviceProfileList") {
+        DEVICE_PROFILE_LIST_EXTRAS
+    } else {
+        &[]
     }
 }
 
@@ -377,78 +591,304 @@ pub fn table_def(name: &str) -> Option<&'static TableDef> {
     explorer::ALL.iter().copied().find(|t| t.name == name)
 }
 
-enum Col {
+/// `a == b`, usable in `const fn` (column ids are resolved at compile time).
+pub const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Marker types of the column kinds, for typed column ids ([`C`]).
+pub mod kind {
+    /// int64 column.
+    #[derive(Debug, Clone, Copy)]
+    pub struct I64;
+    /// int32 column.
+    #[derive(Debug, Clone, Copy)]
+    pub struct I32;
+    /// float32 column.
+    #[derive(Debug, Clone, Copy)]
+    pub struct F32;
+    /// float64 column.
+    #[derive(Debug, Clone, Copy)]
+    pub struct F64;
+    /// bool column.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Bool;
+    /// UTF-8 string column.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Str;
+    /// list<int64> column.
+    #[derive(Debug, Clone, Copy)]
+    pub struct ListI64;
+    /// list<string> column.
+    #[derive(Debug, Clone, Copy)]
+    pub struct ListStr;
+}
+
+/// The [`Ty`] a marker type of [`kind`] stands for.
+pub trait Kind {
+    /// The column type.
+    const TY: Ty;
+}
+macro_rules! kinds {
+    ($($k:ident),*) => { $(impl Kind for kind::$k { const TY: Ty = Ty::$k; })* };
+}
+kinds!(I64, I32, F32, F64, Bool, Str, ListI64, ListStr);
+
+/// A typed column id: the index of a field in [`TableDef::all_fields`] order, with its kind.
+/// Built by [`C::of`] in a `const` item, so a misspelt field name or a wrong kind is a compile
+/// error (const evaluation fails), not a run-time panic.
+pub struct C<K> {
+    idx: usize,
+    _k: std::marker::PhantomData<K>,
+}
+impl<K> Clone for C<K> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<K> Copy for C<K> {}
+
+impl<K: Kind> C<K> {
+    /// The column `name` of `def` (Explorer fields, then `nscope_` extras). Panics — at compile
+    /// time when used in a `const` — when the table has no such field or its type is not `K`.
+    pub const fn of(def: &TableDef, name: &str) -> C<K> {
+        let mut i = 0;
+        while i < def.fields.len() {
+            if str_eq(def.fields[i].name, name) {
+                return Self::checked(i, def.fields[i].ty);
+            }
+            i += 1;
+        }
+        let ex = extras(def.name);
+        let mut j = 0;
+        while j < ex.len() {
+            if str_eq(ex[j].name, name) {
+                return Self::checked(def.fields.len() + j, ex[j].ty);
+            }
+            j += 1;
+        }
+        panic!("no such field in this table")
+    }
+    const fn checked(idx: usize, ty: Ty) -> C<K> {
+        assert!(ty as u8 == K::TY as u8, "field has another type");
+        C {
+            idx,
+            _k: std::marker::PhantomData,
+        }
+    }
+    /// Column index in the table's schema.
+    pub const fn idx(self) -> usize {
+        self.idx
+    }
+}
+
+/// Declares typed column ids of one table: `cols!(pub mod ins = INSTRUCTION { START_TS: I64 = "start_ts", … })`.
+#[macro_export]
+macro_rules! cols {
+    ($vis:vis mod $m:ident = $def:path { $($id:ident : $k:ident = $name:literal),* $(,)? }) => {
+        #[allow(dead_code)]
+        $vis mod $m {
+            use $crate::tables::{kind, C};
+            $(pub const $id: C<kind::$k> = C::of(&$def, $name);)*
+        }
+    };
+}
+
+/// One column under construction. `Unset` until a row sets a cell: a column no row fills
+/// costs nothing and becomes one null array per batch.
+#[doc(hidden)]
+pub enum Col {
+    Unset,
     I64(Int64Builder),
     I32(Int32Builder),
     F32(Float32Builder),
     F64(Float64Builder),
     Bool(BooleanBuilder),
     Str(StringBuilder),
+    Dict(Box<DictCol>),
     ListI64(ListBuilder<Int64Builder>),
     ListStr(ListBuilder<StringBuilder>),
 }
 
 impl Col {
-    fn new(ty: Ty) -> Self {
+    fn new_in(ty: Ty, cap: usize, dict: bool) -> Self {
+        if dict && ty == Ty::Str {
+            return Col::Dict(Box::new(DictCol::new(cap)));
+        }
+        Self::new(ty, cap)
+    }
+    fn new(ty: Ty, cap: usize) -> Self {
         match ty {
-            Ty::I64 => Col::I64(Int64Builder::new()),
-            Ty::I32 => Col::I32(Int32Builder::new()),
-            Ty::F32 => Col::F32(Float32Builder::new()),
-            Ty::F64 => Col::F64(Float64Builder::new()),
-            Ty::Bool => Col::Bool(BooleanBuilder::new()),
-            Ty::Str => Col::Str(StringBuilder::new()),
+            Ty::I64 => Col::I64(Int64Builder::with_capacity(cap)),
+            Ty::I32 => Col::I32(Int32Builder::with_capacity(cap)),
+            Ty::F32 => Col::F32(Float32Builder::with_capacity(cap)),
+            Ty::F64 => Col::F64(Float64Builder::with_capacity(cap)),
+            Ty::Bool => Col::Bool(BooleanBuilder::with_capacity(cap)),
+            Ty::Str => Col::Str(StringBuilder::with_capacity(cap, cap * 8)),
             Ty::ListI64 => Col::ListI64(ListBuilder::new(Int64Builder::new())),
             Ty::ListStr => Col::ListStr(ListBuilder::new(StringBuilder::new())),
         }
     }
     fn len(&self) -> usize {
         match self {
+            Col::Unset => 0,
             Col::I64(b) => b.len(),
             Col::I32(b) => b.len(),
             Col::F32(b) => b.len(),
             Col::F64(b) => b.len(),
             Col::Bool(b) => b.len(),
             Col::Str(b) => b.len(),
+            Col::Dict(b) => b.keys.len(),
             Col::ListI64(b) => b.len(),
             Col::ListStr(b) => b.len(),
         }
     }
-    fn null(&mut self) {
+    /// Appends `n` nulls (bulk: one call per gap, not one per cell).
+    fn nulls(&mut self, n: usize) {
         match self {
-            Col::I64(b) => b.append_null(),
-            Col::I32(b) => b.append_null(),
-            Col::F32(b) => b.append_null(),
-            Col::F64(b) => b.append_null(),
-            Col::Bool(b) => b.append_null(),
-            Col::Str(b) => b.append_null(),
-            Col::ListI64(b) => b.append_null(),
-            Col::ListStr(b) => b.append_null(),
+            Col::Unset => {}
+            Col::I64(b) => b.append_nulls(n),
+            Col::I32(b) => b.append_nulls(n),
+            Col::F32(b) => b.append_nulls(n),
+            Col::F64(b) => b.append_nulls(n),
+            Col::Bool(b) => b.append_nulls(n),
+            Col::Str(b) => b.append_nulls(n),
+            Col::Dict(b) => b.keys.append_nulls(n),
+            Col::ListI64(b) => (0..n).for_each(|_| b.append_null()),
+            Col::ListStr(b) => (0..n).for_each(|_| b.append_null()),
         }
     }
-    fn finish(&mut self) -> ArrayRef {
-        match self {
-            Col::I64(b) => Arc::new(b.finish()),
-            Col::I32(b) => Arc::new(b.finish()),
-            Col::F32(b) => Arc::new(b.finish()),
-            Col::F64(b) => Arc::new(b.finish()),
-            Col::Bool(b) => Arc::new(b.finish()),
-            Col::Str(b) => Arc::new(b.finish()),
-            Col::ListI64(b) => Arc::new(b.finish()),
-            Col::ListStr(b) => Arc::new(b.finish()),
+    /// The column's array of `rows` rows (nulls padded), `None` when no row set it. The builder is replaced by a new one
+    /// of `cap` rows, so the next batch appends without regrowing (`finish` alone would leave
+    /// an empty builder that doubles its way back up, copying every time).
+    fn finish(&mut self, rows: usize, cap: usize) -> Option<ArrayRef> {
+        let gap = rows.saturating_sub(self.len());
+        self.nulls(gap);
+        let ty = match self {
+            Col::Unset => return None,
+            Col::Dict(d) => return Some(d.finish()),
+            Col::I64(_) => Ty::I64,
+            Col::I32(_) => Ty::I32,
+            Col::F32(_) => Ty::F32,
+            Col::F64(_) => Ty::F64,
+            Col::Bool(_) => Ty::Bool,
+            Col::Str(_) => Ty::Str,
+            Col::ListI64(_) => Ty::ListI64,
+            Col::ListStr(_) => Ty::ListStr,
+        };
+        Some(match std::mem::replace(self, Col::new(ty, cap)) {
+            Col::Unset => return None,
+            Col::I64(mut b) => Arc::new(b.finish()),
+            Col::I32(mut b) => Arc::new(b.finish()),
+            Col::F32(mut b) => Arc::new(b.finish()),
+            Col::F64(mut b) => Arc::new(b.finish()),
+            Col::Bool(mut b) => Arc::new(b.finish()),
+            Col::Str(mut b) => Arc::new(b.finish()),
+            Col::Dict(mut d) => d.finish(),
+            Col::ListI64(mut b) => Arc::new(b.finish()),
+            Col::ListStr(mut b) => Arc::new(b.finish()),
+        })
+    }
+}
+
+/// A value that can be put into a column of kind `K` ([`TableBuilder::set`]); `Option` puts
+/// null for `None`.
+pub trait Cell<K> {
+    /// Appends itself to `col` (already padded to the current row).
+    #[doc(hidden)]
+    fn put(self, col: &mut Col);
+}
+
+macro_rules! cells {
+    ($k:ident, $variant:ident, $t:ty, $conv:expr) => {
+        impl Cell<kind::$k> for $t {
+            #[inline]
+            fn put(self, col: &mut Col) {
+                if let Col::$variant(b) = col {
+                    b.append_value(($conv)(self));
+                }
+            }
+        }
+        impl Cell<kind::$k> for Option<$t> {
+            #[inline]
+            fn put(self, col: &mut Col) {
+                if let Col::$variant(b) = col {
+                    b.append_option(self.map($conv));
+                }
+            }
+        }
+    };
+}
+cells!(I64, I64, i64, |v| v);
+cells!(I32, I32, i32, |v| v);
+cells!(F32, F32, f32, |v| v);
+cells!(F64, F64, f64, |v| v);
+cells!(Bool, Bool, bool, |v| v);
+
+impl Cell<kind::Str> for &str {
+    #[inline]
+    fn put(self, col: &mut Col) {
+        match col {
+            Col::Str(b) => b.append_value(self),
+            Col::Dict(d) => d.append(self),
+            _ => {}
+        }
+    }
+}
+impl Cell<kind::Str> for Option<&str> {
+    #[inline]
+    fn put(self, col: &mut Col) {
+        match (col, self) {
+            (Col::Str(b), v) => b.append_option(v),
+            (Col::Dict(d), Some(v)) => d.append(v),
+            (Col::Dict(d), None) => d.keys.append_null(),
+            _ => {}
         }
     }
 }
 
-/// Builds one table row by row. Set the cells you know with the typed setters (by column index
-/// from [`TableDef::col`]); [`TableBuilder::end_row`] fills the rest with null and returns a
-/// full batch every [`BATCH_ROWS`] rows. Setting a cell with the wrong type is a programming
-/// error and leaves it null (debug builds assert).
+/// A caller-held memo of one value's key in one dictionary column of a [`TableBuilder`], valid
+/// for the batch it was made in. Lets a decoder that knows a string is the same as before
+/// (an engine name, the BIR name of a pc) append its key without hashing or comparing text.
+/// One memo per (column, value): reusing a memo for another value or column is a logic error.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Memo {
+    batch: u32,
+    key: i32,
+}
+
+/// Builds one table column by column, a row at a time. Set the cells you know, by typed id
+/// ([`TableBuilder::set`], ids from [`cols!`]) or by index (the untyped setters, index from
+/// [`TableDef::col`]); [`TableBuilder::end_row`] is O(1): cells not set stay null, padded in
+/// bulk when the column is next touched or the batch is cut, and a column no row of a batch
+/// sets is one null array. A full batch is returned every [`BATCH_ROWS`] rows. Setting a cell
+/// twice in a row, or with the wrong type through an untyped setter, is a programming error
+/// (debug builds assert; release keeps the first value / leaves it null).
 pub struct TableBuilder {
     def: &'static TableDef,
     schema: SchemaRef,
+    tys: Vec<Ty>,
+    /// Strings of this table are dictionary columns ([`dict_table`]).
+    dict: bool,
+    /// Batch number (from 1), the validity stamp of [`Memo`]s.
+    batch: u32,
     cols: Vec<Col>,
     rows: usize,
     batch_rows: usize,
+    /// All-null arrays of a full batch per column, shared by every batch (arrays are
+    /// immutable), so an unset column costs one allocation per table, not one per batch.
+    null_full: Vec<Option<ArrayRef>>,
 }
 
 impl TableBuilder {
@@ -461,7 +901,11 @@ impl TableBuilder {
         TableBuilder {
             def,
             schema: def.schema(),
-            cols: def.all_fields().map(|f| Col::new(f.ty)).collect(),
+            tys: def.all_fields().map(|f| f.ty).collect(),
+            dict: dict_table(def.name),
+            batch: 1,
+            cols: def.all_fields().map(|_| Col::Unset).collect(),
+            null_full: def.all_fields().map(|_| None).collect(),
             rows: 0,
             batch_rows: batch_rows.max(1),
         }
@@ -478,11 +922,68 @@ impl TableBuilder {
     pub fn pending_rows(&self) -> usize {
         self.rows
     }
+    /// The column `c`, created on first use and padded with nulls up to the current row;
+    /// `None` when the cell of this row is already set or `c` is out of range.
+    #[inline]
     fn slot(&mut self, c: usize) -> Option<&mut Col> {
         let rows = self.rows;
+        let cap = self.batch_rows.min(BATCH_ROWS);
+        let ty = *self.tys.get(c)?;
+        let dict = self.dict;
         let col = self.cols.get_mut(c)?;
-        debug_assert_eq!(col.len(), rows, "cell set twice in one row");
-        (col.len() == rows).then_some(col)
+        if let Col::Unset = col {
+            *col = Col::new_in(ty, cap, dict);
+        }
+        let len = col.len();
+        debug_assert!(len <= rows, "cell set twice in one row");
+        if len < rows {
+            col.nulls(rows - len);
+        }
+        (len <= rows).then_some(col)
+    }
+    #[inline]
+    fn slot_typed<K: Kind>(&mut self, c: C<K>) -> Option<&mut Col> {
+        let rows = self.rows;
+        let cap = self.batch_rows.min(BATCH_ROWS);
+        let dict = self.dict;
+        let col = self.cols.get_mut(c.idx)?;
+        if let Col::Unset = col {
+            *col = Col::new_in(K::TY, cap, dict);
+        }
+        let len = col.len();
+        debug_assert!(len <= rows, "cell set twice in one row");
+        if len < rows {
+            col.nulls(rows - len);
+        }
+        (len <= rows).then_some(col)
+    }
+    /// Sets the cell of column `c` (typed: the value's type must fit the column's kind).
+    #[inline]
+    pub fn set<K: Kind, V: Cell<K>>(&mut self, c: C<K>, v: V) {
+        if let Some(col) = self.slot_typed(c) {
+            v.put(col);
+        }
+    }
+    /// Sets string cell `c` to `v`, through `memo`: when `memo` was made for this column in this
+    /// batch, its key is appended without looking at `v`. The caller guarantees `memo` is only
+    /// ever used for this column and this value.
+    #[inline]
+    pub fn set_memo(&mut self, c: C<kind::Str>, v: &str, memo: &mut Memo) {
+        let batch = self.batch;
+        match self.slot_typed(c) {
+            Some(Col::Dict(d)) => {
+                if memo.batch == batch {
+                    d.keys.append_value(memo.key);
+                } else {
+                    *memo = Memo {
+                        batch,
+                        key: d.append_key(v),
+                    };
+                }
+            }
+            Some(Col::Str(b)) => b.append_value(v),
+            _ => {}
+        }
     }
     /// Sets an int64 cell (also accepted by int32 columns when it fits).
     pub fn i64(&mut self, c: usize, v: Option<i64>) {
@@ -491,7 +992,7 @@ impl TableBuilder {
             Some(Col::I32(b)) => b.append_option(v.and_then(|v| i32::try_from(v).ok())),
             Some(other) => {
                 debug_assert!(false, "i64 into non-integer column {c}");
-                other.null()
+                other.nulls(1)
             }
             None => {}
         }
@@ -507,7 +1008,7 @@ impl TableBuilder {
             Some(Col::F64(b)) => b.append_option(v),
             Some(other) => {
                 debug_assert!(false, "f64 into non-float column {c}");
-                other.null()
+                other.nulls(1)
             }
             None => {}
         }
@@ -518,7 +1019,7 @@ impl TableBuilder {
             Some(Col::Bool(b)) => b.append_option(v),
             Some(other) => {
                 debug_assert!(false, "bool into non-bool column {c}");
-                other.null()
+                other.nulls(1)
             }
             None => {}
         }
@@ -527,9 +1028,13 @@ impl TableBuilder {
     pub fn str(&mut self, c: usize, v: Option<&str>) {
         match self.slot(c) {
             Some(Col::Str(b)) => b.append_option(v),
+            Some(Col::Dict(d)) => match v {
+                Some(v) => d.append(v),
+                None => d.keys.append_null(),
+            },
             Some(other) => {
                 debug_assert!(false, "str into non-string column {c}");
-                other.null()
+                other.nulls(1)
             }
             None => {}
         }
@@ -543,7 +1048,7 @@ impl TableBuilder {
             }
             Some(other) => {
                 debug_assert!(false, "list<int64> into another column {c}");
-                other.null()
+                other.nulls(1)
             }
             None => {}
         }
@@ -559,19 +1064,15 @@ impl TableBuilder {
             }
             Some(other) => {
                 debug_assert!(false, "list<string> into another column {c}");
-                other.null()
+                other.nulls(1)
             }
             None => {}
         }
     }
-    /// Closes the row (unset cells become null). Returns a batch when [`BATCH_ROWS`] rows are full.
+    /// Closes the row (unset cells are null). Returns a batch when `batch_rows` rows are full.
+    #[inline]
     pub fn end_row(&mut self) -> Result<Option<RecordBatch>> {
         self.rows += 1;
-        for col in &mut self.cols {
-            if col.len() < self.rows {
-                col.null();
-            }
-        }
         if self.rows >= self.batch_rows {
             return self.take_batch().map(Some);
         }
@@ -579,8 +1080,27 @@ impl TableBuilder {
     }
     /// Finishes the current batch (possibly empty).
     pub fn take_batch(&mut self) -> Result<RecordBatch> {
-        let arrays: Vec<ArrayRef> = self.cols.iter_mut().map(Col::finish).collect();
+        let rows = self.rows;
+        let cap = self.batch_rows.min(BATCH_ROWS);
+        let full = rows == self.batch_rows;
+        let arrays: Vec<ArrayRef> = self
+            .cols
+            .iter_mut()
+            .zip(self.schema.fields())
+            .zip(self.null_full.iter_mut())
+            .map(|((c, f), cached)| {
+                c.finish(rows, cap).unwrap_or_else(|| {
+                    if !full {
+                        return arrow_array::new_null_array(f.data_type(), rows);
+                    }
+                    cached
+                        .get_or_insert_with(|| arrow_array::new_null_array(f.data_type(), rows))
+                        .clone()
+                })
+            })
+            .collect();
         self.rows = 0;
+        self.batch = self.batch.wrapping_add(1).max(1);
         Ok(RecordBatch::try_new(self.schema.clone(), arrays)?)
     }
 }
@@ -645,16 +1165,18 @@ impl Tables {
     pub fn get(&self, name: &str) -> Option<&[RecordBatch]> {
         self.tables.get(name).map(|(_, b)| b.as_slice())
     }
-    /// All batches of `name` concatenated into one (for tests and small tables). The batches may
-    /// hold a projection of the table's columns (see `profile`'s span collector): the first
-    /// batch's schema is used.
+    /// All batches of `name` concatenated into one, dictionary string columns decoded to plain
+    /// UTF-8 ([`plain_batch`]; each batch has its own dictionary). For tests and small tables.
+    /// The batches may hold a projection of the table's columns: the first batch's schema is
+    /// used.
     pub fn concat(&self, name: &str) -> Option<RecordBatch> {
         let (def, batches) = self.tables.get(name)?;
-        let schema = batches
-            .first()
-            .map(|b| b.schema())
-            .unwrap_or_else(|| def.schema());
-        arrow_select::concat::concat_batches(&schema, batches.iter()).ok()
+        let plain: Vec<RecordBatch> = batches.iter().map(plain_batch).collect();
+        let schema = match plain.first() {
+            Some(b) => b.schema(),
+            None => plain_batch(&RecordBatch::new_empty(def.schema())).schema(),
+        };
+        arrow_select::concat::concat_batches(&schema, plain.iter()).ok()
     }
 }
 

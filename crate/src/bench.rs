@@ -1,0 +1,262 @@
+//! `neuronscope bench`: decode throughput beside the limit measured in the same run.
+//!
+//! Per device profile (NTFF), one row per step:
+//! - `read`: a read-only pass over the NTFF through the same [`ByteSource`] and chunk size the
+//!   decoder uses (the I/O limit any decode is measured against);
+//! - `arrow`: decode → Arrow batches, discarded (rows counted);
+//! - `parquet`: decode → Parquet files on disk, one thread;
+//! - `parquet_2t`: the same with the Parquet encoding on a second thread ([`sink::pipelined`]).
+//!
+//! Every row gives wall and CPU seconds (the process's user + system time, so a busy machine
+//! shows up as wall ≫ CPU), MB/s over both, peak RSS of that step alone (Linux `VmHWM`, reset
+//! between steps through `/proc/self/clear_refs`) and, for Parquet steps, bytes written and
+//! their ratio to the input. Native only.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use arrow_array::RecordBatch;
+use parquet::basic::Compression;
+
+use crate::error::{Error, Result};
+use crate::inventory::Inventory;
+use crate::profile::{self, Opener};
+use crate::sink;
+use crate::tables::{TableDef, TableSink};
+
+/// One measured step of one input.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct BenchRow {
+    /// The input (NTFF path relative to the picked folder, or a profile id for system files).
+    pub input: String,
+    /// Input bytes.
+    pub bytes: u64,
+    /// `read`, `arrow`, `parquet` or `parquet_2t`.
+    pub step: &'static str,
+    /// Threads the step used.
+    pub threads: usize,
+    /// Wall-clock seconds.
+    pub wall_s: f64,
+    /// CPU seconds of the process (user + system) during the step.
+    pub cpu_s: f64,
+    /// Rows written (0 for `read`).
+    pub rows: u64,
+    /// Peak resident set of the step, bytes (None where the OS does not say).
+    pub peak_rss: Option<u64>,
+    /// Parquet bytes written (Parquet steps only).
+    pub out_bytes: Option<u64>,
+}
+
+impl BenchRow {
+    /// Input MB (10⁶ bytes) per wall-clock second.
+    pub fn mb_s(&self) -> f64 {
+        self.bytes as f64 / 1e6 / self.wall_s.max(1e-9)
+    }
+    /// Input MB per CPU second: the figure that stays meaningful on a shared machine.
+    pub fn mb_cpu_s(&self) -> f64 {
+        self.bytes as f64 / 1e6 / self.cpu_s.max(1e-9)
+    }
+    /// Tab-separated header of [`BenchRow::tsv`].
+    pub const HEADER: &'static str =
+        "input\tbytes\tstep\tthreads\twall_s\tcpu_s\tMB/s\tMB/cpu_s\trows\tpeak_rss_bytes\tparquet_bytes\tparquet/input";
+    /// The row as tab-separated text.
+    pub fn tsv(&self) -> String {
+        let opt = |v: Option<u64>| v.map_or(String::new(), |v| v.to_string());
+        let ratio = self.out_bytes.map_or(String::new(), |o| {
+            format!("{:.3}", o as f64 / self.bytes.max(1) as f64)
+        });
+        format!(
+            "{}\t{}\t{}\t{}\t{:.3}\t{:.3}\t{:.1}\t{:.1}\t{}\t{}\t{}\t{}",
+            self.input,
+            self.bytes,
+            self.step,
+            self.threads,
+            self.wall_s,
+            self.cpu_s,
+            self.mb_s(),
+            self.mb_cpu_s(),
+            self.rows,
+            opt(self.peak_rss),
+            opt(self.out_bytes),
+            ratio
+        )
+    }
+}
+
+/// Options of a bench run.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    /// Where the Parquet steps write (emptied per step).
+    pub out_dir: PathBuf,
+    /// Parquet codec (default [`sink::CODEC`]).
+    pub codec: Compression,
+    /// Steps to run (all when empty): `read`, `arrow`, `parquet`, `parquet_2t`.
+    pub steps: Vec<String>,
+}
+
+impl BenchOptions {
+    fn wants(&self, step: &str) -> bool {
+        self.steps.is_empty() || self.steps.iter().any(|s| s == step)
+    }
+}
+
+/// CPU seconds used by this process so far (user + system, `/proc/self/stat`), 0 elsewhere.
+fn cpu_seconds() -> f64 {
+    let Ok(s) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+    let rest = s.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // rest starts at field 3 (state): utime = field 14 → index 11.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// Peak resident memory since the last [`reset_peak_rss`] (Linux `VmHWM`), bytes.
+pub fn peak_rss() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Resets the peak-RSS mark (Linux ≥ 4.0: `5` to `/proc/self/clear_refs`); a no-op elsewhere.
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// Times `f` as one step.
+fn step<T>(f: impl FnOnce() -> Result<T>) -> Result<(T, f64, f64, Option<u64>)> {
+    reset_peak_rss();
+    let (c0, t0) = (cpu_seconds(), Instant::now());
+    let r = f()?;
+    let wall = t0.elapsed().as_secs_f64();
+    Ok((r, wall, cpu_seconds() - c0, peak_rss()))
+}
+
+/// Counts rows without keeping them.
+#[derive(Default)]
+struct NullSink {
+    rows: u64,
+}
+
+impl TableSink for NullSink {
+    fn batch(&mut self, _def: &'static TableDef, batch: RecordBatch) -> Result<()> {
+        self.rows += batch.num_rows() as u64;
+        Ok(())
+    }
+}
+
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+fn fresh_dir(dir: &Path) -> Result<()> {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).map_err(|e| Error::Io(format!("{}: {e}", dir.display())))
+}
+
+/// Reads every byte of `src` in decoder-sized chunks; returns a checksum so the pass is not
+/// optimised away.
+fn read_pass(src: &dyn crate::source::ByteSource) -> Result<u64> {
+    let mut buf = vec![0u8; crate::ntff::decode::CHUNK];
+    let (len, mut off, mut sum) = (src.len(), 0u64, 0u64);
+    while off < len {
+        let n = (len - off).min(buf.len() as u64) as usize;
+        let piece = buf.get_mut(..n).unwrap_or_default();
+        src.read_at(off, piece)?;
+        sum = sum.wrapping_add(
+            piece
+                .iter()
+                .step_by(4096)
+                .map(|&b| u64::from(b))
+                .sum::<u64>(),
+        );
+        off += n as u64;
+    }
+    Ok(sum)
+}
+
+/// Measures every device profile of `inv` (the four steps of the module doc). `open` opens a
+/// path of the inventory. Errors: the first decode or I/O error.
+pub fn bench_devices(
+    inv: &Inventory,
+    open: Opener<'_>,
+    opts: &BenchOptions,
+) -> Result<Vec<BenchRow>> {
+    let mut rows = Vec::new();
+    for p in &inv.profiles {
+        for (i, d) in p.devices.iter().enumerate() {
+            let Some(ntff) = &d.ntff else { continue };
+            let src = open(ntff)?;
+            let bytes = src.len();
+            let row = |step, threads, wall_s, cpu_s, rows, peak_rss, out_bytes| BenchRow {
+                input: ntff.clone(),
+                bytes,
+                step,
+                threads,
+                wall_s,
+                cpu_s,
+                rows,
+                peak_rss,
+                out_bytes,
+            };
+            if opts.wants("read") {
+                let (_, w, c, m) = step(|| read_pass(&*src))?;
+                rows.push(row("read", 1, w, c, 0, m, None));
+            }
+            if opts.wants("arrow") {
+                let (n, w, c, m) = step(|| {
+                    let mut null = NullSink::default();
+                    profile::process_device(inv, &p.id, i, open, &mut null, &mut |_, _, _| {})?;
+                    Ok(null.rows)
+                })?;
+                rows.push(row("arrow", 1, w, c, n, m, None));
+            }
+            for (name, threads) in [("parquet", 1), ("parquet_2t", 2)] {
+                if !opts.wants(name) {
+                    continue;
+                }
+                fresh_dir(&opts.out_dir)?;
+                let dir = opts.out_dir.clone();
+                let (n, w, c, m) = step(|| {
+                    let mut ps = sink::ParquetSink::with_codec(
+                        |t: &str| {
+                            let path = dir.join(format!("{t}.parquet"));
+                            std::fs::File::create(&path)
+                                .map_err(|e| Error::Io(format!("{}: {e}", path.display())))
+                        },
+                        opts.codec,
+                    );
+                    let r = if threads == 1 {
+                        profile::process_device(inv, &p.id, i, open, &mut ps, &mut |_, _, _| {})?
+                    } else {
+                        sink::pipelined(&mut ps, |s| {
+                            profile::process_device(inv, &p.id, i, open, s, &mut |_, _, _| {})
+                        })?
+                    };
+                    ps.finish()?;
+                    Ok(r.tables.iter().map(|t| t.rows).sum::<u64>())
+                })?;
+                rows.push(row(
+                    name,
+                    threads,
+                    w,
+                    c,
+                    n,
+                    m,
+                    Some(dir_bytes(&opts.out_dir)),
+                ));
+            }
+        }
+    }
+    Ok(rows)
+}
