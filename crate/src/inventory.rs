@@ -21,12 +21,13 @@ use crate::error::{Problem, Result, Severity};
 use crate::pairing::{
     self, base_name, dir_name, NeffCandidate, NtffCandidate, NtffIds, PairOutcome,
 };
+use crate::sniff::Sniffed;
 use crate::source::ByteSource;
 
 pub use crate::pairing::PairStatus;
 
-/// What a file is, from its name (pairing.md §1, framework-inputs.md §1). NEFF/NTFF contents are
-/// checked later, in [`build`]. Serialised with a `kind` tag, e.g. `{"kind":"Neff"}`,
+/// What a file is, from its name (pairing.md §1, framework-inputs.md §1). The contents are
+/// checked later, in [`build`] ([`crate::sniff`]: a misnamed file is reported for what it is). Serialised with a `kind` tag, e.g. `{"kind":"Neff"}`,
 /// `{"kind":"MemorySnapshot","rank":0}`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "kind")]
@@ -145,6 +146,10 @@ pub struct InputFile {
     pub kind: FileKind,
     /// Id of the [`Profile`] the file belongs to, if any.
     pub profile: Option<String>,
+    /// What the bytes look like ([`crate::sniff`]), for the files [`build`] sniffs (every file
+    /// except `.py` sources and text-named files); `None` when not sniffed or unreadable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<Sniffed>,
 }
 
 /// Profile type as Neuron Explorer names it (pairing.md §1). Serialised as `"Device"`,
@@ -301,6 +306,7 @@ pub fn build(
                 path,
                 size: *size,
                 profile: None,
+                content: None,
             }
         })
         .collect();
@@ -342,6 +348,36 @@ pub fn build(
             .cloned()
     };
 
+    // What every file's bytes look like (no decoder runs): a misnamed file is reported for what
+    // it is, and an NTFF that is not one never reaches the NTFF reader.
+    let mut content_problems: Vec<Problem> = Vec::new();
+    let mut not_ntffs: BTreeMap<String, Problem> = BTreeMap::new();
+    for f in inputs.iter_mut() {
+        if !worth_sniffing(f) {
+            continue;
+        }
+        let Ok((head, len)) = open(&f.path)
+            .and_then(|s| Ok((crate::sniff::read_head(&*s)?, s.len())))
+        else {
+            continue; // the readers below report an unreadable file
+        };
+        let c = crate::sniff::sniff(&head, len);
+        if f.kind == FileKind::Ntff {
+            if let Err((offset, reason)) = crate::sniff::ntff_shape(&head, len) {
+                let mut p = Problem::new(
+                    Severity::Error,
+                    "ERROR_PROCESS_INCOMPLETE",
+                    Some(&f.path),
+                    format!("{} looks like {}, not an NTFF ({reason})", f.path, c.describe()),
+                );
+                p.offset = Some(offset);
+                not_ntffs.insert(f.path.clone(), p);
+            }
+        }
+        content_problems.extend(content_problem(f, &c));
+        f.content = Some(c);
+    }
+
     // Read NEFF headers and NTFF ids.
     let mut neff_reads: Vec<(String, Read<crate::neff::NeffHeader>)> = Vec::new();
     let mut ntff_reads: Vec<(String, Read<NtffIds>)> = Vec::new();
@@ -357,17 +393,29 @@ pub fn build(
                             &f.path,
                             &e,
                         );
-                        p.message = format!("{}: not a readable NEFF ({e})", f.path);
+                        p.message = match &f.content {
+                            Some(c) if *c != Sniffed::Neff => format!(
+                                "{} looks like {}, not a NEFF ({e})",
+                                f.path,
+                                c.describe()
+                            ),
+                            _ => format!("{}: not a readable NEFF ({e})", f.path),
+                        };
                         Read::Failed(e.to_string(), p)
                     }
                 };
                 neff_reads.push((f.path.clone(), r));
             }
             FileKind::Ntff => {
-                let r = match open(&f.path).and_then(|s| pairing::ntff_ids(&s)) {
-                    Ok(Some(ids)) => Read::Ok(ids),
-                    Ok(None) => Read::Empty,
-                    Err(e) => {
+                let ids = match not_ntffs.remove(&f.path) {
+                    Some(p) => Err(p),
+                    None => Ok(open(&f.path).and_then(|s| pairing::ntff_ids(&s))),
+                };
+                let r = match ids {
+                    Err(p) => Read::Failed(p.message.clone(), p),
+                    Ok(Ok(Some(ids))) => Read::Ok(ids),
+                    Ok(Ok(None)) => Read::Empty,
+                    Ok(Err(e)) => {
                         let mut p = Problem::from_error(
                             Severity::Error,
                             "ERROR_PROCESS_INCOMPLETE",
@@ -489,9 +537,9 @@ pub fn build(
         match f.kind {
             FileKind::Ntff => {
                 let read = ntff_ids_of.get(f.path.as_str()).copied();
-                let (dev, problem) = ntff_device(&f.path, read, &outcome_of, &neff_cands);
+                let (dev, problems) = ntff_device(&f.path, read, &outcome_of, &neff_cands);
                 p.devices.push(dev);
-                p.problems.extend(problem);
+                p.problems.extend(problems);
             }
             FileKind::Neff => {
                 if used_neffs.contains_key(f.path.as_str()) {
@@ -538,6 +586,19 @@ pub fn build(
         }
         capture_checks(p, &info_dirs, &ntrace_dirs, &ntff_ids_of);
     }
+    // Content problems go to the profile of their file, else to the drop.
+    for pr in content_problems {
+        let owner = pr
+            .file
+            .as_deref()
+            .and_then(|path| inputs.iter().find(|f| f.path == path))
+            .and_then(|f| f.profile.clone())
+            .and_then(|id| profiles.values_mut().find(|p| p.id == id));
+        match owner {
+            Some(p) => p.problems.push(pr),
+            None => global_problems.push(pr),
+        }
+    }
     if profiles.is_empty() {
         global_problems.push(Problem::new(
             Severity::Info,
@@ -555,13 +616,13 @@ pub fn build(
     }
 }
 
-/// The device entry (and problem) for one NTFF.
+/// The device entry (and problems: pairing, reading, an unverified version) for one NTFF.
 fn ntff_device(
     path: &str,
     read: Option<&Read<NtffIds>>,
     outcome_of: &BTreeMap<&str, &PairOutcome>,
     neffs: &[NeffCandidate],
-) -> (DeviceProfile, Option<Problem>) {
+) -> (DeviceProfile, Vec<Problem>) {
     let h = pairing::parse_ntff_name(path);
     let mut dev = DeviceProfile {
         name: stem_of(path, ".ntff"),
@@ -575,9 +636,18 @@ fn ntff_device(
         rank: h.rank,
         session: h.session,
     };
+    let mut unverified = None;
     let problem = match read {
         Some(Read::Ok(ids)) => {
             dev.ntff_version = Some(ids.version);
+            if crate::ntff::is_unverified_version(ids.version) {
+                unverified = Some(Problem::new(
+                    Severity::Warning,
+                    "NTFF_VERSION_UNVERIFIED",
+                    Some(path),
+                    crate::ntff::unverified_version_warning(path, ids.version),
+                ));
+            }
             match outcome_of.get(path) {
                 Some(o) => {
                     dev.pairing = o.status.clone();
@@ -612,7 +682,91 @@ fn ntff_device(
         }
         None => None,
     };
-    (dev, problem)
+    (dev, problem.into_iter().chain(unverified).collect())
+}
+
+/// Names whose files are text (or sources) and never a profiler file in disguise.
+const TEXT_SUFFIXES: [&str; 14] = [
+    ".py", ".md", ".txt", ".rst", ".html", ".csv", ".tsv", ".yaml", ".yml", ".toml", ".cfg",
+    ".log", ".sh", ".ipynb",
+];
+
+/// True for the files whose bytes [`build`] looks at: every named profiler file, and other files
+/// unless their name says text. NTFFs under 128 bytes are empty by rule (pairing.md §5).
+fn worth_sniffing(f: &InputFile) -> bool {
+    let lower = f.path.to_ascii_lowercase();
+    match f.kind {
+        FileKind::SourcePy => false,
+        FileKind::Ntff => f.size >= crate::ntff::HEADER_LEN,
+        FileKind::Other => !TEXT_SUFFIXES.iter().any(|s| lower.ends_with(s)),
+        _ => true,
+    }
+}
+
+/// The problem a file's contents raise against its name, if any: Warning when a named system
+/// file holds something else, Info when an unnamed file is a profiler file under another name
+/// (NEFF/NTFF mismatches are reported by their readers).
+fn content_problem(f: &InputFile, c: &Sniffed) -> Option<Problem> {
+    let gz = f.path.to_ascii_lowercase().ends_with(".gz");
+    if *c == Sniffed::Empty {
+        return None; // the decoders say what an empty file means for its kind
+    }
+    let fits = match f.kind {
+        FileKind::Neff | FileKind::Ntff | FileKind::SourcePy => return None,
+        FileKind::Ntrace | FileKind::CpuUtil | FileKind::HostMem => {
+            matches!(c, Sniffed::FramedProtobuf { .. })
+        }
+        FileKind::TraceInfo => *c == Sniffed::Protobuf,
+        FileKind::KinetoTrace => matches!(c, Sniffed::Json) || (gz && *c == Sniffed::Gzip),
+        FileKind::ProfilerJsonExport => matches!(c, Sniffed::Json),
+        FileKind::MemorySnapshot { .. } => matches!(c, Sniffed::Pickle { .. }),
+        FileKind::SourceArchive => matches!(c, Sniffed::Gzip),
+        FileKind::Other => {
+            let rename = match c {
+                Sniffed::Neff => "*.neff",
+                Sniffed::Ntff { .. } => "*.ntff",
+                Sniffed::FramedProtobuf { samples: false } => "ntrace.pb",
+                _ => return None,
+            };
+            return Some(Problem::new(
+                Severity::Info,
+                "FILE_MISNAMED",
+                Some(&f.path),
+                format!(
+                    "{} looks like {}; it is used only when named {rename}",
+                    f.path,
+                    c.describe()
+                ),
+            ));
+        }
+    };
+    (!fits).then(|| {
+        Problem::new(
+            Severity::Warning,
+            "CONTENT_MISMATCH",
+            Some(&f.path),
+            format!(
+                "{} is named like a {} file but looks like {}",
+                f.path,
+                kind_label(&f.kind),
+                c.describe()
+            ),
+        )
+    })
+}
+
+fn kind_label(k: &FileKind) -> &'static str {
+    match k {
+        FileKind::Ntrace => "runtime trace (ntrace.pb)",
+        FileKind::TraceInfo => "capture metadata (trace_info.pb)",
+        FileKind::CpuUtil => "host CPU samples (cpu_util.pb)",
+        FileKind::HostMem => "host memory samples (host_mem.pb)",
+        FileKind::KinetoTrace => "framework trace (JSON)",
+        FileKind::ProfilerJsonExport => "profiler JSON export",
+        FileKind::MemorySnapshot { .. } => "memory snapshot (pickle)",
+        FileKind::SourceArchive => "source archive (.tar.gz)",
+        _ => "profiler",
+    }
 }
 
 /// Capture-directory checks (pairing.md §1, §6).
@@ -845,6 +999,7 @@ mod tests {
             size: 1,
             kind: FileKind::MemorySnapshot { rank: Some(1) },
             profile: None,
+            content: None,
         };
         let json = serde_json::to_value(&snap).unwrap();
         assert_eq!(
