@@ -356,8 +356,8 @@ pub fn build(
         if !worth_sniffing(f) {
             continue;
         }
-        let Ok((head, len)) = open(&f.path)
-            .and_then(|s| Ok((crate::sniff::read_head(&*s)?, s.len())))
+        let Ok((head, len)) =
+            open(&f.path).and_then(|s| Ok((crate::sniff::read_head(&*s)?, s.len())))
         else {
             continue; // the readers below report an unreadable file
         };
@@ -368,7 +368,11 @@ pub fn build(
                     Severity::Error,
                     "ERROR_PROCESS_INCOMPLETE",
                     Some(&f.path),
-                    format!("{} looks like {}, not an NTFF ({reason})", f.path, c.describe()),
+                    format!(
+                        "{} looks like {}, not an NTFF ({reason})",
+                        f.path,
+                        c.describe()
+                    ),
                 );
                 p.offset = Some(offset);
                 not_ntffs.insert(f.path.clone(), p);
@@ -394,11 +398,9 @@ pub fn build(
                             &e,
                         );
                         p.message = match &f.content {
-                            Some(c) if *c != Sniffed::Neff => format!(
-                                "{} looks like {}, not a NEFF ({e})",
-                                f.path,
-                                c.describe()
-                            ),
+                            Some(c) if *c != Sniffed::Neff => {
+                                format!("{} looks like {}, not a NEFF ({e})", f.path, c.describe())
+                            }
                             _ => format!("{}: not a readable NEFF ({e})", f.path),
                         };
                         Read::Failed(e.to_string(), p)

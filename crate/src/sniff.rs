@@ -2,8 +2,7 @@
 //! [`HEAD_LEN`] bytes only, so the inventory can say what a file is (and what a misnamed one
 //! really is: "x.ntff looks like a runtime trace (ntrace.pb)") without decoding it.
 //!
-//! Signatures (docs/formats.md "Recognising files"; the sample of each kind in
-//! `crate/tests/sniff_samples.rs`):
+//! Signatures (every sample file of each kind is checked in `crate/tests/sniff_samples.rs`):
 //! - NEFF: u64 `pkg_version` 1 or 2 at 0, u64 `header_size` in 24 ..= file length at 8 (neff.md
 //!   §2.4 checks 1–3), and a file of at least 1024 bytes;
 //! - NTFF: version byte 1 ..= [`MAX_PLAUSIBLE_NTFF_VERSION`] at 0, u64 info length P at 1 no
@@ -11,7 +10,7 @@
 //!   (the NEFF name, length-delimited) and walks as protobuf through the bytes at hand (ntff.md
 //!   §2–3; every sample's info section starts `0a`);
 //! - u32-framed protobuf (`ntrace.pb`, `cpu_util.pb`, `host_mem.pb`, system-profile.md §2): a
-//!   u32-LE length, that many bytes of protobuf, repeated; frames holding only varints are the
+//!   u32-LE length, that many bytes of protobuf, repeated; frames holding only scalars are the
 //!   host samples, frames with length-delimited fields the runtime trace;
 //! - one protobuf message (`trace_info.pb`): at least two fields, all of it valid wire format;
 //! - JSON: first non-blank byte `{` or `[`; pickle: `0x80` then protocol 2 – 5; gzip: `1f 8b`;
@@ -43,8 +42,8 @@ pub enum Sniffed {
     },
     /// u32-LE-framed protobuf records.
     FramedProtobuf {
-        /// True when the frames seen hold only varint fields (`cpu_util.pb`, `host_mem.pb`); false
-        /// when they carry length-delimited fields (`ntrace.pb`).
+        /// True when the frames seen hold only scalar fields (`cpu_util.pb`, `host_mem.pb`);
+        /// false when they carry length-delimited fields (`ntrace.pb`).
         samples: bool,
     },
     /// One protobuf message (`trace_info.pb`).
@@ -182,7 +181,10 @@ fn looks_like_neff(head: &[u8], len: u64) -> bool {
 /// the offset and reason it is not an NTFF: `(0, "byte 0 is 79, not an NTFF version (1 – 31)")`.
 pub fn ntff_shape(head: &[u8], len: u64) -> std::result::Result<u8, (u64, String)> {
     if len < crate::ntff::HEADER_LEN || head.len() < 9 {
-        return Err((0, format!("{len} bytes, shorter than the 128-byte NTFF header")));
+        return Err((
+            0,
+            format!("{len} bytes, shorter than the 128-byte NTFF header"),
+        ));
     }
     let version = head[0];
     if version == 0 || version > MAX_PLAUSIBLE_NTFF_VERSION {
@@ -277,7 +279,7 @@ fn varint(b: &[u8], pos: &mut usize) -> Option<u64> {
 fn framed(head: &[u8], len: u64) -> Option<bool> {
     let mut pos = 0usize;
     let mut frames = 0;
-    let mut only_varints = true;
+    let mut only_scalars = true;
     while pos + 4 <= head.len() {
         let n = u32::from_le_bytes(head[pos..pos + 4].try_into().ok()?) as u64;
         if n == 0 || n > u64::from(crate::system::decode::MAX_RECORD) {
@@ -292,28 +294,37 @@ fn framed(head: &[u8], len: u64) -> Option<bool> {
         }
         let body = &head[start as usize..(start + n) as usize];
         walk_fields(body, true)?;
-        if !varints_only(body) {
-            only_varints = false;
+        if !scalars_only(body) {
+            only_scalars = false;
         }
         frames += 1;
         pos = (start + n) as usize;
     }
-    (frames > 0).then_some(only_varints)
+    (frames > 0).then_some(only_scalars)
 }
 
-fn varints_only(b: &[u8]) -> bool {
+/// True when the message holds only scalar fields (varint, fixed32, fixed64): the host samples
+/// (`cpu_util.pb` has a float, `host_mem.pb` varints), never the runtime trace's strings.
+fn scalars_only(b: &[u8]) -> bool {
     let mut pos = 0;
     while pos < b.len() {
-        match varint(b, &mut pos) {
-            Some(key) if key & 7 == 0 => {
+        let Some(key) = varint(b, &mut pos) else {
+            return false;
+        };
+        let skip = match key & 7 {
+            0 => {
                 if varint(b, &mut pos).is_none() {
                     return false;
                 }
+                0
             }
+            1 => 8,
+            5 => 4,
             _ => return false,
-        }
+        };
+        pos += skip;
     }
-    true
+    pos == b.len()
 }
 
 #[cfg(test)]
@@ -349,8 +360,11 @@ mod tests {
         let f = ntff(6, &[0x0a, 2, b'a', b'b', 0x28, 1]);
         assert_eq!(s(&f), Sniffed::Ntff { version: 6 });
         assert_eq!(s(&ntff(7, &[0x0a, 1, b'x'])), Sniffed::Ntff { version: 7 });
-        // Framed: two frames of varints (host samples), then one with a string (runtime trace).
-        let samples = [4, 0, 0, 0, 0x08, 1, 0x10, 2, 2, 0, 0, 0, 0x08, 3];
+        // Framed: frames of scalars (host samples: cpu_util.pb's float, a varint), then one with
+        // a string (runtime trace).
+        let samples = [
+            7, 0, 0, 0, 0x0d, 0, 0, 0xc0, 0x41, 0x10, 2, 2, 0, 0, 0, 0x08, 3,
+        ];
         assert_eq!(s(&samples), Sniffed::FramedProtobuf { samples: true });
         let trace = [5, 0, 0, 0, 0x62, 3, b'a', b'b', b'c'];
         assert_eq!(s(&trace), Sniffed::FramedProtobuf { samples: false });

@@ -193,7 +193,8 @@ fn jobs(inv: &Inventory, picked: &Picked, layout: Layout) -> Vec<Job> {
             let mut row = base(p, "system", "system");
             row.files = p.system_files.clone();
             // DeviceProfileList names the capture's NTFFs.
-            row.files.extend(p.devices.iter().filter_map(|d| d.ntff.clone()));
+            row.files
+                .extend(p.devices.iter().filter_map(|d| d.ntff.clone()));
             out.push(Job {
                 what: What::System { profile: pi },
                 bytes: p.system_files.iter().map(|f| size(f)).sum(),
@@ -266,7 +267,10 @@ fn jobs(inv: &Inventory, picked: &Picked, layout: Layout) -> Vec<Job> {
         j.rel = match layout {
             Layout::Hive => format!(
                 "instance={}/pid={}/profile={}",
-                j.row.instance.as_deref().map_or(HIVE_NULL.into(), hive_escape),
+                j.row
+                    .instance
+                    .as_deref()
+                    .map_or(HIVE_NULL.into(), hive_escape),
                 j.row.pid.map_or(HIVE_NULL.into(), |p| p.to_string()),
                 hive_escape(&j.row.profile)
             ),
@@ -313,10 +317,7 @@ fn fingerprint(job: &Job, picked: &Picked, layout: Layout) -> Vec<String> {
             .and_then(|m| m.modified().ok())
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map_or(0, |d| d.as_nanos());
-        fp.push(format!(
-            "{f}\t{}\t{mtime}",
-            meta.map_or(0, |m| m.len())
-        ));
+        fp.push(format!("{f}\t{}\t{mtime}", meta.map_or(0, |m| m.len())));
     }
     fp
 }
@@ -329,15 +330,24 @@ fn table_rel(job: &Job, layout: Layout, table: &str) -> String {
     }
 }
 
+/// One state file per profile name (not per partition: when a profile's instance or pid
+/// changes, its old files are found through the state and removed).
 fn state_path(out: &Path, job: &Job) -> PathBuf {
     out.join("_state")
-        .join(format!("{}.json", hive_escape(&job.rel)))
+        .join(format!("{}.json", hive_escape(&job.row.profile)))
 }
 
 /// Removes what an earlier (possibly interrupted) conversion of `job` left.
 fn clear_job(out: &Path, job: &Job, layout: Layout, old: Option<&State>) {
     for f in old.map(|s| s.files.as_slice()).unwrap_or_default() {
-        let _ = std::fs::remove_file(out.join(f));
+        let path = out.join(f);
+        let _ = std::fs::remove_file(&path);
+        // Partition folders left empty go too (remove_dir refuses a folder with files).
+        for dir in path.ancestors().skip(1).take(4) {
+            if dir == out || std::fs::remove_dir(dir).is_err() {
+                break;
+            }
+        }
     }
     match layout {
         // Part files of an interrupted run are listed nowhere: look in every table folder.
@@ -518,9 +528,7 @@ fn recorded_rows(out: &Path) -> Vec<ProfileRow> {
             }
         }
     }
-    rows.sort_by(|a, b| {
-        (&a.instance, a.pid, &a.profile).cmp(&(&b.instance, b.pid, &b.profile))
-    });
+    rows.sort_by(|a, b| (&a.instance, a.pid, &a.profile).cmp(&(&b.instance, b.pid, &b.profile)));
     rows
 }
 
@@ -586,7 +594,8 @@ fn write_profiles(out: &Path, rows: &[ProfileRow]) -> Result<()> {
     let path = out.join("_profiles.parquet");
     let tmp = out.join("_profiles.parquet.tmp");
     let f = create_file(&tmp)?;
-    let mut w = parquet::arrow::ArrowWriter::try_new(f, batch.schema(), Some(sink::parquet_props()))?;
+    let mut w =
+        parquet::arrow::ArrowWriter::try_new(f, batch.schema(), Some(sink::parquet_props()))?;
     w.write(&batch)?;
     w.close()?;
     std::fs::rename(&tmp, &path).map_err(|e| Error::Io(format!("{}: {e}", path.display())))
@@ -610,10 +619,18 @@ pub fn run(args: &ConvertArgs) -> Result<u64> {
             dirs.join(", ")
         )));
     }
-    std::fs::create_dir_all(&args.out)
-        .map_err(|e| Error::Io(format!("cannot create directory {}: {e}", args.out.display())))?;
+    std::fs::create_dir_all(&args.out).map_err(|e| {
+        Error::Io(format!(
+            "cannot create directory {}: {e}",
+            args.out.display()
+        ))
+    })?;
     // Biggest first, so the last job to finish is a small one.
-    jobs.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.row.profile.cmp(&b.row.profile)));
+    jobs.sort_by(|a, b| {
+        b.bytes
+            .cmp(&a.bytes)
+            .then(a.row.profile.cmp(&b.row.profile))
+    });
     let threads = args
         .threads
         .or_else(|| std::thread::available_parallelism().ok())

@@ -59,4 +59,3 @@ pub fn normal() -> bool {
 pub fn verbose() -> bool {
     VERBOSITY.load(Ordering::Relaxed) >= 2
 }
-

@@ -92,8 +92,8 @@ pub fn pick(inputs: &[PathBuf]) -> Result<Picked> {
             k += 1;
             name = format!("{base}~{k}");
         }
-        let meta = std::fs::metadata(&real)
-            .map_err(|e| Error::Io(format!("{}: {e}", input.display())))?;
+        let meta =
+            std::fs::metadata(&real).map_err(|e| Error::Io(format!("{}: {e}", input.display())))?;
         if meta.is_file() {
             picked.files.push((name.clone(), meta.len()));
         } else {
@@ -102,12 +102,14 @@ pub fn pick(inputs: &[PathBuf]) -> Result<Picked> {
                     Severity::Info,
                     "INPUT_REPEATED",
                     Some(&name),
-                    format!("{}: already listed as {first}; not listed again", input.display()),
+                    format!(
+                        "{}: already listed as {first}; not listed again",
+                        input.display()
+                    ),
                 ));
                 continue;
             }
-            std::fs::read_dir(&real)
-                .map_err(|e| Error::Io(format!("{}: {e}", input.display())))?;
+            std::fs::read_dir(&real).map_err(|e| Error::Io(format!("{}: {e}", input.display())))?;
             seen.insert(real.clone(), name.clone());
             walk_dir(&real, &name, &mut seen, &mut picked);
         }
@@ -151,7 +153,10 @@ fn walk_dir(real: &Path, virt: &str, seen: &mut HashMap<PathBuf, String>, picked
                         .map(|t| t.display().to_string())
                         .unwrap_or_else(|_| "?".into());
                     let (code, what) = if is_link {
-                        ("DANGLING_LINK", format!("symbolic link to {target} that cannot be followed ({e})"))
+                        (
+                            "DANGLING_LINK",
+                            format!("symbolic link to {target} that cannot be followed ({e})"),
+                        )
                     } else {
                         ("UNREADABLE_FILE", format!("not readable ({e})"))
                     };
@@ -178,9 +183,15 @@ fn walk_dir(real: &Path, virt: &str, seen: &mut HashMap<PathBuf, String>, picked
                 // A link to an ancestor would list the tree forever; one to a folder listed
                 // elsewhere would list (and convert) its files twice.
                 let (code, what) = if canon.starts_with(&target) {
-                    ("LINK_LOOP", format!("link back to its own ancestor {first} (a loop)"))
+                    (
+                        "LINK_LOOP",
+                        format!("link back to its own ancestor {first} (a loop)"),
+                    )
                 } else {
-                    ("LINK_REPEATED", format!("the same folder as {first}, already listed"))
+                    (
+                        "LINK_REPEATED",
+                        format!("the same folder as {first}, already listed"),
+                    )
                 };
                 picked.problems.push(Problem::new(
                     Severity::Info,
