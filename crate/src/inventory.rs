@@ -362,7 +362,9 @@ pub fn build(
             continue; // the readers below report an unreadable file
         };
         let c = crate::sniff::sniff(&head, len);
-        if f.kind == FileKind::Ntff {
+        // An info length of 0 is an empty NTFF whatever byte 0 says (pairing.md §5).
+        let no_info = head.get(1..9).is_some_and(|p| p.iter().all(|&b| b == 0));
+        if f.kind == FileKind::Ntff && !no_info {
             if let Err((offset, reason)) = crate::sniff::ntff_shape(&head, len) {
                 let mut p = Problem::new(
                     Severity::Error,

@@ -79,7 +79,8 @@ pub struct ProfileRow {
     pub profile_id: String,
     /// Device profile name (NTFF stem), `system`, or the snapshot's file name.
     pub device: String,
-    /// The inventory's profile type: `Device`, `System`, `System+Device`.
+    /// The inventory's profile type: `Device`, `System`, `System+Device` (`Memory` for a
+    /// snapshot outside every profile folder).
     pub profile_type: String,
     /// What was converted: `device`, `system` or `memory`.
     pub part: String,
@@ -239,11 +240,11 @@ fn jobs(inv: &Inventory, picked: &Picked, layout: Layout) -> Vec<Job> {
             .as_deref()
             .and_then(|id| inv.profiles.iter().find(|p| p.id == id));
         let name = neuronscope::pairing::base_name(&f.path).to_string();
+        // A snapshot outside every profile folder has no profile, type or process of its own.
         let mut row = match owner {
             Some(p) => base(p, &name, "memory"),
             None => ProfileRow {
-                profile: f.path.clone(),
-                profile_id: String::new(),
+                profile_type: "Memory".into(),
                 ..base(&empty_profile(), &name, "memory")
             },
         };
@@ -255,6 +256,24 @@ fn jobs(inv: &Inventory, picked: &Picked, layout: Layout) -> Vec<Job> {
             row,
             rel: String::new(),
         });
+    }
+    // A snapshot in a device-profile folder belongs to the process its NTFFs name, when they
+    // agree on one.
+    for i in 0..out.len() {
+        if !matches!(out[i].what, What::Memory) || out[i].row.instance.is_some() {
+            continue;
+        }
+        let ids: std::collections::BTreeSet<(Option<String>, Option<u64>)> = out
+            .iter()
+            .filter(|j| {
+                matches!(j.what, What::Device { .. }) && j.row.profile_id == out[i].row.profile_id
+            })
+            .map(|j| (j.row.instance.clone(), j.row.pid))
+            .collect();
+        if let (1, Some((instance, pid))) = (ids.len(), ids.into_iter().next()) {
+            out[i].row.instance = instance;
+            out[i].row.pid = pid;
+        }
     }
     // Unique names (an unused x.neff beside an x.ntff paired elsewhere has the same stem).
     let mut seen: BTreeMap<String, u32> = BTreeMap::new();
