@@ -734,3 +734,20 @@ fn print_job(d: &Done, log: &[String]) {
         eprintln!("neuronscope: {}: {e}", d.row.profile);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::hive_escape;
+
+    #[test]
+    fn partition_values_are_one_path_component() {
+        assert_eq!(
+            hive_escape("i-0af76a70a6d3864dd_pid_713479/profile_exec_2"),
+            "i-0af76a70a6d3864dd_pid_713479%2Fprofile_exec_2"
+        );
+        assert_eq!(hive_escape("a=b c%"), "a%3Db%20c%25");
+        assert_eq!(hive_escape("ü"), "%C3%BC", "UTF-8 bytes");
+        assert_eq!(hive_escape(".."), "%2E%2E");
+        assert_eq!(hive_escape(""), "_");
+    }
+}
