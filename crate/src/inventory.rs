@@ -1,6 +1,7 @@
-//! Inventory of a picked folder tree (spec/pairing.md §1, §3, §5): classify every file by name,
-//! find system-profile capture directories, read the NEFF headers and NTFF ids, pair each NTFF
-//! with its NEFF ([`crate::pairing`]) and group everything into [`Profile`]s for the page.
+//! Inventory of a picked folder tree (spec/pairing.md §1, §3, §5): classify every file by name
+//! and check its bytes ([`crate::sniff`]), find system-profile capture directories, read the
+//! NEFF headers and NTFF ids, pair each NTFF with its NEFF ([`crate::pairing`]) and group
+//! everything into [`Profile`]s for the page.
 //!
 //! Grouping rules (docs/formats.md "Pairing"):
 //! - a **capture** is a directory holding `trace_info.pb` (or, with a Warning, `ntrace.pb`
@@ -27,8 +28,8 @@ use crate::source::ByteSource;
 pub use crate::pairing::PairStatus;
 
 /// What a file is, from its name (pairing.md §1, framework-inputs.md §1). The contents are
-/// checked later, in [`build`] ([`crate::sniff`]: a misnamed file is reported for what it is). Serialised with a `kind` tag, e.g. `{"kind":"Neff"}`,
-/// `{"kind":"MemorySnapshot","rank":0}`.
+/// checked later, in [`build`] ([`crate::sniff`]: a misnamed file is reported for what it is).
+/// Serialised with a `kind` tag, e.g. `{"kind":"Neff"}`, `{"kind":"MemorySnapshot","rank":0}`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "kind")]
 pub enum FileKind {

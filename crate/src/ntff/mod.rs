@@ -333,7 +333,8 @@ fn read_header<S: ByteSource + ?Sized>(src: &S) -> Result<Option<(u8, u64)>> {
 /// [`unverified_version_warning`]).
 ///
 /// Errors: [`Error::Format`] at offset 0 when byte 0 is 0 or above
-/// [`crate::sniff::MAX_PLAUSIBLE_NTFF_VERSION`]; [`Error::Truncated`] when the info section runs past the end of the file; [`Error::Format`]
+/// [`crate::sniff::MAX_PLAUSIBLE_NTFF_VERSION`]; [`Error::Truncated`] when the info section runs
+/// past the end of the file; [`Error::Format`]
 /// (offset 128) when the info section is not the protobuf of `proto/ntff.proto`.
 pub fn read_info<S: ByteSource + ?Sized>(src: &S) -> Result<Option<NtffInfo>> {
     let Some((version, p)) = read_header(src)? else {
