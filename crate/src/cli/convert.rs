@@ -665,6 +665,19 @@ pub fn run(args: &ConvertArgs) -> Result<u64> {
             note!("{}", problem_line(pr));
         }
     }
+    // Problems of a profile about files no job reads (a misnamed file, a missing trace_info.pb)
+    // are printed here; the others come with their job's output.
+    let read: std::collections::BTreeSet<&str> = jobs
+        .iter()
+        .flat_map(|j| j.row.files.iter().map(String::as_str))
+        .collect();
+    for p in &inv.profiles {
+        for pr in &p.problems {
+            if pr.file.as_deref().is_none_or(|f| !read.contains(f)) {
+                note!("{}: {}", p.id, problem_line(pr));
+            }
+        }
+    }
     let next = AtomicUsize::new(0);
     let done: Mutex<Vec<Done>> = Mutex::new(Vec::new());
     std::thread::scope(|s| {
