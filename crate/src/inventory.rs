@@ -147,8 +147,9 @@ pub struct InputFile {
     pub kind: FileKind,
     /// Id of the [`Profile`] the file belongs to, if any.
     pub profile: Option<String>,
-    /// What the bytes look like ([`crate::sniff`]), for the files [`build`] sniffs (every file
-    /// except `.py` sources and text-named files); `None` when not sniffed or unreadable.
+    /// What the bytes look like ([`crate::sniff`]), for the files [`build`] sniffs (every named
+    /// profiler file; other files unless their name says text, sources, images, weights or
+    /// archives, at most 512 of them); `None` when not sniffed or unreadable.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content: Option<Sniffed>,
 }
@@ -353,9 +354,16 @@ pub fn build(
     // it is, and an NTFF that is not one never reaches the NTFF reader.
     let mut content_problems: Vec<Problem> = Vec::new();
     let mut not_ntffs: BTreeMap<String, Problem> = BTreeMap::new();
+    let mut others = 0usize;
     for f in inputs.iter_mut() {
         if !worth_sniffing(f) {
             continue;
+        }
+        if f.kind == FileKind::Other {
+            others += 1;
+            if others > MAX_OTHER_SNIFFED {
+                continue;
+            }
         }
         let Ok((head, len)) =
             open(&f.path).and_then(|s| Ok((crate::sniff::read_head(&*s)?, s.len())))
@@ -690,20 +698,54 @@ fn ntff_device(
     (dev, problem.into_iter().chain(unverified).collect())
 }
 
-/// Names whose files are text (or sources) and never a profiler file in disguise.
-const TEXT_SUFFIXES: [&str; 14] = [
-    ".py", ".md", ".txt", ".rst", ".html", ".csv", ".tsv", ".yaml", ".yml", ".toml", ".cfg",
-    ".log", ".sh", ".ipynb",
+/// Names whose files are text, sources or well-known other formats (images, weights, archives,
+/// objects, our own Parquet), never a profiler file in disguise: their bytes are not read (in the
+/// browser every first read of a file costs a 4 MiB window).
+const NOT_SNIFFED_SUFFIXES: [&str; 30] = [
+    ".py",
+    ".md",
+    ".txt",
+    ".rst",
+    ".html",
+    ".csv",
+    ".tsv",
+    ".yaml",
+    ".yml",
+    ".toml",
+    ".cfg",
+    ".log",
+    ".sh",
+    ".ipynb",
+    ".c",
+    ".h",
+    ".cpp",
+    ".rs",
+    ".png",
+    ".jpg",
+    ".svg",
+    ".pdf",
+    ".pt",
+    ".pth",
+    ".safetensors",
+    ".so",
+    ".o",
+    ".whl",
+    ".zip",
+    ".parquet",
 ];
 
+/// At most this many files of no known kind are sniffed per drop (a folder of thousands of
+/// unrelated files must not be read 4 KiB – 4 MiB each); the rest are listed unread.
+const MAX_OTHER_SNIFFED: usize = 512;
+
 /// True for the files whose bytes [`build`] looks at: every named profiler file, and other files
-/// unless their name says text. NTFFs under 128 bytes are empty by rule (pairing.md §5).
+/// unless their name says another format. NTFFs under 128 bytes are empty by rule (pairing.md §5).
 fn worth_sniffing(f: &InputFile) -> bool {
     let lower = f.path.to_ascii_lowercase();
     match f.kind {
         FileKind::SourcePy => false,
         FileKind::Ntff => f.size >= crate::ntff::HEADER_LEN,
-        FileKind::Other => !TEXT_SUFFIXES.iter().any(|s| lower.ends_with(s)),
+        FileKind::Other => !NOT_SNIFFED_SUFFIXES.iter().any(|s| lower.ends_with(s)),
         _ => true,
     }
 }
@@ -897,6 +939,62 @@ mod tests {
         }
         assert!(FileKind::MemorySnapshot { rank: None }.is_system());
         assert!(!FileKind::Neff.is_system());
+    }
+
+    #[test]
+    fn contents_checked_against_names() {
+        // A v7 NTFF (unverified layout), an NTFF under another name, a text file named .ntff, a
+        // JSON named trace_info.pb, and a weights file that is not read.
+        let mut ntff = vec![0u8; 128];
+        ntff[0] = 7;
+        let info = [0x0a, 2, b'n', b'x'];
+        ntff[1..9].copy_from_slice(&(info.len() as u64).to_le_bytes());
+        ntff.extend_from_slice(&info);
+        let mut v6 = ntff.clone();
+        v6[0] = 6;
+        let inv = build_mem(&[
+            ("d/new.ntff", ntff),
+            ("d/trace.bin", v6),
+            (
+                "d/notes.ntff",
+                b"just some notes, not a trace at all; ".repeat(8),
+            ),
+            ("c/trace_info.pb", b"{\"a\": 1}".to_vec()),
+            ("c/ntrace.pb", vec![]),
+            ("d/model.pt", vec![0x80, 2, 0, 0]),
+        ]);
+        let d = &inv.profiles[1];
+        let code = |c: &str| d.problems.iter().find(|p| p.code == c).cloned();
+        let w = code("NTFF_VERSION_UNVERIFIED").expect("unverified");
+        assert_eq!(
+            (w.severity, w.file.as_deref()),
+            (Severity::Warning, Some("d/new.ntff"))
+        );
+        assert_eq!(d.devices[0].ntff_version, Some(7));
+        let m = code("FILE_MISNAMED").expect("misnamed");
+        assert!(
+            m.message.contains("d/trace.bin looks like a device trace"),
+            "{}",
+            m.message
+        );
+        let PairStatus::Unreadable { message } = &d.devices[1].pairing else {
+            panic!("{:?}", d.devices[1]);
+        };
+        assert!(
+            message.starts_with("d/notes.ntff looks like text, not an NTFF"),
+            "{message}"
+        );
+        let c = inv.profiles[0]
+            .problems
+            .iter()
+            .find(|p| p.code == "CONTENT_MISMATCH");
+        assert!(
+            c.is_some_and(|p| p.message.contains("looks like JSON")),
+            "{:?}",
+            inv.profiles[0].problems
+        );
+        let pt = inv.files.iter().find(|f| f.path == "d/model.pt").unwrap();
+        assert_eq!(pt.content, None, "weights are not read");
     }
 
     #[test]
