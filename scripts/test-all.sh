@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test of the project (the README's test command runs this via `npm test`; CI's .ci/run too):
 # first scripts/setup.sh installs whatever is missing (as `npm start` does), then hygiene (rustfmt,
-# clippy, strict TypeScript), Rust unit + golden/integration tests on ../shared/samples, a pyarrow
+# clippy, strict TypeScript, format citations), Rust unit + golden/integration tests on ../shared/samples, a pyarrow
 # read of our Parquet, DuckDB over a dataset of two captures, the wasm + web build and the browser
 # tests. A failure names its step.
 set -euo pipefail
@@ -33,6 +33,8 @@ cargo clippy --all-targets -- -D warnings
 cargo clippy --lib --target wasm32-unknown-unknown -- -D warnings
 step "TypeScript (strict)"
 npm run --silent typecheck
+step "format citations (every ntff.md §N etc. names a section of docs/format/)"
+bash scripts/check-citations.sh --quiet
 
 step "Rust tests (unit, golden against AWS JSON exports, pairing, samples, CLI)"
 cargo test --profile ci -- --nocapture
