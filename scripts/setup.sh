@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what neuronscope's build and tests need, skipping what is already there:
 # Debian chromium (browser tests), the wasm32 Rust target, wasm-bindgen-cli (pinned to the
-# wasm-bindgen crate version), rustfmt/clippy, pyarrow (Parquet cross-check) and npm packages.
+# wasm-bindgen crate version), rustfmt/clippy, pyarrow and duckdb (Parquet cross-checks) and npm
+# packages. `npm test` (scripts/test-all.sh) runs it first, so a fresh machine needs nothing else;
+# a second run only checks. (`npm start` installs what the build needs itself: start.sh, build-wasm.sh.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,7 +27,14 @@ if ! wasm-bindgen --version 2>/dev/null | grep -q "$WBG_VERSION"; then
   cargo install -q wasm-bindgen-cli --version "$WBG_VERSION"
 fi
 
-python3 -c 'import pyarrow' 2>/dev/null || python3 -m pip install -q pyarrow
+# Python readers the tests use: pyarrow (an independent Parquet reader) and duckdb (the dataset
+# of many captures read as one, tests/dataset_check.py).
+for mod in pyarrow duckdb; do
+  python3 -c "import $mod" 2>/dev/null || python3 -m pip install -q "$mod" || {
+    echo "setup: could not install the Python package $mod (python3 -m pip install $mod)" >&2
+    exit 1
+  }
+done
 
 if [ package-lock.json -nt node_modules/.package-lock.json ] || [ ! -d node_modules ]; then
   npm ci --no-audit --no-fund

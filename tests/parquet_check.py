@@ -3,6 +3,11 @@
 checks table and column names against Neuron Explorer's schema 7.4.0 as our SchemaFields table
 declares it, plus row counts that must be non-zero for a paired device profile.
 
+DIR is either layout of `neuronscope convert`: the Hive dataset
+(DIR/<Table>/instance=…/pid=…/profile=…/part-0.parquet, the default) or the tree
+(DIR/<profile>/<device>/<Table>.parquet, --layout tree). Files whose first path component starts
+with `_` (`_profiles.parquet`, `_state/`) are not tables.
+
 usage: python3 tests/parquet_check.py DIR
 """
 import pathlib
@@ -22,14 +27,29 @@ EXPECTED_PREFIX = {
 REQUIRED_NONEMPTY = ["Instruction", "SemaphoreUpdate", "Metadata", "NeffHeader", "SchemaFields"]
 
 
+def profiles(root):
+    """{profile key: {table name: path}} for either layout."""
+    out = {}
+    for p in sorted(root.rglob("*.parquet")):
+        parts = p.relative_to(root).parts
+        if parts[0].startswith("_"):
+            continue
+        if any(x.startswith("profile=") for x in parts):
+            table, key = parts[0], "/".join(parts[1:-1])
+        else:
+            table, key = p.stem, "/".join(parts[:-1])
+        out.setdefault(key, {})[table] = p
+    return out
+
+
 def main(root):
     root = pathlib.Path(root)
-    devices = sorted({p.parent for p in root.rglob("*.parquet")})
-    if not devices:
+    found = profiles(root)
+    if not found:
         sys.exit(f"no Parquet files under {root}")
     checked = failed = 0
-    for dev in devices:
-        tables = {p.stem: pq.read_table(p) for p in sorted(dev.glob("*.parquet"))}
+    for key in sorted(found):
+        tables = {name: pq.read_table(p) for name, p in sorted(found[key].items())}
         declared = {}
         sf = tables.get("SchemaFields")
         if sf is not None:
@@ -44,14 +64,14 @@ def main(root):
                 problems.append("columns differ from what SchemaFields declares")
             if problems:
                 failed += 1
-                print(f"FAIL {dev.name}/{name}.parquet: " + "; ".join(problems))
+                print(f"FAIL {key} {name}: " + "; ".join(problems))
             else:
-                print(f"ok   {dev.name}/{name}.parquet: {t.num_rows} rows, {t.num_columns} columns")
+                print(f"ok   {key} {name}: {t.num_rows} rows, {t.num_columns} columns")
         if "Instruction" in tables:
             for name in REQUIRED_NONEMPTY:
                 if name not in tables or tables[name].num_rows == 0:
                     failed += 1
-                    print(f"FAIL {dev.name}: table {name} missing or empty")
+                    print(f"FAIL {key}: table {name} missing or empty")
     print(f"{checked - failed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
 

@@ -1,6 +1,7 @@
-//! Inventory of a picked folder tree (spec/pairing.md §1, §3, §5): classify every file by name,
-//! find system-profile capture directories, read the NEFF headers and NTFF ids, pair each NTFF
-//! with its NEFF ([`crate::pairing`]) and group everything into [`Profile`]s for the page.
+//! Inventory of a picked folder tree (spec/pairing.md §1, §3, §5): classify every file by name
+//! and check its bytes ([`crate::sniff`]), find system-profile capture directories, read the
+//! NEFF headers and NTFF ids, pair each NTFF with its NEFF ([`crate::pairing`]) and group
+//! everything into [`Profile`]s for the page.
 //!
 //! Grouping rules (docs/formats.md "Pairing"):
 //! - a **capture** is a directory holding `trace_info.pb` (or, with a Warning, `ntrace.pb`
@@ -21,13 +22,14 @@ use crate::error::{Problem, Result, Severity};
 use crate::pairing::{
     self, base_name, dir_name, NeffCandidate, NtffCandidate, NtffIds, PairOutcome,
 };
+use crate::sniff::Sniffed;
 use crate::source::ByteSource;
 
 pub use crate::pairing::PairStatus;
 
-/// What a file is, from its name (pairing.md §1, framework-inputs.md §1). NEFF/NTFF contents are
-/// checked later, in [`build`]. Serialised with a `kind` tag, e.g. `{"kind":"Neff"}`,
-/// `{"kind":"MemorySnapshot","rank":0}`.
+/// What a file is, from its name (pairing.md §1, framework-inputs.md §1). The contents are
+/// checked later, in [`build`] ([`crate::sniff`]: a misnamed file is reported for what it is).
+/// Serialised with a `kind` tag, e.g. `{"kind":"Neff"}`, `{"kind":"MemorySnapshot","rank":0}`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "kind")]
 pub enum FileKind {
@@ -145,6 +147,11 @@ pub struct InputFile {
     pub kind: FileKind,
     /// Id of the [`Profile`] the file belongs to, if any.
     pub profile: Option<String>,
+    /// What the bytes look like ([`crate::sniff`]), for the files [`build`] sniffs (every named
+    /// profiler file; other files unless their name says text, sources, images, weights or
+    /// archives, at most 512 of them); `None` when not sniffed or unreadable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<Sniffed>,
 }
 
 /// Profile type as Neuron Explorer names it (pairing.md §1). Serialised as `"Device"`,
@@ -301,6 +308,7 @@ pub fn build(
                 path,
                 size: *size,
                 profile: None,
+                content: None,
             }
         })
         .collect();
@@ -342,6 +350,49 @@ pub fn build(
             .cloned()
     };
 
+    // What every file's bytes look like (no decoder runs): a misnamed file is reported for what
+    // it is, and an NTFF that is not one never reaches the NTFF reader.
+    let mut content_problems: Vec<Problem> = Vec::new();
+    let mut not_ntffs: BTreeMap<String, Problem> = BTreeMap::new();
+    let mut others = 0usize;
+    for f in inputs.iter_mut() {
+        if !worth_sniffing(f) {
+            continue;
+        }
+        if f.kind == FileKind::Other {
+            others += 1;
+            if others > MAX_OTHER_SNIFFED {
+                continue;
+            }
+        }
+        let Ok((head, len)) =
+            open(&f.path).and_then(|s| Ok((crate::sniff::read_head(&*s)?, s.len())))
+        else {
+            continue; // the readers below report an unreadable file
+        };
+        let c = crate::sniff::sniff(&head, len);
+        // An info length of 0 is an empty NTFF whatever byte 0 says (pairing.md §5).
+        let no_info = head.get(1..9).is_some_and(|p| p.iter().all(|&b| b == 0));
+        if f.kind == FileKind::Ntff && !no_info {
+            if let Err((offset, reason)) = crate::sniff::ntff_shape(&head, len) {
+                let mut p = Problem::new(
+                    Severity::Error,
+                    "ERROR_PROCESS_INCOMPLETE",
+                    Some(&f.path),
+                    format!(
+                        "{} looks like {}, not an NTFF ({reason})",
+                        f.path,
+                        c.describe()
+                    ),
+                );
+                p.offset = Some(offset);
+                not_ntffs.insert(f.path.clone(), p);
+            }
+        }
+        content_problems.extend(content_problem(f, &c));
+        f.content = Some(c);
+    }
+
     // Read NEFF headers and NTFF ids.
     let mut neff_reads: Vec<(String, Read<crate::neff::NeffHeader>)> = Vec::new();
     let mut ntff_reads: Vec<(String, Read<NtffIds>)> = Vec::new();
@@ -357,17 +408,27 @@ pub fn build(
                             &f.path,
                             &e,
                         );
-                        p.message = format!("{}: not a readable NEFF ({e})", f.path);
+                        p.message = match &f.content {
+                            Some(c) if *c != Sniffed::Neff => {
+                                format!("{} looks like {}, not a NEFF ({e})", f.path, c.describe())
+                            }
+                            _ => format!("{}: not a readable NEFF ({e})", f.path),
+                        };
                         Read::Failed(e.to_string(), p)
                     }
                 };
                 neff_reads.push((f.path.clone(), r));
             }
             FileKind::Ntff => {
-                let r = match open(&f.path).and_then(|s| pairing::ntff_ids(&s)) {
-                    Ok(Some(ids)) => Read::Ok(ids),
-                    Ok(None) => Read::Empty,
-                    Err(e) => {
+                let ids = match not_ntffs.remove(&f.path) {
+                    Some(p) => Err(p),
+                    None => Ok(open(&f.path).and_then(|s| pairing::ntff_ids(&s))),
+                };
+                let r = match ids {
+                    Err(p) => Read::Failed(p.message.clone(), p),
+                    Ok(Ok(Some(ids))) => Read::Ok(ids),
+                    Ok(Ok(None)) => Read::Empty,
+                    Ok(Err(e)) => {
                         let mut p = Problem::from_error(
                             Severity::Error,
                             "ERROR_PROCESS_INCOMPLETE",
@@ -489,9 +550,9 @@ pub fn build(
         match f.kind {
             FileKind::Ntff => {
                 let read = ntff_ids_of.get(f.path.as_str()).copied();
-                let (dev, problem) = ntff_device(&f.path, read, &outcome_of, &neff_cands);
+                let (dev, problems) = ntff_device(&f.path, read, &outcome_of, &neff_cands);
                 p.devices.push(dev);
-                p.problems.extend(problem);
+                p.problems.extend(problems);
             }
             FileKind::Neff => {
                 if used_neffs.contains_key(f.path.as_str()) {
@@ -538,6 +599,19 @@ pub fn build(
         }
         capture_checks(p, &info_dirs, &ntrace_dirs, &ntff_ids_of);
     }
+    // Content problems go to the profile of their file, else to the drop.
+    for pr in content_problems {
+        let owner = pr
+            .file
+            .as_deref()
+            .and_then(|path| inputs.iter().find(|f| f.path == path))
+            .and_then(|f| f.profile.clone())
+            .and_then(|id| profiles.values_mut().find(|p| p.id == id));
+        match owner {
+            Some(p) => p.problems.push(pr),
+            None => global_problems.push(pr),
+        }
+    }
     if profiles.is_empty() {
         global_problems.push(Problem::new(
             Severity::Info,
@@ -555,13 +629,13 @@ pub fn build(
     }
 }
 
-/// The device entry (and problem) for one NTFF.
+/// The device entry (and problems: pairing, reading, an unverified version) for one NTFF.
 fn ntff_device(
     path: &str,
     read: Option<&Read<NtffIds>>,
     outcome_of: &BTreeMap<&str, &PairOutcome>,
     neffs: &[NeffCandidate],
-) -> (DeviceProfile, Option<Problem>) {
+) -> (DeviceProfile, Vec<Problem>) {
     let h = pairing::parse_ntff_name(path);
     let mut dev = DeviceProfile {
         name: stem_of(path, ".ntff"),
@@ -575,9 +649,18 @@ fn ntff_device(
         rank: h.rank,
         session: h.session,
     };
+    let mut unverified = None;
     let problem = match read {
         Some(Read::Ok(ids)) => {
             dev.ntff_version = Some(ids.version);
+            if crate::ntff::is_unverified_version(ids.version) {
+                unverified = Some(Problem::new(
+                    Severity::Warning,
+                    "NTFF_VERSION_UNVERIFIED",
+                    Some(path),
+                    crate::ntff::unverified_version_warning(path, ids.version),
+                ));
+            }
             match outcome_of.get(path) {
                 Some(o) => {
                     dev.pairing = o.status.clone();
@@ -612,7 +695,125 @@ fn ntff_device(
         }
         None => None,
     };
-    (dev, problem)
+    (dev, problem.into_iter().chain(unverified).collect())
+}
+
+/// Names whose files are text, sources or well-known other formats (images, weights, archives,
+/// objects, our own Parquet), never a profiler file in disguise: their bytes are not read (in the
+/// browser every first read of a file costs a 4 MiB window).
+const NOT_SNIFFED_SUFFIXES: [&str; 30] = [
+    ".py",
+    ".md",
+    ".txt",
+    ".rst",
+    ".html",
+    ".csv",
+    ".tsv",
+    ".yaml",
+    ".yml",
+    ".toml",
+    ".cfg",
+    ".log",
+    ".sh",
+    ".ipynb",
+    ".c",
+    ".h",
+    ".cpp",
+    ".rs",
+    ".png",
+    ".jpg",
+    ".svg",
+    ".pdf",
+    ".pt",
+    ".pth",
+    ".safetensors",
+    ".so",
+    ".o",
+    ".whl",
+    ".zip",
+    ".parquet",
+];
+
+/// At most this many files of no known kind are sniffed per drop (a folder of thousands of
+/// unrelated files must not be read 4 KiB – 4 MiB each); the rest are listed unread.
+const MAX_OTHER_SNIFFED: usize = 512;
+
+/// True for the files whose bytes [`build`] looks at: every named profiler file, and other files
+/// unless their name says another format. NTFFs under 128 bytes are empty by rule (pairing.md §5).
+fn worth_sniffing(f: &InputFile) -> bool {
+    let lower = f.path.to_ascii_lowercase();
+    match f.kind {
+        FileKind::SourcePy => false,
+        FileKind::Ntff => f.size >= crate::ntff::HEADER_LEN,
+        FileKind::Other => !NOT_SNIFFED_SUFFIXES.iter().any(|s| lower.ends_with(s)),
+        _ => true,
+    }
+}
+
+/// The problem a file's contents raise against its name, if any: Warning when a named system
+/// file holds something else, Info when an unnamed file is a profiler file under another name
+/// (NEFF/NTFF mismatches are reported by their readers).
+fn content_problem(f: &InputFile, c: &Sniffed) -> Option<Problem> {
+    let gz = f.path.to_ascii_lowercase().ends_with(".gz");
+    if *c == Sniffed::Empty {
+        return None; // the decoders say what an empty file means for its kind
+    }
+    let fits = match f.kind {
+        FileKind::Neff | FileKind::Ntff | FileKind::SourcePy => return None,
+        FileKind::Ntrace | FileKind::CpuUtil | FileKind::HostMem => {
+            matches!(c, Sniffed::FramedProtobuf { .. })
+        }
+        FileKind::TraceInfo => *c == Sniffed::Protobuf,
+        FileKind::KinetoTrace => matches!(c, Sniffed::Json) || (gz && *c == Sniffed::Gzip),
+        FileKind::ProfilerJsonExport => matches!(c, Sniffed::Json),
+        FileKind::MemorySnapshot { .. } => matches!(c, Sniffed::Pickle { .. }),
+        FileKind::SourceArchive => matches!(c, Sniffed::Gzip),
+        FileKind::Other => {
+            let rename = match c {
+                Sniffed::Neff => "*.neff",
+                Sniffed::Ntff { .. } => "*.ntff",
+                Sniffed::FramedProtobuf { samples: false } => "ntrace.pb",
+                _ => return None,
+            };
+            return Some(Problem::new(
+                Severity::Info,
+                "FILE_MISNAMED",
+                Some(&f.path),
+                format!(
+                    "{} looks like {}; it is used only when named {rename}",
+                    f.path,
+                    c.describe()
+                ),
+            ));
+        }
+    };
+    (!fits).then(|| {
+        Problem::new(
+            Severity::Warning,
+            "CONTENT_MISMATCH",
+            Some(&f.path),
+            format!(
+                "{} is named like a {} file but looks like {}",
+                f.path,
+                kind_label(&f.kind),
+                c.describe()
+            ),
+        )
+    })
+}
+
+fn kind_label(k: &FileKind) -> &'static str {
+    match k {
+        FileKind::Ntrace => "runtime trace (ntrace.pb)",
+        FileKind::TraceInfo => "capture metadata (trace_info.pb)",
+        FileKind::CpuUtil => "host CPU samples (cpu_util.pb)",
+        FileKind::HostMem => "host memory samples (host_mem.pb)",
+        FileKind::KinetoTrace => "framework trace (JSON)",
+        FileKind::ProfilerJsonExport => "profiler JSON export",
+        FileKind::MemorySnapshot { .. } => "memory snapshot (pickle)",
+        FileKind::SourceArchive => "source archive (.tar.gz)",
+        _ => "profiler",
+    }
 }
 
 /// Capture-directory checks (pairing.md §1, §6).
@@ -741,6 +942,62 @@ mod tests {
     }
 
     #[test]
+    fn contents_checked_against_names() {
+        // A v7 NTFF (unverified layout), an NTFF under another name, a text file named .ntff, a
+        // JSON named trace_info.pb, and a weights file that is not read.
+        let mut ntff = vec![0u8; 128];
+        ntff[0] = 7;
+        let info = [0x0a, 2, b'n', b'x'];
+        ntff[1..9].copy_from_slice(&(info.len() as u64).to_le_bytes());
+        ntff.extend_from_slice(&info);
+        let mut v6 = ntff.clone();
+        v6[0] = 6;
+        let inv = build_mem(&[
+            ("d/new.ntff", ntff),
+            ("d/trace.bin", v6),
+            (
+                "d/notes.ntff",
+                b"just some notes, not a trace at all; ".repeat(8),
+            ),
+            ("c/trace_info.pb", b"{\"a\": 1}".to_vec()),
+            ("c/ntrace.pb", vec![]),
+            ("d/model.pt", vec![0x80, 2, 0, 0]),
+        ]);
+        let d = &inv.profiles[1];
+        let code = |c: &str| d.problems.iter().find(|p| p.code == c).cloned();
+        let w = code("NTFF_VERSION_UNVERIFIED").expect("unverified");
+        assert_eq!(
+            (w.severity, w.file.as_deref()),
+            (Severity::Warning, Some("d/new.ntff"))
+        );
+        assert_eq!(d.devices[0].ntff_version, Some(7));
+        let m = code("FILE_MISNAMED").expect("misnamed");
+        assert!(
+            m.message.contains("d/trace.bin looks like a device trace"),
+            "{}",
+            m.message
+        );
+        let PairStatus::Unreadable { message } = &d.devices[1].pairing else {
+            panic!("{:?}", d.devices[1]);
+        };
+        assert!(
+            message.starts_with("d/notes.ntff looks like text, not an NTFF"),
+            "{message}"
+        );
+        let c = inv.profiles[0]
+            .problems
+            .iter()
+            .find(|p| p.code == "CONTENT_MISMATCH");
+        assert!(
+            c.is_some_and(|p| p.message.contains("looks like JSON")),
+            "{:?}",
+            inv.profiles[0].problems
+        );
+        let pt = inv.files.iter().find(|f| f.path == "d/model.pt").unwrap();
+        assert_eq!(pt.content, None, "weights are not read");
+    }
+
+    #[test]
     fn capture_dir_names() {
         assert_eq!(
             parse_capture_dir("out/i-0af76a70a6d3864dd_pid_713479"),
@@ -845,6 +1102,7 @@ mod tests {
             size: 1,
             kind: FileKind::MemorySnapshot { rank: Some(1) },
             profile: None,
+            content: None,
         };
         let json = serde_json::to_value(&snap).unwrap();
         assert_eq!(

@@ -19,6 +19,7 @@ pub mod pairing;
 pub mod pb;
 pub mod profile;
 pub mod sink;
+pub mod sniff;
 pub mod source;
 pub mod source_code;
 pub mod summary;

@@ -345,9 +345,13 @@ fn sub_uuid<S: ByteSource + ?Sized>(
 /// that. `Ok(None)` = empty NTFF ("no data", pairing.md §5): 0 bytes, shorter than 128 bytes, or
 /// info length P = 0.
 ///
-/// Errors: [`Error::Format`] for a version byte other than 4–6 below 7 or an info length past
-/// the end of the file, [`Error::Unsupported`] for versions above 6, [`Error::Format`] /
-/// [`Error::Truncated`] (absolute offsets) for malformed protobuf.
+/// A version above 6 is read with the same layout (its field walk is the structure check; the
+/// inventory marks such a profile unverified, [`crate::ntff::unverified_version_warning`]).
+///
+/// Errors: [`Error::Format`] at offset 0 for a version byte below 4 or above
+/// [`crate::sniff::MAX_PLAUSIBLE_NTFF_VERSION`], at offset 1 for an info length past the end of
+/// the file, and [`Error::Format`] / [`Error::Truncated`] (absolute offsets) for malformed
+/// protobuf.
 pub fn ntff_ids<S: ByteSource + ?Sized>(src: &S) -> Result<Option<NtffIds>> {
     let len = src.len();
     if len < 128 {
@@ -362,10 +366,17 @@ pub fn ntff_ids<S: ByteSource + ?Sized>(src: &S) -> Result<Option<NtffIds>> {
     if info_len == 0 {
         return Ok(None);
     }
-    if version > 6 {
-        return Err(Error::Unsupported(format!(
-            "NTFF version {version} is newer than the versions 4–6 neuronscope knows"
-        )));
+    // A newer version is read with the newest layout (the field walk below is its structure
+    // check; the inventory marks it unverified); only a byte no version could be is refused.
+    if version > crate::sniff::MAX_PLAUSIBLE_NTFF_VERSION {
+        return Err(Error::format(
+            0,
+            format!(
+                "an NTFF version byte 4 – {}",
+                crate::sniff::MAX_PLAUSIBLE_NTFF_VERSION
+            ),
+            version.to_string(),
+        ));
     }
     if version < 4 {
         return Err(Error::format(
@@ -1023,8 +1034,10 @@ mod tests {
         assert_eq!(ntff_ids(&vec![6u8; 127]).unwrap(), None);
         assert_eq!(ntff_ids(&synth_ntff(6, &[], 500)).unwrap(), None);
         // Versions.
-        let e = ntff_ids(&synth_ntff(7, &[0x08, 1], 0)).unwrap_err();
-        assert!(matches!(e, Error::Unsupported(_)), "{e}");
+        let ids = ntff_ids(&synth_ntff(7, &info("x", None, None, None), 0)).unwrap();
+        assert_eq!(ids.map(|i| i.version), Some(7), "a newer version is read");
+        let e = ntff_ids(&synth_ntff(79, &[0x08, 1], 0)).unwrap_err();
+        assert_eq!(e.offset(), Some(0), "{e}");
         let e = ntff_ids(&synth_ntff(3, &[0x08, 1], 0)).unwrap_err();
         assert_eq!(e.offset(), Some(0));
         // Info length past the end, and u64::MAX.

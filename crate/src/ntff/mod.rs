@@ -24,8 +24,26 @@ use crate::source::ByteSource;
 
 /// Size of the fixed header in bytes (ntff.md §2).
 pub const HEADER_LEN: u64 = 128;
-/// Highest NTFF version this decoder understands (ntff.md §2: refuse above 6).
+/// Highest NTFF version whose layout is verified on samples and exports (v4, v5, v6). A newer
+/// version byte is no longer refused (ntff.md §2 said to; AWS's own tool refusing versions after
+/// SDK upgrades is aws-neuron-sdk#1007): it is decoded with the v6 layout when the structure
+/// checks pass, and [`unverified_version_warning`] marks its tables.
 pub const MAX_VERSION: u8 = 6;
+
+/// True when `version` is newer than every verified layout ([`MAX_VERSION`]).
+pub fn is_unverified_version(version: u8) -> bool {
+    version > MAX_VERSION
+}
+
+/// The Warning a profile of an NTFF with a newer, unverified version carries (one sentence for
+/// the Warning table, `scan` and `convert`).
+pub fn unverified_version_warning(path: &str, version: u8) -> String {
+    format!(
+        "{path}: NTFF version {version} is newer than the versions 4 – {MAX_VERSION} neuronscope is \
+         verified on; its structure checks passed, so it was decoded with the version-{MAX_VERSION} \
+         layout: every table of this profile is unverified"
+    )
+}
 /// Largest info section we accept (the samples have 3 160 – 57 137 bytes in v6; v4/v5 inline the
 /// engine code, still well below this). Larger values are treated as corruption.
 pub const MAX_INFO_LEN: u64 = 256 * 1024 * 1024;
@@ -280,13 +298,15 @@ fn read_header<S: ByteSource + ?Sized>(src: &S) -> Result<Option<(u8, u64)>> {
     if p == 0 {
         return Ok(None);
     }
-    if version > MAX_VERSION {
-        return Err(Error::Unsupported(format!(
-            "NTFF version {version} is newer than the supported versions 4 – {MAX_VERSION}"
-        )));
-    }
-    if version == 0 {
-        return Err(Error::format(0, "an NTFF version byte 1 – 6", "0"));
+    // A newer version is read with the newest layout; the info-section decode below is its
+    // structure check. Only a byte no NTFF version could be is refused here.
+    let top = crate::sniff::MAX_PLAUSIBLE_NTFF_VERSION;
+    if version == 0 || version > top {
+        return Err(Error::format(
+            0,
+            format!("an NTFF version byte 1 – {top}"),
+            version.to_string(),
+        ));
     }
     if p > MAX_INFO_LEN {
         return Err(Error::format(
@@ -309,8 +329,12 @@ fn read_header<S: ByteSource + ?Sized>(src: &S) -> Result<Option<(u8, u64)>> {
 /// Reads the 128-byte header and the info section. `Ok(None)` means an empty NTFF ("no data",
 /// pairing.md §5: 0 bytes, shorter than 128 bytes, or info length 0).
 ///
-/// Errors: [`Error::Unsupported`] naming the version when byte 0 is above 6;
-/// [`Error::Truncated`] when the info section runs past the end of the file; [`Error::Format`]
+/// A version above [`MAX_VERSION`] is read with the v6 layout (the caller marks its tables, see
+/// [`unverified_version_warning`]).
+///
+/// Errors: [`Error::Format`] at offset 0 when byte 0 is 0 or above
+/// [`crate::sniff::MAX_PLAUSIBLE_NTFF_VERSION`]; [`Error::Truncated`] when the info section runs
+/// past the end of the file; [`Error::Format`]
 /// (offset 128) when the info section is not the protobuf of `proto/ntff.proto`.
 pub fn read_info<S: ByteSource + ?Sized>(src: &S) -> Result<Option<NtffInfo>> {
     let Some((version, p)) = read_header(src)? else {
@@ -474,13 +498,18 @@ mod tests {
         let mut h = vec![0u8; 128];
         h[0] = 6;
         assert_eq!(read_info(&SliceSource(&h)).unwrap(), None, "P = 0");
+        // A newer version is no longer refused for its number: the info section is its
+        // structure check (four zero bytes are no protobuf: refused at offset 128).
         h[0] = 7;
         h[1] = 4;
         h.extend_from_slice(&[0; 4]);
-        match read_info(&SliceSource(&h)) {
-            Err(Error::Unsupported(m)) => assert!(m.contains("version 7"), "{m}"),
-            other => panic!("expected Unsupported, got {other:?}"),
-        }
+        assert_eq!(read_info(&SliceSource(&h)).unwrap_err().offset(), Some(128));
+        h[128..132].copy_from_slice(&[0x0a, 2, b'n', b'x']);
+        let info = read_info(&SliceSource(&h)).unwrap().unwrap();
+        assert_eq!((info.version, info.neff_name.as_str()), (7, "nx"));
+        assert!(is_unverified_version(7) && !is_unverified_version(6));
+        h[0] = 79;
+        assert_eq!(read_info(&SliceSource(&h)).unwrap_err().offset(), Some(0));
         h[0] = 6;
         h[1] = 200;
         assert!(matches!(

@@ -33,6 +33,15 @@ pub fn parquet_props(def: &TableDef) -> WriterProperties {
     parquet_props_with(def, CODEC)
 }
 
+/// Writer properties for a Parquet file that is not an Explorer table (`_profiles.parquet`):
+/// [`CODEC`], default encodings.
+pub fn default_props() -> WriterProperties {
+    WriterProperties::builder()
+        .set_compression(CODEC)
+        .set_created_by(format!("neuronscope {}", env!("CARGO_PKG_VERSION")))
+        .build()
+}
+
 /// [`parquet_props`] with another codec (for `bench --codec`).
 pub fn parquet_props_with(def: &TableDef, codec: Compression) -> WriterProperties {
     use crate::tables::Ty;

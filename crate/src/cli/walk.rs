@@ -1,0 +1,209 @@
+//! The folders (or files) given on the command line as the inventory sees them: every regular
+//! file below them, named as the browser names a picked folder's files (`<folder name>/<path>`).
+//!
+//! Symbolic links are followed, to files and to folders (NEFF caches and shared datasets are often
+//! links). Every real folder is listed once: a link back to an ancestor (a loop) or to a folder
+//! already listed is reported and not entered again, so the walk always ends. A dangling link,
+//! or a folder that cannot be read, is a Warning problem; the rest of the walk goes on.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use neuronscope::source::FileSource;
+use neuronscope::{ByteSource, Error, Problem, Result, Severity};
+
+/// One command-line input: the name its files are listed under and where it is on disk.
+pub struct Root {
+    /// First component of every virtual path of this input (the folder's own name; `name~2`,
+    /// `name~3`, … when two inputs have the same name).
+    pub name: String,
+    /// The folder (or file) on disk, canonical.
+    pub path: PathBuf,
+}
+
+/// Every file of the inputs, with the problems the walk met.
+pub struct Picked {
+    /// The inputs, in command-line order.
+    pub roots: Vec<Root>,
+    /// `(virtual '/' path, size in bytes)`, sorted by path.
+    pub files: Vec<(String, u64)>,
+    /// Dangling links, link loops, folders listed twice, unreadable folders.
+    pub problems: Vec<Problem>,
+}
+
+impl Picked {
+    /// Where a virtual path is on disk (through the links it was found by).
+    pub fn path_of(&self, virt: &str) -> Option<PathBuf> {
+        let (first, rest) = virt.split_once('/').unwrap_or((virt, ""));
+        let root = self.roots.iter().find(|r| r.name == first)?;
+        Some(if rest.is_empty() {
+            root.path.clone()
+        } else {
+            root.path.join(rest)
+        })
+    }
+
+    /// Opens a virtual path for random access (the inventory's and decoders' `open`).
+    pub fn open(&self, virt: &str) -> Result<Box<dyn ByteSource>> {
+        let p = self
+            .path_of(virt)
+            .ok_or_else(|| Error::Io(format!("{virt}: not among the inputs")))?;
+        Ok(Box::new(FileSource::open(&p)?))
+    }
+
+    /// The virtual path of a file on disk that lies inside one of the inputs (not through a link).
+    pub fn virtual_of(&self, real: &Path) -> Option<String> {
+        let real = real.canonicalize().ok()?;
+        self.roots.iter().find_map(|r| {
+            let rel = real.strip_prefix(&r.path).ok()?;
+            let rel = rel.to_string_lossy().replace('\\', "/");
+            Some(if rel.is_empty() {
+                r.name.clone()
+            } else {
+                format!("{}/{rel}", r.name)
+            })
+        })
+    }
+}
+
+/// Lists every input (folders walked, files taken as they are).
+///
+/// Errors: an input that does not exist or cannot be read at all; everything below an input
+/// that cannot be read is a problem in [`Picked::problems`] instead.
+pub fn pick(inputs: &[PathBuf]) -> Result<Picked> {
+    let mut picked = Picked {
+        roots: Vec::new(),
+        files: Vec::new(),
+        problems: Vec::new(),
+    };
+    // Canonical folder → the virtual path it was first listed under.
+    let mut seen: HashMap<PathBuf, String> = HashMap::new();
+    for input in inputs {
+        let real = input
+            .canonicalize()
+            .map_err(|e| Error::Io(format!("{}: {e}", input.display())))?;
+        let base = real
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "root".into());
+        let mut name = base.clone();
+        let mut k = 1;
+        while picked.roots.iter().any(|r| r.name == name) {
+            k += 1;
+            name = format!("{base}~{k}");
+        }
+        let meta =
+            std::fs::metadata(&real).map_err(|e| Error::Io(format!("{}: {e}", input.display())))?;
+        if meta.is_file() {
+            picked.files.push((name.clone(), meta.len()));
+        } else {
+            if let Some(first) = seen.get(&real) {
+                picked.problems.push(Problem::new(
+                    Severity::Info,
+                    "INPUT_REPEATED",
+                    Some(&name),
+                    format!(
+                        "{}: already listed as {first}; not listed again",
+                        input.display()
+                    ),
+                ));
+                continue;
+            }
+            std::fs::read_dir(&real).map_err(|e| Error::Io(format!("{}: {e}", input.display())))?;
+            seen.insert(real.clone(), name.clone());
+            walk_dir(&real, &name, &mut seen, &mut picked);
+        }
+        picked.roots.push(Root { name, path: real });
+    }
+    picked.files.sort();
+    Ok(picked)
+}
+
+/// Walks one input folder (`real`, canonical) whose files are named `virt/…`.
+fn walk_dir(real: &Path, virt: &str, seen: &mut HashMap<PathBuf, String>, picked: &mut Picked) {
+    // (canonical folder, its virtual path, the path to read it by)
+    let mut stack: Vec<(PathBuf, String, PathBuf)> =
+        vec![(real.to_path_buf(), virt.to_string(), real.to_path_buf())];
+    while let Some((canon, vdir, read_path)) = stack.pop() {
+        let entries = match std::fs::read_dir(&read_path) {
+            Ok(e) => e,
+            Err(e) => {
+                picked.problems.push(Problem::new(
+                    Severity::Warning,
+                    "UNREADABLE_DIR",
+                    Some(&vdir),
+                    format!("{vdir}: folder not readable ({e}); its files are not listed"),
+                ));
+                continue;
+            }
+        };
+        // Sorted, so the first of two names for one folder is always the same one.
+        let mut entries: Vec<std::fs::DirEntry> = entries.filter_map(|e| e.ok()).collect();
+        entries.sort_by_key(|e| e.file_name());
+        for entry in entries {
+            let path = entry.path();
+            let vpath = format!("{vdir}/{}", entry.file_name().to_string_lossy());
+            let Ok(ft) = entry.file_type() else { continue };
+            let is_link = ft.is_symlink();
+            // Follows the link, if it is one.
+            let meta = match std::fs::metadata(&path) {
+                Ok(m) => m,
+                Err(e) => {
+                    let target = std::fs::read_link(&path)
+                        .map(|t| t.display().to_string())
+                        .unwrap_or_else(|_| "?".into());
+                    let (code, what) = if is_link {
+                        (
+                            "DANGLING_LINK",
+                            format!("symbolic link to {target} that cannot be followed ({e})"),
+                        )
+                    } else {
+                        ("UNREADABLE_FILE", format!("not readable ({e})"))
+                    };
+                    picked.problems.push(Problem::new(
+                        Severity::Warning,
+                        code,
+                        Some(&vpath),
+                        format!("{vpath}: {what}; skipped"),
+                    ));
+                    continue;
+                }
+            };
+            if meta.is_file() {
+                picked.files.push((vpath, meta.len()));
+                continue;
+            }
+            if !meta.is_dir() {
+                continue; // sockets, pipes, devices
+            }
+            let Ok(target) = path.canonicalize() else {
+                continue;
+            };
+            if let Some(first) = seen.get(&target) {
+                // A link to an ancestor would list the tree forever; one to a folder listed
+                // elsewhere would list (and convert) its files twice.
+                let (code, what) = if canon.starts_with(&target) {
+                    (
+                        "LINK_LOOP",
+                        format!("link back to its own ancestor {first} (a loop)"),
+                    )
+                } else {
+                    (
+                        "LINK_REPEATED",
+                        format!("the same folder as {first}, already listed"),
+                    )
+                };
+                picked.problems.push(Problem::new(
+                    Severity::Info,
+                    code,
+                    Some(&vpath),
+                    format!("{vpath}: {what}; not entered"),
+                ));
+                continue;
+            }
+            seen.insert(target.clone(), vpath.clone());
+            // A real sub-folder is read by its own path; a linked one by the link.
+            stack.push((target, vpath, path));
+        }
+    }
+}

@@ -1,0 +1,472 @@
+//! The `neuronscope` binary as a newcomer meets it (issue 12): help and `--version`, exit codes
+//! (0 done, 1 some input had errors, 2 usage), symbolic links followed (link trees built in a
+//! temporary folder pointing into ../shared/samples), misnamed files reported for what they are,
+//! and `convert`'s Hive-partitioned dataset over two captures: layout, `_profiles.parquet`,
+//! restart (unchanged profiles skipped, changed or interrupted ones converted again) and the
+//! `tree` layout.
+
+mod common;
+use common::samples;
+
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use arrow_array::{Array, Int64Array, RecordBatch, StringArray};
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_neuronscope");
+const FUSED: &str = "allenkchau-trainium-kernel-fusion/profiling/artifacts/fused_bf16_s512";
+const KEV: &str = "KevGomes-nki-moe-megakernel/output/i-0af76a70a6d3864dd_pid_713479";
+
+fn ns(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .output()
+        .expect("run neuronscope")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// A fresh temporary folder for one test.
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("neuronscope-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn read_parquet(p: &Path) -> RecordBatch {
+    let f = std::fs::File::open(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let r = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)
+        .unwrap()
+        .build()
+        .unwrap();
+    let batches: Vec<RecordBatch> = r.map(|b| b.unwrap()).collect();
+    arrow_select::concat::concat_batches(&batches[0].schema(), &batches).unwrap()
+}
+
+fn col_str(b: &RecordBatch, name: &str) -> Vec<String> {
+    let a = b
+        .column_by_name(name)
+        .unwrap()
+        .as_any()
+        .downcast_ref::<StringArray>()
+        .unwrap();
+    (0..a.len()).map(|i| a.value(i).to_string()).collect()
+}
+
+#[test]
+fn help_version_and_exit_codes() {
+    let o = ns(&["--version"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(
+        text(&o).0.trim(),
+        format!("neuronscope {}", env!("CARGO_PKG_VERSION"))
+    );
+    for cmd in ["scan", "convert", "synth", "bench", "conform"] {
+        let o = ns(&[cmd, "--help"]);
+        let out = text(&o).0;
+        assert_eq!(o.status.code(), Some(0), "{cmd} --help");
+        assert!(
+            out.contains(&format!("Usage: neuronscope {cmd}"))
+                && out.contains("Exit codes: 0 done"),
+            "{cmd} --help:\n{out}"
+        );
+    }
+    let help = text(&ns(&["convert", "--help"])).0;
+    for flag in [
+        "--output <OUT>",
+        "--threads <N>",
+        "--layout <LAYOUT>",
+        "--force",
+        "--quiet",
+        "--verbose",
+    ] {
+        assert!(help.contains(flag), "convert --help lacks {flag}:\n{help}");
+    }
+    // A typo: usage error with a suggestion.
+    let o = ns(&["scna", "x"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("'scan'"), "{}", text(&o).1);
+    // Missing arguments, unknown flag: usage (2).
+    assert_eq!(ns(&["convert", "x"]).status.code(), Some(2), "no -o");
+    assert_eq!(ns(&["scan", "--jsn", "x"]).status.code(), Some(2));
+    assert_eq!(ns(&[]).status.code(), Some(2));
+    // An input that does not exist: 1, naming it.
+    let o = ns(&["scan", "/nonexistent/capture"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o).1.contains("/nonexistent/capture"),
+        "{}",
+        text(&o).1
+    );
+    // The old spellings keep working: `convert DIR -o OUT`, `synth OUT`.
+    let t = tmp("old-flags");
+    let o = ns(&["synth", s(&t.join("demo"))]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let o = ns(&[
+        "convert",
+        s(&t.join("demo")),
+        "-o",
+        s(&t.join("out")),
+        "--quiet",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    assert_eq!(text(&o).0, "", "--quiet prints nothing on success");
+    assert!(t.join("out/_profiles.parquet").is_file());
+}
+
+#[test]
+fn symlinks_are_followed_with_loop_protection() {
+    let smp = samples();
+    let t = tmp("links");
+    let top = t.join("top");
+    std::fs::create_dir_all(top.join("run")).unwrap();
+    // A folder link (a capture on another disk), file links (an NTFF and, elsewhere, the NEFF it
+    // ran: a NEFF cache), a dangling link, a loop and a second link to the same folder.
+    symlink(smp.join(FUSED), top.join("capture")).unwrap();
+    symlink(
+        smp.join(KEV).join("profile_exec_2.ntff"),
+        top.join("run/profile_exec_2.ntff"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(t.join("cache")).unwrap();
+    symlink(
+        smp.join(KEV).join("neff_171450338541704.neff"),
+        t.join("cache/model.neff"),
+    )
+    .unwrap();
+    symlink(t.join("cache"), top.join("neff_cache")).unwrap();
+    symlink("/nonexistent/gone.ntff", top.join("run/gone.ntff")).unwrap();
+    symlink("..", top.join("run/loop")).unwrap();
+    symlink("../capture", top.join("run/again")).unwrap();
+
+    let o = ns(&["scan", "--json", s(&top)]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let inv: Value = serde_json::from_str(&out).unwrap();
+    let files: Vec<&str> = inv["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        files,
+        [
+            "top/capture/fused.neff",
+            "top/capture/fused_exec_2.ntff",
+            "top/capture/json_reports/fused_exec_2_profile_full.json",
+            "top/neff_cache/model.neff",
+            "top/run/profile_exec_2.ntff",
+        ],
+        "each real folder once, the loop not entered"
+    );
+    let profiles = inv["profiles"].as_array().unwrap();
+    let dev = |id: &str| -> &Value {
+        &profiles
+            .iter()
+            .find(|p| p["id"] == id)
+            .unwrap_or_else(|| panic!("{id}: {out}"))["devices"][0]
+    };
+    assert_eq!(dev("top/capture")["pairing"]["status"], "Paired");
+    let run = dev("top/run");
+    assert_eq!(
+        (
+            run["pairing"]["status"].as_str(),
+            run["neff"].as_str(),
+            run["ntff_version"].as_u64()
+        ),
+        (Some("Paired"), Some("top/neff_cache/model.neff"), Some(6)),
+        "the linked NTFF pairs with the linked NEFF by uuid"
+    );
+    let problems = inv["problems"].as_array().unwrap();
+    let code = |c: &str| -> &Value {
+        problems
+            .iter()
+            .find(|p| p["code"] == c)
+            .unwrap_or_else(|| panic!("{c}: {problems:#?}"))
+    };
+    let gone = code("DANGLING_LINK");
+    assert_eq!(
+        (gone["severity"].as_str(), gone["file"].as_str()),
+        (Some("warning"), Some("top/run/gone.ntff"))
+    );
+    assert!(gone["message"]
+        .as_str()
+        .unwrap()
+        .contains("/nonexistent/gone.ntff"));
+    assert_eq!(code("LINK_LOOP")["file"], "top/run/loop");
+    assert_eq!(code("LINK_REPEATED")["file"], "top/run/again");
+
+    // convert reads through the links too: the two device profiles, their known row counts.
+    let out_dir = t.join("out");
+    let o = ns(&["convert", s(&top), "-o", s(&out_dir), "--layout", "tree"]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    assert!(
+        text(&o)
+            .0
+            .contains("Warning: top/run/gone.ntff: symbolic link"),
+        "{}",
+        text(&o).0
+    );
+    let rows = |p: &str| read_parquet(&out_dir.join(p)).num_rows();
+    assert_eq!(rows("top_capture/fused_exec_2/Instruction.parquet"), 436);
+    assert_eq!(rows("top_run/profile_exec_2/Instruction.parquet"), 7628);
+}
+
+#[test]
+fn misnamed_files_are_reported_for_what_they_are() {
+    let smp = samples();
+    let t = tmp("misnamed");
+    let d = t.join("drop");
+    std::fs::create_dir_all(&d).unwrap();
+    // ntrace.pb named x.ntff, an NTFF named renamed.bin, random bytes named r.ntff (byte 0 = 70).
+    symlink(smp.join(KEV).join("ntrace.pb"), d.join("x.ntff")).unwrap();
+    symlink(
+        smp.join(FUSED).join("fused_exec_2.ntff"),
+        d.join("renamed.bin"),
+    )
+    .unwrap();
+    let mut noise = vec![70u8];
+    let mut x: u32 = 12345;
+    for _ in 0..5000 {
+        x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+        noise.push((x >> 16) as u8 | 0x80);
+    }
+    std::fs::write(d.join("r.ntff"), &noise).unwrap();
+
+    let o = ns(&["scan", "--json", s(&d)]);
+    assert_eq!(o.status.code(), Some(1), "errors in the inputs: exit 1");
+    let inv: Value = serde_json::from_str(&text(&o).0).unwrap();
+    let p = &inv["profiles"][0];
+    let msg = |name: &str| -> String {
+        let dv = p["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["name"] == name)
+            .unwrap();
+        assert_eq!(dv["pairing"]["status"], "Unreadable", "{name}");
+        dv["pairing"]["message"].as_str().unwrap().to_string()
+    };
+    let x = msg("x");
+    assert!(
+        x.contains("drop/x.ntff looks like a runtime trace (ntrace.pb), not an NTFF"),
+        "{x}"
+    );
+    assert!(x.contains("byte 0 is 79"), "{x}");
+    let r = msg("r");
+    assert!(
+        r.contains("not an NTFF") && r.contains("byte 0 is 70"),
+        "{r}"
+    );
+    assert!(
+        r.contains("no format neuronscope knows (first bytes 46 "),
+        "{r}"
+    );
+    assert!(
+        !r.contains("newer"),
+        "no version talk for random bytes: {r}"
+    );
+    let problems = p["problems"].as_array().unwrap();
+    let renamed = problems
+        .iter()
+        .find(|q| q["code"] == "FILE_MISNAMED")
+        .expect("FILE_MISNAMED");
+    assert_eq!(renamed["severity"], "info");
+    assert!(
+        renamed["message"]
+            .as_str()
+            .unwrap()
+            .contains("drop/renamed.bin looks like a device trace (NTFF, version byte 6)"),
+        "{renamed}"
+    );
+    let errors: Vec<&Value> = problems
+        .iter()
+        .filter(|q| q["severity"] == "error")
+        .collect();
+    assert_eq!(errors.len(), 2, "{problems:#?}");
+    assert_eq!(
+        errors
+            .iter()
+            .map(|e| e["offset"].as_u64())
+            .collect::<Vec<_>>(),
+        [Some(0), Some(0)]
+    );
+    let looks = |path: &str| {
+        inv["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"] == path)
+            .unwrap()["content"]
+            .clone()
+    };
+    assert_eq!(looks("drop/x.ntff")["looks_like"], "FramedProtobuf");
+    assert_eq!(looks("drop/x.ntff")["samples"], false);
+    assert_eq!(looks("drop/renamed.bin")["version"], 6);
+    // convert exits 1 (an input had errors) after writing what it could.
+    let o = ns(&["convert", s(&d), "-o", s(&t.join("out"))]);
+    assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
+    assert!(
+        text(&o).1.contains("profile(s) had errors"),
+        "{}",
+        text(&o).1
+    );
+}
+
+/// `(instance, pid, profile)` partition folders holding `table`, sorted.
+fn partitions(out: &Path, table: &str) -> Vec<String> {
+    let mut v = Vec::new();
+    for i in std::fs::read_dir(out.join(table)).unwrap() {
+        let i = i.unwrap().path();
+        for p in std::fs::read_dir(&i).unwrap() {
+            let p = p.unwrap().path();
+            for q in std::fs::read_dir(&p).unwrap() {
+                let q = q.unwrap().path();
+                let rel = q
+                    .strip_prefix(out.join(table))
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                let parts: Vec<String> = std::fs::read_dir(&q)
+                    .unwrap()
+                    .map(|f| f.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect();
+                assert_eq!(parts, ["part-0.parquet"], "{rel}");
+                v.push(rel);
+            }
+        }
+    }
+    v.sort();
+    v
+}
+
+#[test]
+fn convert_writes_a_restartable_hive_dataset() {
+    let smp = samples();
+    let t = tmp("dataset");
+    // Inputs through links, so a test can "change" one (replace a link by a copy).
+    let a = t.join("in/fused_bf16_s512");
+    let b = t.join("in/i-0af76a70a6d3864dd_pid_713479");
+    for (dir, src) in [(&a, smp.join(FUSED)), (&b, smp.join(KEV))] {
+        std::fs::create_dir_all(dir).unwrap();
+        for e in std::fs::read_dir(&src).unwrap() {
+            let e = e.unwrap();
+            symlink(e.path(), dir.join(e.file_name())).unwrap();
+        }
+    }
+    let out = t.join("out");
+    let convert = |extra: &[&str]| {
+        let mut args = vec!["convert", s(&a), s(&b), "-o", s(&out), "--threads", "2"];
+        args.extend_from_slice(extra);
+        let o = ns(&args);
+        assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+        text(&o).0
+    };
+    let first = convert(&[]);
+    assert!(
+        first.contains("3 profiles: 3 converted, 0 unchanged"),
+        "{first}"
+    );
+    // Instance and pid: the v6 headers' (the KevGomes NTFF was recorded by process 723577, not
+    // by the capture's 713479); the system profile: the capture folder's name.
+    assert_eq!(
+        partitions(&out, "Instruction"),
+        [
+            "instance=i-077c6ce2456b98b8d/pid=34382/profile=fused_bf16_s512%2Ffused_exec_2",
+            "instance=i-0af76a70a6d3864dd/pid=723577/profile=i-0af76a70a6d3864dd_pid_713479%2Fprofile_exec_2",
+        ]
+    );
+    assert_eq!(
+        partitions(&out, "SystemProfileEvents"),
+        ["instance=i-0af76a70a6d3864dd/pid=713479/profile=i-0af76a70a6d3864dd_pid_713479%2Fsystem"]
+    );
+    let prof = read_parquet(&out.join("_profiles.parquet"));
+    assert_eq!(prof.num_rows(), 3);
+    assert_eq!(
+        col_str(&prof, "profile"),
+        [
+            "fused_bf16_s512/fused_exec_2",
+            "i-0af76a70a6d3864dd_pid_713479/system",
+            "i-0af76a70a6d3864dd_pid_713479/profile_exec_2",
+        ]
+    );
+    assert_eq!(col_str(&prof, "part"), ["device", "system", "device"]);
+    assert_eq!(
+        col_str(&prof, "type"),
+        ["Device", "System+Device", "System+Device"]
+    );
+    assert!(col_str(&prof, "pairing")[0].contains("\"Paired\""));
+    let rows = prof
+        .column_by_name("rows")
+        .unwrap()
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .unwrap();
+    let instr = read_parquet(&out.join(
+        "Instruction/instance=i-077c6ce2456b98b8d/pid=34382/profile=fused_bf16_s512%2Ffused_exec_2/part-0.parquet",
+    ));
+    assert_eq!(instr.num_rows(), 436);
+    assert!(rows.value(0) > 436);
+
+    // Again: nothing changed, nothing converted, files untouched.
+    let part = out.join("Instruction/instance=i-077c6ce2456b98b8d/pid=34382/profile=fused_bf16_s512%2Ffused_exec_2/part-0.parquet");
+    let mtime = || std::fs::metadata(&part).unwrap().modified().unwrap();
+    let before = mtime();
+    let second = convert(&[]);
+    assert!(
+        second.contains("3 profiles: 0 converted, 3 unchanged (skipped)"),
+        "{second}"
+    );
+    assert_eq!(mtime(), before);
+    assert_eq!(read_parquet(&out.join("_profiles.parquet")).num_rows(), 3);
+
+    // A changed input (a copy instead of the link: new mtime) converts that profile only.
+    let ntff = a.join("fused_exec_2.ntff");
+    std::fs::remove_file(&ntff).unwrap();
+    std::fs::copy(smp.join(FUSED).join("fused_exec_2.ntff"), &ntff).unwrap();
+    let third = convert(&[]);
+    assert!(
+        third.contains("3 profiles: 1 converted, 2 unchanged"),
+        "{third}"
+    );
+    assert!(
+        third.contains("fused_bf16_s512/fused_exec_2 -> "),
+        "{third}"
+    );
+
+    // An interrupted run (no state, a half-written part): converted again, the debris replaced.
+    let kev_part = out.join("Instruction/instance=i-0af76a70a6d3864dd/pid=723577/profile=i-0af76a70a6d3864dd_pid_713479%2Fprofile_exec_2/part-0.parquet");
+    let states: Vec<PathBuf> = std::fs::read_dir(out.join("_state"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains("profile_exec_2"))
+        .collect();
+    assert_eq!(states.len(), 1);
+    std::fs::remove_file(&states[0]).unwrap();
+    std::fs::write(&kev_part, b"PAR1 half a file").unwrap();
+    let fourth = convert(&[]);
+    assert!(
+        fourth.contains("3 profiles: 1 converted, 2 unchanged"),
+        "{fourth}"
+    );
+    assert_eq!(read_parquet(&kev_part).num_rows(), 7628);
+    // --force converts everything.
+    let fifth = convert(&["--force"]);
+    assert!(
+        fifth.contains("3 profiles: 3 converted, 0 unchanged"),
+        "{fifth}"
+    );
+}
