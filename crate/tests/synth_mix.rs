@@ -54,6 +54,8 @@ struct Mix {
     opcodes: BTreeMap<String, BTreeMap<String, u64>>,
     /// Per engine name: durations (ns) and gaps to the engine's next start (ns).
     durations: BTreeMap<String, Vec<i64>>,
+    /// Per (engine name, opcode): durations (ns).
+    op_durations: BTreeMap<(String, String), Vec<i64>>,
     gaps: BTreeMap<String, Vec<i64>>,
     semaphore_updates: u64,
     /// All event records in the window (listed or not).
@@ -99,6 +101,9 @@ impl Mix {
         }
         for (k, v) in &o.durations {
             self.durations.entry(k.clone()).or_default().extend(v);
+        }
+        for (k, v) in &o.op_durations {
+            self.op_durations.entry(k.clone()).or_default().extend(v);
         }
         for (k, v) in &o.gaps {
             self.gaps.entry(k.clone()).or_default().extend(v);
@@ -160,6 +165,10 @@ fn mix_of<S: ByteSource + ?Sized>(src: &S, name: &str) -> (Vec<Mix>, DecodeRepor
                 .entry(op.value(i).to_string())
                 .or_default() += 1;
             m.durations.entry(e.clone()).or_default().push(dur.value(i));
+            m.op_durations
+                .entry((e.clone(), op.value(i).to_string()))
+                .or_default()
+                .push(dur.value(i));
             spans
                 .entry((ci, e))
                 .or_default()
@@ -272,6 +281,16 @@ fn print_mix(label: &str, m: &Mix) {
 fn real_v6_mix() {
     let (real, per_file) = real_mix();
     print_mix("real sg00", &real[0]);
+    let by_op: Vec<String> = real[0]
+        .op_durations
+        .iter()
+        .filter(|(_, v)| v.len() > 50)
+        .map(|((e, op), v)| format!("{e} {op} {}", median(&mut v.clone())))
+        .collect();
+    println!(
+        "  duration p50 (ns) per opcode with > 50 rows: {}",
+        by_op.join(", ")
+    );
     print_mix("real sg01", &real[1]);
     for (f, d, s) in &per_file {
         println!("  {f}: DMA packets/instruction {d:.2}, semaphore updates/instruction {s:.2}");
