@@ -356,11 +356,10 @@ fn synthetic_mix_matches_the_samples() {
     assert!((rpp - 3.0).abs() < 0.01, "{rpp}");
 
     // Engine shares: within ±0.02 of the real share.
-    for e in 0..5 {
+    for (e, name) in ENGINES.iter().enumerate() {
         assert!(
             (s.share(e) - r.share(e)).abs() <= 0.02,
-            "{} share: synthetic {:.3}, real {:.3}",
-            ENGINES[e],
+            "{name} share: synthetic {:.3}, real {:.3}",
             s.share(e),
             r.share(e)
         );
@@ -428,13 +427,12 @@ fn synthetic_mix_matches_the_samples() {
     // the range of the 13 samples' `sg01`.
     let (ri, si) = (&real[1], &syn[1]);
     let files = ri.files as f64;
-    for e in 0..5 {
+    for (e, name) in ENGINES.iter().enumerate() {
         let mean = ri.instructions[e] as f64 / files;
         let v = si.instructions[e] as f64;
         assert!(
             (v - mean).abs() <= 0.15 * mean,
-            "sg01 {}: {v} vs real mean {mean}",
-            ENGINES[e]
+            "sg01 {name}: {v} vs real mean {mean}"
         );
     }
     for (what, rv, sv) in [

@@ -256,7 +256,7 @@ pub struct WriteSummary {
     pub dma_packets: Vec<u64>,
     /// The first [`DETAIL_CAP`] packets per core, in write (time) order.
     pub dma: Vec<Vec<WrittenDma>>,
-    /// Throttle records per core, in time order.
+    /// Throttle records per core, in time order (the first [`DETAIL_CAP`]).
     pub throttles: Vec<Vec<WrittenThrottle>>,
     /// End of each core's last instruction inside the window (raw ps): where its last throttle
     /// row ends (ntff.md §4.5).
@@ -623,7 +623,7 @@ fn dma_pass(
                 4
             } else if timing == Timing::Measured {
                 // The samples' sizes are discrete: 2 KiB three times as often as 4 KiB.
-                let b = if (x >> 20) % 4 == 0 {
+                let b = if (x >> 20).is_multiple_of(4) {
                     q.bytes
                 } else {
                     q.bytes / 2
@@ -808,7 +808,7 @@ fn measured_pass_times(seed: u64, core: u32, e: usize, ops: &[u8]) -> Pass {
         let r = h(seed ^ 0x3EA5, core as u64, e as u64, i as u64);
         let base = measured_duration_ns(e, op) * 1_000;
         let mut d = base * 17 / 20 + r % (base * 2 / 5 + 1);
-        if op == 0xA0 && (r >> 12) % 10 == 0 {
+        if op == 0xA0 && (r >> 12).is_multiple_of(10) {
             d += 300_000 + (r >> 16) % 1_200_000;
         }
         let start = match prev {
@@ -816,7 +816,7 @@ fn measured_pass_times(seed: u64, core: u32, e: usize, ops: &[u8]) -> Pass {
             _ => t,
         };
         times.push((start, d));
-        let gap = if (r >> 24) % 12 == 0 {
+        let gap = if (r >> 24).is_multiple_of(12) {
             300_000 + (r >> 28) % 2_700_000
         } else {
             25_000 + (r >> 28) % 20_000
