@@ -390,7 +390,8 @@ fn cmd_bench(args: &[String]) -> Result<()> {
     ) {
         (Some(d), _, _) => d,
         (None, Some(mb), _) => {
-            tmp = std::env::temp_dir().join(format!("neuronscope-bench-{mb}mb"));
+            // Named after the writer's shape: a cached capture of an older writer is not reused.
+            tmp = std::env::temp_dir().join(format!("neuronscope-bench-v6mix-{mb}mb"));
             if !tmp.join(".complete").exists() {
                 std::fs::create_dir_all(&tmp)?;
                 neuronscope::synth::write_large_capture(&tmp, mb * 1_000_000)?;
