@@ -18,7 +18,7 @@ use crate::neff::write::{
     encode_dbg, engine_dbg_members, write_neff, DbgFileSpec, DbgRecordSpec, NeffSpec, SubgraphSpec,
 };
 use crate::neff::{DmaQueue, TensorMapEntry, Var};
-use crate::ntff::write::{default_neff_opcodes, write_ntff, NtffSpec};
+use crate::ntff::write::{write_ntff, NtffSpec};
 
 /// Start of the demo memory snapshot's trace (2026-01-01T00:00:00Z, µs since the epoch).
 const DEMO_SNAPSHOT_T0_US: i64 = 1_767_225_600_000_000;
@@ -284,52 +284,60 @@ fn var(name: &str, kind: &str, id: u64, size: u64) -> Var {
     }
 }
 
-/// NEFF and NTFF specs of a synthetic LNC=2 matmul-like kernel whose NTFF pairs with the NEFF by
-/// uuid; `ntff_bytes` scales the NTFF (0 = demo size).
+fn dma_queue(name: &str, kind: &str, owner: &str, n: u64, sems: &[u64]) -> DmaQueue {
+    DmaQueue {
+        name: name.into(),
+        kind: kind.into(),
+        owner: Some(owner.into()),
+        num_queues: Some(n),
+        semaphore_set: sems.to_vec(),
+    }
+}
+
+/// NEFF and NTFF specs of a synthetic LNC=2 kernel whose NTFF pairs with the NEFF by uuid.
+/// `ntff_bytes` = 0: the demo (a matmul-like mix, [`NtffSpec::demo`]); otherwise a capture of at
+/// least `ntff_bytes` shaped like the v6 samples ([`NtffSpec::v6_mix`], docs/formats.md
+/// "Synthetic captures"). The NEFF's engine streams are the NTFF spec's own opcode bytes.
 fn specs(kernel: &str, ntff_bytes: u64) -> (NeffSpec, NtffSpec) {
     let neff_name = format!("{kernel}.neff");
-    let subgraphs: Vec<SubgraphSpec> = DEMO_SLOTS
+    let ntff = if ntff_bytes > 0 {
+        NtffSpec::v6_mix(&neff_name, DEMO_UUID, 1).with_min_bytes(ntff_bytes)
+    } else {
+        NtffSpec::demo(&neff_name, DEMO_UUID, &DEMO_SLOTS, 6)
+    };
+    let dma_queues = if ntff_bytes > 0 {
+        // The queue sets the v6 mix moves packets on (ntff::write::mix_dma_queues), two
+        // completion semaphores each among the ids 8 – 19 its DMA-source updates use.
+        vec![
+            dma_queue("qActDynamicHW", "dynamic", "act", 16, &[8, 9]),
+            dma_queue("qPoolDynamic", "dynamic", "pool", 16, &[10, 11]),
+            dma_queue("qSPDynamicHW", "dynamic", "sp", 16, &[12, 13]),
+            dma_queue("qPoolIO0", "in", "pool", 16, &[14, 15]),
+            dma_queue("qSPIO0", "in", "sp", 16, &[16, 17]),
+            dma_queue("qDVESpillReload0", "data", "dve", 16, &[18, 19]),
+        ]
+    } else {
+        vec![
+            dma_queue("qSPDynamicHW", "dynamic", "sp", 16, &[24]),
+            dma_queue("qActDynamicHW", "dynamic", "act", 16, &[25]),
+            dma_queue("qPoolDynamic", "dynamic", "pool", 1, &[26]),
+            dma_queue("qSPSpillReload0", "data", "sp", 1, &[27]),
+        ]
+    };
+    let subgraphs: Vec<SubgraphSpec> = ntff
+        .subgraphs
         .iter()
-        .map(|slots| SubgraphSpec {
+        .map(|sg| SubgraphSpec {
             engines: Engine::ALL
                 .iter()
-                .map(|&e| (e, default_neff_opcodes(e, slots[e.ntff_index()])))
+                .map(|&e| (e, sg.neff_opcodes[e.ntff_index()].clone()))
                 .collect(),
             vars: vec![
                 var("input0", "input", 0, 512 * 1024),
                 var("weight0", "input", 1, 256 * 1024),
                 var("output0", "output", 2, 512 * 1024),
             ],
-            dma_queues: vec![
-                DmaQueue {
-                    name: "qSPDynamicHW".into(),
-                    kind: "dynamic".into(),
-                    owner: Some("sp".into()),
-                    num_queues: Some(16),
-                    semaphore_set: vec![24],
-                },
-                DmaQueue {
-                    name: "qActDynamicHW".into(),
-                    kind: "dynamic".into(),
-                    owner: Some("act".into()),
-                    num_queues: Some(16),
-                    semaphore_set: vec![25],
-                },
-                DmaQueue {
-                    name: "qPoolDynamic".into(),
-                    kind: "dynamic".into(),
-                    owner: Some("pool".into()),
-                    num_queues: Some(1),
-                    semaphore_set: vec![26],
-                },
-                DmaQueue {
-                    name: "qSPSpillReload0".into(),
-                    kind: "data".into(),
-                    owner: Some("sp".into()),
-                    num_queues: Some(1),
-                    semaphore_set: vec![27],
-                },
-            ],
+            dma_queues: dma_queues.clone(),
             tensors: vec![
                 tensor("input0", "input", &[256, 1024]),
                 tensor("weight0", "input", &[1024, 128]),
@@ -344,10 +352,6 @@ fn specs(kernel: &str, ntff_bytes: u64) -> (NeffSpec, NtffSpec) {
         subgraphs,
         ..NeffSpec::default()
     };
-    let mut ntff = NtffSpec::demo(&neff_name, DEMO_UUID, &DEMO_SLOTS, 6);
-    if ntff_bytes > 0 {
-        ntff = ntff.with_min_bytes(ntff_bytes);
-    }
     (neff, ntff)
 }
 
@@ -375,14 +379,16 @@ pub fn demo_capture() -> Result<Vec<(String, Vec<u8>)>> {
     capture("matmul_demo", 0)
 }
 
-/// A capture whose NTFF is at least `ntff_bytes` long (benchmarks). Held in memory: use
-/// [`write_large_capture`] for files larger than RAM should allow.
+/// A capture whose NTFF is at least `ntff_bytes` long, shaped like the v6 samples (benchmarks,
+/// `crate/tests/synth_mix.rs`). Held in memory: use [`write_large_capture`] for files larger
+/// than RAM should allow.
 pub fn large_capture(ntff_bytes: u64) -> Result<Vec<(String, Vec<u8>)>> {
     capture("matmul_large", ntff_bytes)
 }
 
-/// Writes a capture whose NTFF is at least `ntff_bytes` long into `dir`, streaming the NTFF to
-/// disk. Returns the written paths.
+/// Writes a capture whose NTFF is at least `ntff_bytes` long and shaped like the v6 samples
+/// into `dir`, streaming the NTFF to disk (memory independent of `ntff_bytes`; 10 GB files
+/// are fine). Returns the written paths.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn write_large_capture(
     dir: &std::path::Path,

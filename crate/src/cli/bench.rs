@@ -81,7 +81,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let dir = match (&args.dir, args.synth_mb, args.kineto_mb) {
         (Some(d), _, _) => d.clone(),
         (None, Some(mb), _) => {
-            tmp = std::env::temp_dir().join(format!("neuronscope-bench-{mb}mb"));
+            tmp = std::env::temp_dir().join(format!("neuronscope-bench-v6mix-{mb}mb"));
             if !tmp.join(".complete").exists() {
                 std::fs::create_dir_all(&tmp)?;
                 neuronscope::synth::write_large_capture(&tmp, mb * 1_000_000)?;

@@ -12,9 +12,16 @@
 //! every engine runs prologue pcs 40 – 49 before t0 (t0 = 9.17 ns after the PE NOTIFY at pc 49
 //! starts, as in the samples), then `iterations` passes over its body (runtime slots o − 1 ..),
 //! one period apart, then two epilogue instructions inside the window, one straddling t1 and two
-//! after it, plus one PE start left open (blocked when capture stopped). Semaphore updates: five
-//! per iteration (ids 3 – 6 and a queue semaphore) and one non-listed event record. Records are
-//! generated on the fly, so files of any size stream through `out` with bounded memory.
+//! after it, plus one PE start left open (blocked when capture stopped). Semaphore updates: each
+//! core's [`NtffSubgraphSpec::semaphores`] per pass plus `event_sets_per_pass` non-listed event
+//! records. A core may run fewer passes than the others ([`NtffSubgraphSpec::passes`]: the idle
+//! second core of an LNC=2 capture). Records are generated on the fly, so files of any size
+//! stream through `out` with bounded memory (one pass of DMA records and the first
+//! [`DETAIL_CAP`] packets per core are held).
+//!
+//! Two shapes: [`NtffSpec::demo`] (the app's demo; a plausible but unmeasured mix) and
+//! [`NtffSpec::v6_mix`] (benchmarks: the record mix, opcode mix, durations and DMA queues measured
+//! on the 13 v6 samples, docs/formats.md "Synthetic captures").
 //!
 //! DMA (ntff.md §4.4): per iteration each [`NtffDmaQueue`] moves `packets_per_iter` packets,
 //! three records each (phase 1 start, phase 5 end with bytes and CRC, phase 6 completion), written
@@ -52,11 +59,64 @@ pub struct NtffSubgraphSpec {
     /// the same bytes the paired synthetic NEFF stores in its engine streams. Slot 0 should be
     /// `0xB1` (SET_ORDERING_MODE) and slot 1 `0xCC`, as compilers write them (ntff.md §7).
     pub neff_opcodes: [Vec<u8>; 5],
-    /// Semaphore index of a DMA queue of this core (named in the NEFF `def.json`), used for one
-    /// update per iteration (the samples' `S[24] (qSyncDynamicHW)`).
-    pub queue_semaphore: u32,
+    /// Listed semaphore updates (event records with w0[15:8] = 1) of one body pass, in time
+    /// order.
+    pub semaphores: Vec<NtffSemaphore>,
+    /// Non-listed event records (w0[15:8] = 0, update mode 0x07) per body pass.
+    pub event_sets_per_pass: u32,
     /// DMA queues with traffic on this core.
     pub dma_queues: Vec<NtffDmaQueue>,
+    /// Body passes of this core; `None` = [`NtffSpec::iterations`]. The idle second core of the
+    /// LNC=2 samples runs its short stream once while the first core runs the kernel.
+    pub passes: Option<u64>,
+    /// Throttle records of this core: `None` = [`NtffSpec::throttles_per_core`], `Some(n)` = one
+    /// per `n` body instructions inside the window (rounded down; `u64::MAX` = none).
+    pub throttle_every: Option<u64>,
+}
+
+/// One listed semaphore update of a body pass (ntff.md §4.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NtffSemaphore {
+    /// Update source 1 – 6 (kind byte `0x83 | source << 2`; 6 is written next to DMA
+    /// completions in the samples).
+    pub source: u32,
+    /// The optional `0x40` of the kind byte.
+    pub flag: bool,
+    /// Update mode w0[23:16] (`0xF3`, `0xF4`, `0xF9` in the samples).
+    pub mode: u32,
+    /// Semaphore index w0[7:0].
+    pub id: u32,
+}
+
+impl NtffSemaphore {
+    /// Raw w0 of this update (listed: w0[15:8] = 1).
+    pub fn w0(&self) -> u32 {
+        event_w0(
+            self.source | (u32::from(self.flag) << 4),
+            self.mode,
+            true,
+            self.id,
+        )
+    }
+}
+
+/// Event record w0: kind byte `0x83 | src << 2` (src bit 4 → the `0x40` flag), mode, listed bit,
+/// id (ntff.md §4.3).
+fn event_w0(src: u32, mode: u32, listed: bool, id: u32) -> u32 {
+    ((0x83 | (src << 2)) << 24) | (mode << 16) | (u32::from(listed) << 8) | (id & 0xFF)
+}
+
+/// How instruction and DMA times are drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Timing {
+    /// The demo's plausible spread (not measured): MATMUL 180 ns, ACTIVATE 350 ns, …, gaps
+    /// 5 – 20 ns, DMA 60 ns + 25 ps/B.
+    #[default]
+    Demo,
+    /// The medians measured per (engine, opcode) on the 13 v6 samples, gaps of 25 – 45 ns with
+    /// one in twelve a 0.3 – 3 µs wait, pipelined PE LDWEIGHTS/MATMUL, DMA 7 ns + 36 ps/B
+    /// (docs/formats.md "Synthetic captures").
+    Measured,
 }
 
 /// A DMA queue of one synthetic core and its traffic (ntff.md §3.3.2, §4.4).
@@ -74,8 +134,12 @@ pub struct NtffDmaQueue {
     pub type_code: u32,
     /// Packets per body iteration.
     pub packets_per_iter: u32,
-    /// Typical packet size in bytes (sizes vary from a quarter of it up to it; < 2^24).
+    /// Typical packet size in bytes (< 2^24): packets carry it, half or a quarter of it
+    /// ([`Timing::Demo`]), or it (one in four) or half of it ([`Timing::Measured`]).
     pub bytes: u32,
+    /// Percent of the packets that are 4-byte completion writes instead (the samples' dynamic
+    /// and IO queues are full of them).
+    pub tiny_percent: u32,
 }
 
 /// The demo's DMA queues of core slot `i` (0 = `sg00`, 1 = `sg01`): the four queue sets the demo
@@ -90,6 +154,7 @@ pub fn default_dma_queues(i: usize) -> Vec<NtffDmaQueue> {
             type_code: code,
             packets_per_iter: n,
             bytes,
+            tiny_percent: 0,
         };
     vec![
         q(Some("qSPDynamicHW"), 1, 0, 0, 8, 8192),
@@ -156,8 +221,10 @@ pub struct NtffSpec {
     /// Records written into every core's error buffer (trace type 2) as (w0, w1, ps after
     /// t0). No sample has any (ntff.md §4.6): a fixture for `ntff::errors`. Empty by default.
     pub error_records: Vec<(u32, u32, u64)>,
-    /// Throttle records per core.
+    /// Throttle records per core (unless [`NtffSubgraphSpec::throttle_every`] says otherwise).
     pub throttles_per_core: u32,
+    /// Instruction and DMA timing model.
+    pub timing: Timing,
 }
 
 impl Default for NtffSpec {
@@ -189,7 +256,7 @@ pub struct WriteSummary {
     pub dma_packets: Vec<u64>,
     /// The first [`DETAIL_CAP`] packets per core, in write (time) order.
     pub dma: Vec<Vec<WrittenDma>>,
-    /// Throttle records per core, in time order.
+    /// Throttle records per core, in time order (the first [`DETAIL_CAP`]).
     pub throttles: Vec<Vec<WrittenThrottle>>,
     /// End of each core's last instruction inside the window (raw ps): where its last throttle
     /// row ends (ntff.md §4.5).
@@ -229,8 +296,11 @@ impl NtffSpec {
                 name: format!("sg{i:02}"),
                 core: 4 + i as u32,
                 neff_opcodes: std::array::from_fn(|e| default_neff_opcodes(Engine::ALL[e], s[e])),
-                queue_semaphore: 24,
+                semaphores: demo_semaphores(24),
+                event_sets_per_pass: 1,
                 dma_queues: default_dma_queues(i),
+                passes: None,
+                throttle_every: None,
             })
             .collect();
         NtffSpec {
@@ -245,26 +315,278 @@ impl NtffSpec {
             seed: 1,
             error_records: Vec::new(),
             throttles_per_core: 6,
+            timing: Timing::Demo,
         }
     }
 
-    /// Sets `iterations` so the file is at least `bytes` long (for benchmarks).
-    pub fn with_min_bytes(mut self, bytes: u64) -> Self {
-        let per_iter: u64 = self
-            .subgraphs
-            .iter()
-            .map(|s| {
-                let streams = runtime_streams(s);
-                let ins: u64 = streams.iter().map(|r| body_len(r) as u64 * 32).sum();
-                ins + EVENTS_PER_ITER * 16 + dma_packets_per_iter(s) * 48
+    /// A trn2 LNC=2 capture shaped like the 13 v6 samples (docs/formats.md "Synthetic
+    /// captures"): `sg00` (core 4) runs `iterations` passes of a 400-instruction body in the
+    /// measured engine shares and per-engine opcode mix, with 1.43 semaphore updates and 4.3 DMA
+    /// packets per instruction on the samples' queues (each on all 16 DMA engines) and one
+    /// throttle record per 1 150 instructions; `sg01` (core 5) is idle as in every sample: one
+    /// pass of ~150 DRAIN / EVENT_SEMAPHORE instructions, ~290 semaphore updates and 9
+    /// `instruction` DMA packets. [`Timing::Measured`].
+    pub fn v6_mix(name: &str, uuid: [u8; 16], iterations: u64) -> Self {
+        let mut spec = NtffSpec::demo(name, uuid, &[[4; 5], [4; 5]], iterations);
+        spec.subgraphs = (0..2)
+            .map(|i| NtffSubgraphSpec {
+                name: format!("sg{i:02}"),
+                core: 4 + i as u32,
+                neff_opcodes: std::array::from_fn(|e| mix_neff_opcodes(i, Engine::ALL[e])),
+                semaphores: mix_semaphores(i),
+                event_sets_per_pass: if i == 0 { 0 } else { 6 },
+                dma_queues: mix_dma_queues(i),
+                passes: (i > 0).then_some(1),
+                throttle_every: Some(if i == 0 { 1_150 } else { u64::MAX }),
             })
-            .sum();
-        self.iterations = bytes.div_ceil(per_iter.max(1)).max(1);
+            .collect();
+        spec.timing = Timing::Measured;
+        spec
+    }
+
+    /// Sets `iterations` so the file is at least `bytes` long (for benchmarks). Cores with a
+    /// fixed [`NtffSubgraphSpec::passes`] count as a constant.
+    pub fn with_min_bytes(mut self, bytes: u64) -> Self {
+        let mut fixed = 0u64;
+        let mut per_iter = 0u64;
+        for s in &self.subgraphs {
+            let streams = runtime_streams(s);
+            let ins: u64 = streams.iter().map(|r| body_len(r) as u64 * 32).sum();
+            let pass = ins + events_per_pass(s) * 16 + dma_packets_per_iter(s) * 48;
+            match s.passes {
+                Some(n) => fixed += n * pass,
+                None => per_iter += pass,
+            }
+        }
+        self.iterations = bytes.saturating_sub(fixed).div_ceil(per_iter.max(1)).max(1);
         self
     }
 }
 
-const EVENTS_PER_ITER: u64 = 6;
+/// Body passes of core `sg`.
+fn passes(spec: &NtffSpec, sg: &NtffSubgraphSpec) -> u64 {
+    sg.passes.unwrap_or(spec.iterations)
+}
+
+/// Event records (listed and not) per body pass of `sg`.
+fn events_per_pass(sg: &NtffSubgraphSpec) -> u64 {
+    sg.semaphores.len() as u64 + u64::from(sg.event_sets_per_pass)
+}
+
+/// The demo's five updates per pass: sources 3, 2, 1, 4 on ids 3 – 6 and the DMA source on the
+/// queue semaphore `queue_sem` (the samples' `S[24] (qSyncDynamicHW)`), mode `0xF4`.
+fn demo_semaphores(queue_sem: u32) -> Vec<NtffSemaphore> {
+    [(3, 3), (2, 4), (1, 5), (4, 6), (6, queue_sem)]
+        .into_iter()
+        .map(|(source, id)| NtffSemaphore {
+            source,
+            flag: false,
+            mode: 0xF4,
+            id,
+        })
+        .collect()
+}
+
+/// `n` items in the proportions `weights` (per mille), interleaved as evenly as possible: item
+/// `i` is the one furthest behind its share after `i` picks (deterministic).
+fn spread<T: Copy>(weights: &[(u32, T)], n: usize) -> Vec<T> {
+    if weights.is_empty() {
+        return Vec::new();
+    }
+    let total: u64 = weights.iter().map(|w| u64::from(w.0)).sum::<u64>().max(1);
+    let mut taken = vec![0u64; weights.len()];
+    (0..n as u64)
+        .map(|i| {
+            let k = (0..weights.len())
+                .max_by_key(|&k| {
+                    // Deficit of item k after i + 1 picks, ×total; ties → the first item.
+                    let want = u64::from(weights[k].0) * (i + 1);
+                    (
+                        want as i128 - (taken[k] * total) as i128,
+                        std::cmp::Reverse(k),
+                    )
+                })
+                .unwrap_or(0);
+            taken[k] += 1;
+            weights[k].1
+        })
+        .collect()
+}
+
+/// Body instructions per pass of the busy core in [`NtffSpec::v6_mix`], per engine (PE, ACT,
+/// POOL, DVE, SP): the v6 samples' shares 35.7 / 8.4 / 28.4 / 20.1 / 7.3 %.
+pub const MIX_BODY: [usize; 5] = [143, 34, 114, 80, 29];
+/// Body instructions of the idle core's single pass (with the two epilogue pairs inside the
+/// window: 35 / 30 / 30 / 30 / 25, as `sg01` of every v6 sample).
+pub const MIX_IDLE_BODY: [usize; 5] = [33, 28, 28, 28, 23];
+
+/// NEFF-side opcode bytes of engine `engine` on core slot `core` (0 busy, 1 idle) of
+/// [`NtffSpec::v6_mix`]: slot 0 `0xB1`, slot 1 `0xCC`, then the per-engine opcode mix measured on
+/// the v6 samples (per mille; DMA triggers as the NEFF spells them, `0xD4`; the samples'
+/// unnamed bytes `0x41`, `0x49`, `0xA7`, `0xA8` included, NOTIFY left out).
+pub fn mix_neff_opcodes(core: usize, engine: Engine) -> Vec<u8> {
+    let e = engine.ntff_index();
+    let weights: &[(u32, u8)] = if core > 0 {
+        &[
+            (440, 0xA2),
+            (330, 0xA0),
+            (100, 0xB1),
+            (70, 0xA9),
+            (30, 0xB0),
+            (30, 0xAA),
+        ]
+    } else {
+        match engine {
+            Engine::Pe => &[(453, 0x02), (439, 0x01), (85, 0xA0), (13, 0xA2), (10, 0xA5)],
+            Engine::Act => &[
+                (449, 0x21),
+                (299, 0x46),
+                (100, 0xA0),
+                (61, 0xA2),
+                (27, 0x23),
+                (12, 0xD4),
+                (11, 0xAA),
+                (11, 0xA9),
+                (10, 0x47),
+                (10, 0xB0),
+                (10, 0xA5),
+            ],
+            Engine::Pool => &[
+                (344, 0xA8),
+                (287, 0xD4),
+                (119, 0xAA),
+                (116, 0xA7),
+                (90, 0xA0),
+                (18, 0xA2),
+                (13, 0xA5),
+                (13, 0xA9),
+            ],
+            Engine::Dve => &[
+                (302, 0x41),
+                (251, 0x46),
+                (169, 0x49),
+                (76, 0xA0),
+                (61, 0x47),
+                (45, 0xA5),
+                (43, 0x42),
+                (26, 0xA2),
+                (14, 0x43),
+                (13, 0xAA),
+            ],
+            Engine::Sp => &[
+                (513, 0xA5),
+                (287, 0xA0),
+                (78, 0xD4),
+                (70, 0xA2),
+                (26, 0xAA),
+                (13, 0xA9),
+                (13, 0xB0),
+            ],
+        }
+    };
+    let body = if core > 0 { MIX_IDLE_BODY } else { MIX_BODY }[e];
+    // Runtime body = NEFF slot 0 + slots 2.. (ntff.md §7), so body − 1 pattern slots.
+    let mut v = vec![0xB1, 0xCC];
+    v.extend(spread(weights, body.saturating_sub(1)));
+    v
+}
+
+/// Semaphore updates per pass of core slot `core` in [`NtffSpec::v6_mix`]: 574 on the busy core
+/// (1.435 per instruction; source/mode/id shares of the samples' `sg00`: 65 % DMA-source `0xF3`
+/// on the queue semaphores 8 – 19, 9 % / 9 % / 4 % engine `0xF3` on ids 6 / 5 / 4, 8 % `0xF9`,
+/// …), 290 on the idle core (mostly `0xF9` from the five engines on ids counting from 20).
+fn mix_semaphores(core: usize) -> Vec<NtffSemaphore> {
+    let s = |source, flag, mode, id| NtffSemaphore {
+        source,
+        flag,
+        mode,
+        id,
+    };
+    // id 0 below = "next queue semaphore".
+    let (weights, n): (Vec<(u32, NtffSemaphore)>, usize) = if core == 0 {
+        (
+            vec![
+                (655, s(6, false, 0xF3, 0)),
+                (92, s(4, false, 0xF3, 6)),
+                (90, s(1, false, 0xF3, 5)),
+                (40, s(2, false, 0xF3, 4)),
+                (27, s(6, true, 0xF3, 0)),
+                (16, s(4, false, 0xF9, 0)),
+                (16, s(3, false, 0xF9, 0)),
+                (16, s(2, false, 0xF9, 0)),
+                (16, s(5, false, 0xF9, 0)),
+                (16, s(1, false, 0xF9, 0)),
+                (10, s(3, false, 0xF3, 2)),
+                (3, s(4, true, 0xF3, 6)),
+                (3, s(1, true, 0xF3, 5)),
+            ],
+            574,
+        )
+    } else {
+        (
+            vec![
+                (172, s(1, false, 0xF9, 0)),
+                (172, s(2, false, 0xF9, 0)),
+                (172, s(3, false, 0xF9, 0)),
+                (172, s(4, false, 0xF9, 0)),
+                (172, s(5, false, 0xF9, 0)),
+                (140, s(3, false, 0xF3, 2)),
+            ],
+            290,
+        )
+    };
+    let (first, count) = if core == 0 { (8, 12) } else { (20, 200) };
+    spread(&weights, n)
+        .into_iter()
+        .enumerate()
+        .map(|(j, mut u)| {
+            if u.id == 0 {
+                u.id = first + (j as u32 % count);
+            }
+            u
+        })
+        .collect()
+}
+
+/// DMA queues of core slot `core` in [`NtffSpec::v6_mix`]. Busy core: the samples' queue set,
+/// each on all 16 DMA engines with the same packets per pass (as in every v6 sample):
+/// `qActDynamicHW` q0, `qPoolDynamic` q1, `qSPDynamicHW` q2 (type code 2), `qPoolIO0` q3 and
+/// `qSPIO0` q4 (code 3), `qDVESpillReload0` q5 (code 2), 1 715 packets per pass (65 / 20 / 7 /
+/// 5 / 2 / 1 % as measured), plus one 8 – 16 KiB `instruction` packet per pass on queue 14 of
+/// engines 1 – 3. Sizes as measured per queue: 4-byte completion writes (46 % of
+/// `qPoolDynamic`, 74 % of `qSPDynamicHW` (its 4 and 8 B), 94 % of the IO and spill queues), otherwise 2 KiB /
+/// 4 KiB (260 / 520 B on the IO queues). Idle core: 9 `instruction` packets on queue 14 of
+/// engines 17 – 21.
+pub fn mix_dma_queues(core: usize) -> Vec<NtffDmaQueue> {
+    let q = |name: Option<&str>, engine: u32, queue, code, n, bytes, tiny| NtffDmaQueue {
+        name: name.map(str::to_string),
+        engine,
+        queue,
+        type_code: code,
+        packets_per_iter: n,
+        bytes,
+        tiny_percent: tiny,
+    };
+    let mut v = Vec::new();
+    if core > 0 {
+        for (e, n) in [(17, 2), (18, 2), (19, 2), (20, 2), (21, 1)] {
+            v.push(q(None, e, 14, 0, n, 16_384, 30));
+        }
+        return v;
+    }
+    for e in 0..16 {
+        v.push(q(Some("qActDynamicHW"), e, 0, 2, 5, 4_096, 8));
+        v.push(q(Some("qPoolDynamic"), e, 1, 2, 70, 4_096, 46));
+        v.push(q(Some("qSPDynamicHW"), e, 2, 2, 22, 4_096, 74));
+        v.push(q(Some("qPoolIO0"), e, 3, 3, 1, 520, 94));
+        v.push(q(Some("qSPIO0"), e, 4, 3, 7, 520, 94));
+        v.push(q(Some("qDVESpillReload0"), e, 5, 2, 2, 8, 94));
+    }
+    for e in 1..=3 {
+        v.push(q(None, e, 14, 0, 1, 16_384, 13));
+    }
+    v
+}
 
 fn dma_packets_per_iter(sg: &NtffSubgraphSpec) -> u64 {
     sg.dma_queues
@@ -274,9 +596,21 @@ fn dma_packets_per_iter(sg: &NtffSubgraphSpec) -> u64 {
 }
 
 /// The DMA packets of one body pass starting at `pass0` (ps), `usable` ps long: per queue, evenly
-/// spaced starts with jitter, duration 60 ns + 25 ps/byte, ends non-decreasing within the queue
-/// (FIFO pairing, ntff.md §4.4). Sorted by start.
-fn dma_pass(seed: u64, sg: &NtffSubgraphSpec, k: u64, pass0: u64, usable: u64) -> Vec<WrittenDma> {
+/// spaced starts with jitter, duration 60 ns + 25 ps/byte ([`Timing::Demo`]) or 7 ns + 36 ps/byte
+/// ([`Timing::Measured`]: the samples' 4 B and 2 KiB medians), ends non-decreasing within the
+/// queue (FIFO pairing, ntff.md §4.4). Sorted by start.
+fn dma_pass(
+    seed: u64,
+    timing: Timing,
+    sg: &NtffSubgraphSpec,
+    k: u64,
+    pass0: u64,
+    usable: u64,
+) -> Vec<WrittenDma> {
+    let (fixed, per_byte) = match timing {
+        Timing::Demo => (60_000, 25),
+        Timing::Measured => (7_000, 36),
+    };
     let mut out = Vec::new();
     for (qi, q) in sg.dma_queues.iter().enumerate() {
         let n = u64::from(q.packets_per_iter.max(1));
@@ -285,8 +619,20 @@ fn dma_pass(seed: u64, sg: &NtffSubgraphSpec, k: u64, pass0: u64, usable: u64) -
         for j in 0..u64::from(q.packets_per_iter) {
             let x = h(seed ^ 0xD3A, (u64::from(sg.core) << 8) | qi as u64, k, j);
             let start = pass0 + 20_000 + j * slot + (x % (slot / 3 + 1));
-            let bytes = (q.bytes >> ((x >> 20) % 3)).clamp(1, 0xFF_FFFF);
-            let end = (start + 60_000 + u64::from(bytes) * 25).max(prev_end + 1_000);
+            let bytes = if splitmix(x) % 100 < u64::from(q.tiny_percent) {
+                4
+            } else if timing == Timing::Measured {
+                // The samples' sizes are discrete: 2 KiB three times as often as 4 KiB.
+                let b = if (x >> 20).is_multiple_of(4) {
+                    q.bytes
+                } else {
+                    q.bytes / 2
+                };
+                b.clamp(1, 0xFF_FFFF)
+            } else {
+                (q.bytes >> ((x >> 20) % 3)).clamp(1, 0xFF_FFFF)
+            };
+            let end = (start + fixed + u64::from(bytes) * per_byte).max(prev_end + 1_000);
             prev_end = end;
             out.push(WrittenDma {
                 engine: q.engine & 0x7F,
@@ -392,7 +738,10 @@ struct Pass {
     len: u64,
 }
 
-fn pass_times(seed: u64, core: u32, e: usize, ops: &[u8]) -> Pass {
+fn pass_times(seed: u64, timing: Timing, core: u32, e: usize, ops: &[u8]) -> Pass {
+    if timing == Timing::Measured {
+        return measured_pass_times(seed, core, e, ops);
+    }
     let mut t = 0u64;
     let mut times = Vec::with_capacity(ops.len());
     let mut prev: Option<(u64, u64, u8)> = None;
@@ -406,6 +755,73 @@ fn pass_times(seed: u64, core: u32, e: usize, ops: &[u8]) -> Pass {
         };
         times.push((start, d));
         t = t.max(start + d) + 5_000 + (r >> 20) % 15_000;
+        prev = Some((start, d, op));
+    }
+    Pass { times, len: t }
+}
+
+/// Median duration (ns) of runtime opcode `op` on engine `e` in the v6 samples' busy cores
+/// (every (engine, opcode) with more than 50 executions; 30 ns for the rest).
+fn measured_duration_ns(e: usize, op: u8) -> u64 {
+    match (e, op) {
+        (0, 0x01) => 104,
+        (0, 0x02) => 186,
+        (0, 0xA0) => 52,
+        (0, 0xA2) => 12,
+        (1, 0x21) => 295,
+        (1, 0x23) => 1_283,
+        (1, 0x46) => 253,
+        (1, 0xA0) => 40,
+        (1, 0xA2) => 8,
+        (2, 0xA0) => 21,
+        (2, 0xA2) => 29,
+        (2, 0xA5) => 47,
+        (2, 0xA7) => 46,
+        (2, 0xA8) => 42,
+        (2, 0xAA) => 291,
+        (2, 0xB8) => 32,
+        (3, 0x41) => 159,
+        (3, 0x42) => 281,
+        (3, 0x46) => 159,
+        (3, 0x47) => 156,
+        (3, 0x49) => 91,
+        (3, 0xA0) => 26,
+        (3, 0xA2) => 14,
+        (3, 0xA5) => 33,
+        (4, 0xA0) => 20,
+        (4, 0xA2) => 8,
+        (4, 0xA5) => 58,
+        (4, 0xB8) => 521,
+        _ => 30,
+    }
+}
+
+/// [`Timing::Measured`] pass: each duration the measured median × 0.85 – 1.25; an
+/// EVENT_SEMAPHORE waits 0.3 – 1.5 µs one time in ten; the gap to the next instruction is
+/// 25 – 45 ns, one time in twelve 0.3 – 3 µs (the samples' gap p50 ≈ 35 ns, p90 0.6 – 3 µs);
+/// PE LDWEIGHTS/MATMUL start halfway through the previous one (PE gap p50 −79 ns).
+fn measured_pass_times(seed: u64, core: u32, e: usize, ops: &[u8]) -> Pass {
+    let mut t = 0u64;
+    let mut times = Vec::with_capacity(ops.len());
+    let mut prev: Option<(u64, u64, u8)> = None;
+    for (i, &op) in ops.iter().enumerate() {
+        let r = h(seed ^ 0x3EA5, core as u64, e as u64, i as u64);
+        let base = measured_duration_ns(e, op) * 1_000;
+        let mut d = base * 17 / 20 + r % (base * 2 / 5 + 1);
+        if op == 0xA0 && (r >> 12).is_multiple_of(10) {
+            d += 300_000 + (r >> 16) % 1_200_000;
+        }
+        let start = match prev {
+            Some((ps, pd, 0x01 | 0x02)) if e == 0 && matches!(op, 0x01 | 0x02) => ps + pd / 2,
+            _ => t,
+        };
+        times.push((start, d));
+        let gap = if (r >> 24).is_multiple_of(12) {
+            300_000 + (r >> 28) % 2_700_000
+        } else {
+            25_000 + (r >> 28) % 20_000
+        };
+        t = t.max(start + d) + gap;
         prev = Some((start, d, op));
     }
     Pass { times, len: t }
@@ -500,8 +916,12 @@ impl EngineEmitter {
 struct CorePlan {
     streams: Vec<Runtime>,
     passes: Vec<Pass>,
-    /// ps from window start to the first epilogue instruction.
+    /// Body pass length, ps (the longest engine pass + 100 ns).
     period: u64,
+    /// Body passes of this core.
+    n_passes: u64,
+    /// Throttle records of this core.
+    throttles: u64,
 }
 
 fn plan(spec: &NtffSpec, sg: &NtffSubgraphSpec) -> CorePlan {
@@ -514,14 +934,22 @@ fn plan(spec: &NtffSpec, sg: &NtffSubgraphSpec) -> CorePlan {
                 .ops
                 .get(r.body_start as usize..r.body_end as usize)
                 .unwrap_or(&[]);
-            pass_times(spec.seed, sg.core, e, ops)
+            pass_times(spec.seed, spec.timing, sg.core, e, ops)
         })
         .collect();
     let period = passes.iter().map(|p| p.len).max().unwrap_or(0) + 100_000;
+    let n = self::passes(spec, sg);
+    let body: u64 = streams.iter().map(|r| u64::from(body_len(r))).sum();
+    let throttles = match sg.throttle_every {
+        None => u64::from(spec.throttles_per_core),
+        Some(every) => n.saturating_mul(body) / every.max(1),
+    };
     CorePlan {
         streams,
         passes,
         period,
+        n_passes: n,
+        throttles,
     }
 }
 
@@ -535,7 +963,7 @@ pub fn write_ntff(spec: &NtffSpec, out: &mut impl Write) -> std::io::Result<Writ
     let t0 = notify_start + T0_AFTER_NOTIFY_PS;
     let window_body = plans
         .iter()
-        .map(|p| p.period * spec.iterations)
+        .map(|p| p.period * p.n_passes)
         .max()
         .unwrap_or(0);
     // Epilogue inside the window: two instructions of ≤ 60 ns each, then one straddling t1.
@@ -553,12 +981,13 @@ pub fn write_ntff(spec: &NtffSpec, out: &mut impl Write) -> std::io::Result<Writ
             .iter()
             .map(|r| {
                 let pro = u64::from(START_NOTIFY_PC - PROLOGUE_RUN_FROM + 1);
-                2 * (pro + spec.iterations * u64::from(body_len(r)) + 5)
+                2 * (pro + p.n_passes * u64::from(body_len(r)) + 5)
             })
             .sum();
         per_engine + 1 // the open PE start
     };
-    let ev_records = |_: &CorePlan| -> u64 { 2 + spec.iterations * EVENTS_PER_ITER + 2 };
+    let ev_records =
+        |sg: &NtffSubgraphSpec, p: &CorePlan| -> u64 { 2 + p.n_passes * events_per_pass(sg) + 2 };
 
     let mut off = 0u64;
     let mut code_offsets: Vec<Vec<u64>> = Vec::new();
@@ -574,7 +1003,7 @@ pub fn write_ntff(spec: &NtffSpec, out: &mut impl Write) -> std::io::Result<Writ
     let mut buf_offsets = Vec::new();
     for (sg, p) in spec.subgraphs.iter().zip(&plans) {
         let ins = ins_records(p) * 16;
-        let ev = ev_records(p) * 16;
+        let ev = ev_records(sg, p) * 16;
         buf_offsets.push((off, off + ins));
         let core = u64::from(sg.core);
         let d = |t: u64, block: u64, offset: u64, size: u64| proto::TraceBufferDescriptor {
@@ -588,8 +1017,8 @@ pub fn write_ntff(spec: &NtffSpec, out: &mut impl Write) -> std::io::Result<Writ
         let er = spec.error_records.len() as u64 * 16;
         descriptors.push(d(0, 0, off, ins));
         descriptors.push(d(1, 0, off + ins, ev));
-        let dma = spec.iterations * dma_packets_per_iter(sg) * 48;
-        let thr = u64::from(spec.throttles_per_core) * 16;
+        let dma = p.n_passes * dma_packets_per_iter(sg) * 48;
+        let thr = p.throttles * 16;
         descriptors.push(d(2, 0, off + ins + ev, er));
         descriptors.push(d(4, 1, off + ins + ev + er, dma));
         descriptors.push(d(5, 0, off + ins + ev + er + dma, thr));
@@ -632,7 +1061,7 @@ pub fn write_ntff(spec: &NtffSpec, out: &mut impl Write) -> std::io::Result<Writ
             total_time_ps: if i == 0 {
                 t1 - t0
             } else {
-                plans[i].period * spec.iterations
+                plans[i].period * plans[i].n_passes
             },
             ..Default::default()
         })
@@ -743,14 +1172,22 @@ pub fn write_ntff(spec: &NtffSpec, out: &mut impl Write) -> std::io::Result<Writ
             em.flush(&mut w)?;
         }
         // Body passes, iteration-major, engines interleaved per iteration.
-        for k in 0..spec.iterations {
+        for k in 0..p.n_passes {
             let pass0 = t0 + 100_000 + k * p.period;
             for (e, em) in ems.iter_mut().enumerate() {
                 let r = &p.streams[e];
                 for (i, &(so, d)) in p.passes[e].times.iter().enumerate() {
                     let pc = r.body_start + i as u32;
                     let x = jitter(e, pc, k);
-                    let wait = if x % 5 == 0 { (x >> 8) % 60_000 } else { 0 } as u32;
+                    let wait = match spec.timing {
+                        Timing::Demo if x % 5 == 0 => (x >> 8) % 60_000,
+                        Timing::Demo => 0,
+                        // The samples' per-engine median wait field, × 0.5 – 1.5.
+                        Timing::Measured => {
+                            let m = [2, 820, 27_500, 212, 12_500][e];
+                            (m / 2 + (x >> 8) % (m + 1)).min(0xFFFF)
+                        }
+                    } as u32;
                     let crc = if x % 3 == 0 {
                         0xFFFF_FFFF
                     } else {
@@ -790,37 +1227,44 @@ pub fn write_ntff(spec: &NtffSpec, out: &mut impl Write) -> std::io::Result<Writ
         ems[0].open_start(&mut w, p.streams[0].body_end + 6, t1 + 400_000)?;
         summary.instructions_in_window.push(in_window);
 
-        // Events: 2 before t0, 6 per iteration (5 listed updates + 1 event set), 2 after t1.
-        let ev = |src: u32, mode: u32, listed: bool, id: u32| -> u32 {
-            ((0x83 | (src << 2)) << 24) | (mode << 16) | (u32::from(listed) << 8) | (id & 0xFF)
-        };
+        // Events: 2 before t0, per pass the listed updates and the event sets, 2 after t1.
+        let ev = event_w0;
         w.rec(ev(1, 0xF1, true, 2), 1, spec.base_ps + 10_000)?;
         w.rec(ev(5, 0xF3, true, 2), 0, spec.base_ps + 20_000)?;
         let mut updates = 0u64;
-        for k in 0..spec.iterations {
-            let base = t0 + 100_000 + k * p.period + p.period / 2;
+        let n_ev = events_per_pass(sg);
+        // Few updates: 3 ns apart from the middle of the pass (the demo); many: spread over it.
+        let compact = n_ev * 3_000 + 20_000 < p.period / 2;
+        let step = if compact {
+            3_000
+        } else {
+            (p.period.saturating_sub(150_000) / n_ev.max(1)).max(1)
+        };
+        for k in 0..p.n_passes {
+            let pass0 = t0 + 100_000 + k * p.period;
+            let base = if compact {
+                pass0 + p.period / 2
+            } else {
+                pass0 + 20_000
+            };
             let v = (k % 200) as u32 + 1;
-            for (j, (src, id)) in [
-                (3u32, 3u32),
-                (2, 4),
-                (1, 5),
-                (4, 6),
-                (6, sg.queue_semaphore),
-            ]
-            .into_iter()
-            .enumerate()
-            {
-                w.rec(ev(src, 0xF4, true, id), v, base + j as u64 * 3_000)?;
+            for (j, u) in sg.semaphores.iter().enumerate() {
+                w.rec(u.w0(), v, base + j as u64 * step)?;
                 updates += 1;
             }
-            w.rec(ev(6, 0x07, false, 1), 0, base + 20_000)?;
+            for j in 0..u64::from(sg.event_sets_per_pass) {
+                let at = if compact {
+                    base + 20_000 + j * 1_000
+                } else {
+                    base + (sg.semaphores.len() as u64 + j) * step
+                };
+                w.rec(ev(6, 0x07, false, 1), 0, at)?;
+            }
         }
         w.rec(ev(1, 0xF1, true, 2), 0, t1 + 50_000)?;
         w.rec(ev(1, 0xF1, true, 2), 1, t1 + 60_000)?;
         summary.semaphore_updates.push(updates);
-        summary
-            .events_in_window
-            .push(spec.iterations * EVENTS_PER_ITER);
+        summary.events_in_window.push(p.n_passes * n_ev);
         for &(w0, w1, after) in &spec.error_records {
             w.rec(w0, w1, t0 + after)?;
         }
@@ -829,9 +1273,9 @@ pub fn write_ntff(spec: &NtffSpec, out: &mut impl Write) -> std::io::Result<Writ
         let mut dma_detail = Vec::new();
         let mut packets = 0u64;
         let usable = p.period.saturating_sub(150_000);
-        for k in 0..spec.iterations {
+        for k in 0..p.n_passes {
             let pass0 = t0 + 100_000 + k * p.period;
-            let pk = dma_pass(spec.seed, sg, k, pass0, usable);
+            let pk = dma_pass(spec.seed, spec.timing, sg, k, pass0, usable);
             let mut recs: Vec<(u64, u32, u32)> = Vec::with_capacity(pk.len() * 3);
             for d in &pk {
                 let w0 = 0x8000_0000 | (d.engine << 24);
@@ -852,13 +1296,15 @@ pub fn write_ntff(spec: &NtffSpec, out: &mut impl Write) -> std::io::Result<Writ
         summary.dma.push(dma_detail);
 
         // Throttle: evenly over the body passes, alternating types, k/n from 16/16 down.
-        let body = p.period * spec.iterations;
-        let n_thr = u64::from(spec.throttles_per_core);
+        let body = u128::from(p.period * p.n_passes);
+        let n_thr = p.throttles;
         let mut thr = Vec::new();
         for i in 0..n_thr {
             let x = h(spec.seed ^ 0x7E, u64::from(sg.core), i, 0);
+            // u128: period × passes × i overflows u64 in a 10 GB file.
+            let at = (body * u128::from(i) / u128::from(n_thr.max(1))) as u64;
             let t = WrittenThrottle {
-                ts_ps: t0 + 100_000 + body * i / n_thr.max(1) + x % 10_000,
+                ts_ps: t0 + 100_000 + at + x % 10_000,
                 k: 16 - (i % 4) as u8 * 3,
                 n: 16,
                 type_code: (i % 2) as u8,
@@ -869,7 +1315,10 @@ pub fn write_ntff(spec: &NtffSpec, out: &mut impl Write) -> std::io::Result<Writ
                 (u32::from(t.type_code) << 8) | u32::from(t.k),
                 t.ts_ps,
             )?;
-            thr.push(t);
+            // Bounded like `dma`: a 10 GB file has tens of thousands.
+            if thr.len() < DETAIL_CAP {
+                thr.push(t);
+            }
         }
         summary.throttles.push(thr);
         summary
@@ -879,8 +1328,8 @@ pub fn write_ntff(spec: &NtffSpec, out: &mut impl Write) -> std::io::Result<Writ
         let wrote = w.written + w.buf.len() as u64 - start_bytes;
         debug_assert_eq!(
             wrote,
-            (ins_records(p) + ev_records(p) + spec.error_records.len() as u64) * 16
-                + spec.iterations * dma_packets_per_iter(sg) * 48
+            (ins_records(p) + ev_records(sg, p) + spec.error_records.len() as u64) * 16
+                + p.n_passes * dma_packets_per_iter(sg) * 48
                 + n_thr * 16,
             "core {ci}: record count plan"
         );
@@ -1203,6 +1652,57 @@ mod tests {
             b[p] ^= 1 << (x >> 61);
             run(&b);
         }
+    }
+
+    /// The v6-shaped spec decodes to exactly what was written: busy and idle core, 16-engine
+    /// queues, many semaphore updates per pass, throttles per instruction count.
+    #[test]
+    fn v6_mix_roundtrips() {
+        let spec = NtffSpec::v6_mix("mix.neff", *b"0123456789abcdef", 3);
+        let (_bytes, s, t, r) = roundtrip(&spec);
+        assert!(r.problems.is_empty(), "{:?}", r.problems);
+        assert_eq!(r.cores.len(), 2);
+        for (i, c) in r.cores.iter().enumerate() {
+            assert_eq!(
+                c.instructions_per_engine, s.instructions_in_window[i],
+                "core {i}"
+            );
+            assert_eq!(c.semaphore_updates, s.semaphore_updates[i]);
+            assert_eq!(c.event_count, s.events_in_window[i]);
+            assert_eq!(c.dma.packets, s.dma_packets[i]);
+            assert_eq!(c.dma.dropped_streams + c.dma.unpaired_starts, 0);
+            assert_eq!(c.dma.throttles, s.throttles[i].len() as u64);
+        }
+        // Busy core: 3 passes of the 400-instruction body + 2 epilogue pairs per engine.
+        let busy: Vec<u64> = MIX_BODY.iter().map(|&n| 3 * n as u64 + 2).collect();
+        assert_eq!(s.instructions_in_window[0].to_vec(), busy);
+        assert_eq!(s.semaphore_updates, vec![3 * 574, 290]);
+        assert_eq!(s.dma_packets, vec![3 * 1_715, 9]);
+        assert_eq!(s.throttles[0].len(), 3 * 400 / 1_150);
+        assert!(s.throttles[1].is_empty());
+        // Idle core: one pass (35 / 30 / 30 / 30 / 25 with the epilogue pairs).
+        assert_eq!(s.instructions_in_window[1], [35, 30, 30, 30, 25]);
+        let q = t.concat("DmaQueuesInfo").unwrap();
+        let names = col::<StringArray>(&q, "name");
+        let names: std::collections::BTreeSet<&str> =
+            (0..q.num_rows()).map(|i| names.value(i)).collect();
+        assert_eq!(names.len(), 6, "{names:?}");
+        // NEFF opcode streams: slot 0 SET_ORDERING_MODE, slot 1 0xCC, body in the measured mix.
+        for e in Engine::ALL {
+            let ops = mix_neff_opcodes(0, e);
+            assert_eq!(ops.len(), MIX_BODY[e.ntff_index()] + 1);
+            assert_eq!(&ops[..2], &[0xB1, 0xCC]);
+        }
+        let pe = mix_neff_opcodes(0, Engine::Pe);
+        let matmuls = pe.iter().filter(|&&b| b == 0x02).count();
+        assert_eq!(matmuls, 64, "45.3 % of the 142 pattern slots");
+    }
+
+    #[test]
+    fn spread_keeps_proportions_and_interleaves() {
+        let v = spread(&[(500, 'a'), (300, 'b'), (200, 'c')], 10);
+        assert_eq!(v.iter().collect::<String>(), "abcaabacba");
+        assert_eq!(spread::<u8>(&[], 3), vec![] as Vec<u8>);
     }
 
     #[test]
