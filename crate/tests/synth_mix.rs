@@ -151,6 +151,8 @@ fn mix_of<S: ByteSource + ?Sized>(src: &S, name: &str) -> (Vec<Mix>, DecodeRepor
     // Per engine: (start, end) to measure gaps after sorting by start.
     let mut spans: BTreeMap<(i64, String), Vec<(i64, i64)>> = BTreeMap::new();
     for b in t.get("Instruction").unwrap_or(&[]) {
+        // Strings are dictionary columns: decode them for the StringArray reads below.
+        let b = &neuronscope::tables::plain_batch(b);
         let core = col::<Int64Array>(b, "pcore_idx");
         let eng = col::<StringArray>(b, "engine");
         let op = col::<StringArray>(b, "opcode");
@@ -181,6 +183,8 @@ fn mix_of<S: ByteSource + ?Sized>(src: &S, name: &str) -> (Vec<Mix>, DecodeRepor
         g.extend(v.windows(2).map(|w| w[1].0 - w[0].1));
     }
     for b in t.get("DmaPacket").unwrap_or(&[]) {
+        // Strings are dictionary columns: decode them for the StringArray reads below.
+        let b = &neuronscope::tables::plain_batch(b);
         let core = col::<Int64Array>(b, "pcore_idx");
         let ty = col::<StringArray>(b, "queue_type");
         let bytes = col::<Int64Array>(b, "transfer_bytes");
