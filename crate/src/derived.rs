@@ -345,8 +345,10 @@ pub fn write_tables(
         };
         // Packets in whole ps from t0, sorted by start (24 B each while this core is written);
         // a heap of the ends in flight replaces a second, time-sorted event list.
+        // `into_iter().map().collect()` between same-sized types reuses the allocation in
+        // place, so the packets are not held twice at the peak.
         let mut pk: Vec<(i64, i64, u32, f32)> = packets
-            .iter()
+            .into_iter()
             .map(|p| {
                 let c = |x: i128| x.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
                 (
@@ -357,7 +359,6 @@ pub fn write_tables(
                 )
             })
             .collect();
-        drop(packets);
         pk.sort_by_key(|p| p.0);
         let mut ends: BinaryHeap<(Reverse<i64>, u32)> = BinaryHeap::new();
         let (mut total, mut rate) = (0u64, 0f64);
