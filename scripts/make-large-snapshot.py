@@ -5,7 +5,7 @@ Usage: python3 scripts/make-large-snapshot.py OUT.pickle SIZE_MB [--shared-frame
 
 The pickle is written opcode by opcode (protocol 4, the way Python's pickler lays out a dict of
 lists of dicts: MEMOIZE after every container and string, APPENDS/SETITEMS in batches of 1000),
-so a multi-GB snapshot needs no multi-GB Python object graph. Shape (spec/framework-inputs.md §3):
+so a multi-GB snapshot needs no multi-GB Python object graph. Shape (docs/format/framework-inputs.md §3):
 {'segments': [...], 'device_traces': [[entry, ...]], 'allocator_settings': {...}} with
 alloc / free_requested / free_completed / segment_alloc entries, each with its own `frames`
 list of ~20-40 frame dicts. By default every frame dict is a new object (older torch, the worst

@@ -15,7 +15,7 @@ import sys
 
 import pyarrow.parquet as pq
 
-# Explorer's leading columns of the tables issue 2 writes (spec/explorer-schema.md section 5).
+# Explorer's leading columns of the tables issue 2 writes (docs/format/explorer-schema.md section 5).
 EXPECTED_PREFIX = {
     "Instruction": ["start_ts", "end_ts", "duration_ns", "engine", "timeline_track", "pcore_idx",
                     "opcode", "operands"],

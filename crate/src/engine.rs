@@ -1,4 +1,4 @@
-//! NeuronCore compute engines and their names across layers (spec/neff.md §7.1, ntff.md §4.1).
+//! NeuronCore compute engines and their names across layers (docs/format/neff.md §7.1, ntff.md §4.1).
 
 /// A compute engine, numbered as in NTFF instruction records (0 – 4 = PE, ACT, POOL, DVE, SP).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]

@@ -1,4 +1,4 @@
-//! Inventory of a picked folder tree (spec/pairing.md §1, §3, §5): classify every file by name
+//! Inventory of a picked folder tree (docs/format/pairing.md §1, §3, §5): classify every file by name
 //! and check its bytes ([`crate::sniff`]), find system-profile capture directories, read the
 //! NEFF headers and NTFF ids, pair each NTFF with its NEFF ([`crate::pairing`]) and group
 //! everything into [`Profile`]s for the page.

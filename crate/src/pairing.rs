@@ -1,4 +1,4 @@
-//! NEFF ↔ NTFF pairing (spec/pairing.md §2, §4, §5): file-name hints, a cheap NTFF id
+//! NEFF ↔ NTFF pairing (docs/format/pairing.md §2, §4, §5): file-name hints, a cheap NTFF id
 //! extractor, the uuid match rule with its C-string caveat, and tie-breaking.
 //!
 //! Content decides, names only hint: an NTFF pairs with a NEFF when the NEFF header uuid

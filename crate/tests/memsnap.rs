@@ -1,4 +1,4 @@
-//! Memory snapshots (spec/framework-inputs.md §3) written by Python's own `pickle` from
+//! Memory snapshots (docs/format/framework-inputs.md §3) written by Python's own `pickle` from
 //! realistic `torch.cuda.memory._snapshot()` dict shapes (crate/tests/fixtures/make_snapshots.py,
 //! run at test time; no torch needed), checked against the ground truth that script computes.
 

@@ -1,4 +1,4 @@
-//! NEFF decoder against every sample NEFF (spec/README.md conformance tests 1–3, neff.md §0, §2,
+//! NEFF decoder against every sample NEFF (docs/format/README.md conformance tests 1–3, neff.md §0, §2,
 //! §6, §7), the allenkchau JSON exports (`neff_header`, `neff_node`, semaphore ids), the synthetic
 //! writer round trip, and garbage/truncated input.
 

@@ -1,5 +1,5 @@
 //! Pairing and inventory on the real samples: INDEX.tsv column `ntff_pairs_with_neff` is the
-//! ground truth (spec/pairing.md §4.3: 38 pairs, 12 NTFFs without a NEFF).
+//! ground truth (docs/format/pairing.md §4.3: 38 pairs, 12 NTFFs without a NEFF).
 
 mod common;
 use common::samples;

@@ -1,4 +1,4 @@
-//! NEFF debug info (spec/neff.md §9 – §10): the `.dbg` protobuf chain asm → backend (BIR) →
+//! NEFF debug info (docs/format/neff.md §9 – §10): the `.dbg` protobuf chain asm → backend (BIR) →
 //! Penguin → HLO → framework, the framework stack-frame index (§9.4) and NKI kernel debug info
 //! (`kernel_debug_info.json` + `*.klir.debuginfo.json`, §10).
 //!

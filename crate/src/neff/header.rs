@@ -1,4 +1,4 @@
-//! NEFF header: 1024 little-endian bytes, `neff_header_t` (spec/neff.md §2.1).
+//! NEFF header: 1024 little-endian bytes, `neff_header_t` (docs/format/neff.md §2.1).
 
 use crate::error::{Error, Result};
 use crate::source::ByteSource;

@@ -1,4 +1,4 @@
-//! NEFF decoder (spec/neff.md): header, streamed gzip+tar payload, kelf → def.json walk, and the
+//! NEFF decoder (docs/format/neff.md): header, streamed gzip+tar payload, kelf → def.json walk, and the
 //! NEFF tables (`NeffHeader`, `TensorInfo`, `DmaQueuesInfo`).
 //!
 //! [`open`] reads the 1024-byte header (§2), sniffs gzip vs raw tar (§3.1), inflates the payload
@@ -287,7 +287,7 @@ fn join(dir: &str, name: &str) -> String {
     }
 }
 
-/// Opens a NEFF: header, payload walk, manifests (spec/neff.md §5).
+/// Opens a NEFF: header, payload walk, manifests (docs/format/neff.md §5).
 ///
 /// Errors: [`Error::Truncated`] / [`Error::Format`] for a bad header (§2.4 checks 1–3), a
 /// payload that is neither gzip nor tar, a missing or unparsable kelf or `def.json`. A fault in

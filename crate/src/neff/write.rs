@@ -1,7 +1,7 @@
 //! Writer for synthetic NEFFs (built-in demo, benchmarks, round-trip tests): a 1024-byte header
 //! with correct `data_size` and MD5 (word-swapped as compilers 2.18 – 2.23 store it, or
 //! canonical), then one gzip member of a ustar archive built with the `tar` crate, then zero
-//! padding to a multiple of 10240 bytes (spec/neff.md §2, §3). Members: `info.json`,
+//! padding to a multiple of 10240 bytes (docs/format/neff.md §2, §3). Members: `info.json`,
 //! `kelf-0.json`, `neff.json`, per subgraph `sgNN/def.json`, `sgNN/tensor_map.json` and the five
 //! engine streams (`PE.bin`, `Activation.bin`, `Pool.bin`, `DVE.bin`, `SP.bin`), plus any extra
 //! members the caller supplies.

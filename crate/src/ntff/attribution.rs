@@ -1,4 +1,4 @@
-//! Instruction attribution (spec/ntff.md §7.3 – §7.4, neff.md §9.3, §10.3): runtime pc →
+//! Instruction attribution (docs/format/ntff.md §7.3 – §7.4, neff.md §9.3, §10.3): runtime pc →
 //! compiler pc → asm record → BIR → Penguin → HLO → framework, filling the `Instruction` columns
 //! `compiler_pc`, `bir_*`, `penguin_id`, `raw_penguin_id`, `hlo_name`, `raw_hlo_id`, `layer`,
 //! `stack_frame_ids`, `nki_source_location`, `bir_debug_info_source_location` and

@@ -1,4 +1,4 @@
-//! NTFF device-trace decoder (spec/ntff.md; corrections in docs/formats.md "NTFF").
+//! NTFF device-trace decoder (docs/format/ntff.md; corrections in docs/formats.md "NTFF").
 //!
 //! - [`read_info`]: the 128-byte header and the protobuf info section (cheap; used by pairing and
 //!   inventory). The info section is decoded with prost from our own `proto/ntff.proto`.

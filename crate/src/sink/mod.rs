@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::tables::{TableDef, TableSink, Tables};
 
 /// Encodes `batches` as an uncompressed Arrow IPC stream (apache-arrow JS `tableFromIPC` reads it
-/// without codec registration; spec/README.md "Implementation notes").
+/// without codec registration; docs/format/README.md "Implementation notes").
 pub fn ipc_stream(def: &TableDef, batches: &[RecordBatch]) -> Result<Vec<u8>> {
     ipc_of(&def.schema(), batches)
 }

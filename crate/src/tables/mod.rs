@@ -1,5 +1,5 @@
 //! Output tables named, typed and unit-ed after Neuron Explorer's Parquet schema 7.4.0
-//! (spec/explorer-schema.md §5). [`explorer`] is generated from the spec; this module turns a
+//! (docs/format/explorer-schema.md §5). [`explorer`] is generated from the spec; this module turns a
 //! [`TableDef`] into an Arrow schema, builds bounded [`RecordBatch`]es row by row and collects them.
 //!
 //! Extra neuronscope columns carry the `nscope_` prefix (explorer-schema.md §1) so they can never
