@@ -367,3 +367,49 @@ fn corrupted_captures_never_panic() {
     println!("corrupted_captures_never_panic: {runs} device profiles processed");
     assert!(runs > 100);
 }
+
+/// Decoding with the Parquet encoder on a second thread (`sink::pipelined`, what `convert`
+/// does) writes byte-identical files to the one-thread path, on a real v6 capture and on the
+/// KevGomes System+Device capture (DMA-heavy, with DGE notifications).
+#[test]
+fn pipelined_parquet_equals_one_thread() {
+    use neuronscope::sink::{self, ParquetSink};
+    let dirs = [
+        samples().join("allenkchau-trainium-kernel-fusion/profiling/artifacts/fused_bf16_s512"),
+        samples().join("KevGomes-nki-moe-megakernel/output/i-0af76a70a6d3864dd_pid_713479"),
+    ];
+    let mut compared = 0;
+    for dir in dirs {
+        let (inv, base) = scan(&dir);
+        let open = |p: &str| -> Result<Box<dyn ByteSource>> {
+            Ok(Box::new(FileSource::open(&base.join(p))?))
+        };
+        for p in &inv.profiles {
+            for (i, d) in p.devices.iter().enumerate() {
+                if d.ntff.is_none() {
+                    continue;
+                }
+                let mut one = ParquetSink::new(|_t: &str| Ok(Vec::<u8>::new()));
+                profile::process_device(&inv, &p.id, i, &open, &mut one, &mut |_, _, _| {})
+                    .unwrap();
+                let mut two = ParquetSink::new(|_t: &str| Ok(Vec::<u8>::new()));
+                sink::pipelined(&mut two, |s| {
+                    profile::process_device(&inv, &p.id, i, &open, s, &mut |_, _, _| {})
+                })
+                .unwrap();
+                let (one, two) = (one.into_outputs().unwrap(), two.into_outputs().unwrap());
+                assert_eq!(
+                    one.keys().collect::<Vec<_>>(),
+                    two.keys().collect::<Vec<_>>()
+                );
+                for (name, (bytes, rows)) in &one {
+                    let (b2, r2) = &two[name];
+                    assert_eq!(rows, r2, "{name} rows");
+                    assert!(bytes == b2, "{}: {name}.parquet differs", d.name);
+                    compared += 1;
+                }
+            }
+        }
+    }
+    assert!(compared >= 20, "only {compared} tables compared");
+}
