@@ -161,7 +161,7 @@ async function handle(msg: Envelope): Promise<void> {
     case 'table': {
       const s = current();
       // Test hook only: a Parquet export of the table named `fault.on` fails inside the core.
-      if (fault !== null && fault.step === 'table' && msg.table === fault.on) core().arm_test_fault?.(fault.kind, 'table');
+      if (fault !== null && fault.step === 'table' && msg.format === 'parquet' && msg.table === fault.on) core().arm_test_fault?.(fault.kind, 'table');
       const bytes = msg.format === 'ipc' ? s.table_ipc(msg.key, msg.table) : s.table_parquet(msg.key, msg.table);
       replyBytes(id, bytes);
       return;
