@@ -215,6 +215,7 @@ impl Session {
         offset: usize,
         limit: Option<usize>,
     ) -> std::result::Result<Vec<u8>, JsError> {
+        strike_armed_fault("table");
         let t = self.table(key, table)?;
         let (schema, batches) =
             crate::sink::read_parquet(t.parquet.clone(), columns, offset, limit).map_err(js_err)?;
@@ -611,7 +612,7 @@ pub fn set_panic_reporter(f: js_sys::Function) {
 /// Test hook for crash containment (tests/browser/contain.test.mjs): arms a failure that strikes
 /// inside the next call into the Session with it borrowed, the way a decoder bug or a full wasm
 /// memory would. `step` `"process"`: at the next `NTFF` progress report of a decode; `"table"`:
-/// in the next `table_parquet`. `kind` `"panic"`: a Rust panic (panic hook, then abort);
+/// in the next table read (`table_parquet`, `table_ipc*`). `kind` `"panic"`: a Rust panic (panic hook, then abort);
 /// `"alloc"`: an allocation failure (`handle_alloc_error`, an abort without a panic message, as
 /// when wasm32's 4 GiB are used up); anything else disarms. Gating: nothing a user picks reaches
 /// it; the worker calls it only when the page URL carries `?fault=<kind>` (www/src/main.ts,

@@ -1,5 +1,5 @@
-// Crash containment: the core's test hook (`?fault=panic|alloc&fault-on=<NTFF path part>`, see
-// www/src/protocol.ts FaultSpec) breaks the wasm instance while one device profile is processed.
+// Crash containment: the core's test hook (`?fault=panic|alloc&fault-on=<NTFF path part>&fault-step=…`,
+// see www/src/protocol.ts FaultSpec) breaks the wasm instance while one device profile is processed.
 // The page must name the file and the step (with the panic's message and location), replace the
 // worker, and keep the other profile of the same folder usable: timeline drawn, Parquet download
 // intact. Needs `npm run build` first and ../shared/samples.
@@ -150,7 +150,7 @@ test('a panic in a table read of the profile on screen: named, worker restarted,
   const b = await launch();
   try {
     const { page } = b;
-    const workers = await open(b, 'fault=panic&fault-on=Instruction&fault-step=table');
+    const workers = await open(b, 'fault=panic&fault-step=table&fault-table=Instruction&fault-on=stream_256k_fd1k.ntff');
     assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready');
     const count = Number(await page.locator('[data-testid=instruction-count]').getAttribute('data-value'));
     const offered = await page.$$eval('[data-testid=table-select] option', (os) => os.map((o) => o.value));
@@ -175,6 +175,33 @@ test('a panic in a table read of the profile on screen: named, worker restarted,
     await page.selectOption('[data-testid=table-select]', 'Instruction');
     await page.waitForFunction(() => document.querySelector('[data-testid=table-info]')?.dataset.rows !== undefined);
     assert.equal(Number(await page.locator('[data-testid=table-info]').getAttribute('data-rows')), count, 'Instruction rows after the restart');
+    assert.equal(workers.length, 2, 'one worker at load, one restart');
+    assert.deepEqual(foreignRequests(b.requests, server.origin), [], 'no request left 127.0.0.1');
+    assert.deepEqual(b.errors, [], 'no uncaught page errors');
+  } finally {
+    await b.close();
+  }
+});
+
+test('a panic in a column read while the timeline is drawn (as a 1 GB NTFF does): the crash, not a lost sibling read, is shown; the other profile renders', async () => {
+  const b = await launch();
+  try {
+    const { page } = b;
+    const workers = await open(b, 'fault=panic&fault-step=columns&fault-table=Instruction&fault-on=stream_256k_fd2k.ntff');
+    assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready');
+    const before = Number(await page.locator('[data-testid=instruction-count]').getAttribute('data-value'));
+
+    // fd2k processes fine; the timeline's Instruction column read (one of several in flight) panics.
+    await device(page, 'stream_256k_fd2k').click();
+    await page.waitForFunction(() => document.body.dataset.state === 'error', null, { timeout: 60_000 });
+    const err = await errorBox(page);
+    assert.match(err.text, /^The timeline could not be drawn: the wasm core crashed in step “table read Instruction \(\d+ columns\)” on part1\/stream_256k_fd2k\.ntff: panicked at crate\/src\/wasm\.rs:\d+:\d+: injected fault/, err.text);
+    assert.match(err.step ?? '', /^table read Instruction \(\d+ columns\)$/);
+    assert.equal(await restarts(page), '1', 'the worker was restarted');
+
+    await device(page, 'stream_256k_fd1k').click();
+    await waitReady(page);
+    assert.equal(await assertUsable(page, 'fd1k after the crash'), before, 'the same instruction count as before the crash');
     assert.equal(workers.length, 2, 'one worker at load, one restart');
     assert.deepEqual(foreignRequests(b.requests, server.origin), [], 'no request left 127.0.0.1');
     assert.deepEqual(b.errors, [], 'no uncaught page errors');

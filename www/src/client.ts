@@ -124,8 +124,9 @@ export class CoreClient {
     }
     this.restarts++;
     const crash = this.crashOf(p, msg.crash);
-    this.restart(p.req);
+    // The failed call first: a Promise.all over several reads then reports the crash itself.
     p.reject(crash);
+    this.restart(p.req, crash);
     this.onRestart(crash);
   }
 
@@ -156,7 +157,7 @@ export class CoreClient {
       }
       case 'processMemory': step = `process memory snapshot${at}`; file = req.path; break;
       case 'table': step = `table read ${req.table} (${req.format === 'ipc' ? 'Arrow' : 'Parquet'})`; file = fileOfKey(req.key); break;
-      case 'columns': step = `table read ${req.table} (columns ${req.columns.join(', ')})`; file = fileOfKey(req.key); break;
+      case 'columns': step = `table read ${req.table} (${req.columns.length} columns)`; file = fileOfKey(req.key); break;
       case 'rows': step = `table read ${req.table} (rows ${req.offset}..${req.offset + req.count})`; file = fileOfKey(req.key); break;
       case 'bundle': step = 'zip of every table'; file = fileOfKey(req.key); break;
       case 'sources': step = 'source index'; break;
@@ -173,14 +174,13 @@ export class CoreClient {
   }
 
   /** Replaces the broken worker: a fresh one, the core loaded, the session's files registered again. */
-  private restart(failed: Request): void {
+  private restart(failed: Request, crash: CoreCrash): void {
     const old = this.worker;
     old.onmessage = null;
     old.onerror = null;
     old.terminate();
-    for (const p of this.pending.values()) {
-      p.reject(new Error(`the request was lost when the worker was restarted after a crash; try again`));
-    }
+    // Requests queued behind the failed one are lost with the worker: they fail with its crash.
+    for (const p of this.pending.values()) p.reject(crash);
     this.pending.clear();
     // A session whose scan crashed is not replayed (it would crash again); the profile whose
     // processing crashed is not redone either.

@@ -688,14 +688,20 @@ function wire(): void {
 }
 
 /**
- * The crash-containment test hook (`?fault=panic|alloc&fault-on=<NTFF path part or table>&fault-step=process|table`, see
+ * The crash-containment test hook (`?fault=panic|alloc&fault-on=<NTFF path part>&fault-step=…&fault-table=…`, see
  * protocol.ts FaultSpec): only a URL typed on purpose sets it, never a picked file.
  */
 function faultFromUrl(): FaultSpec | null {
   const q = new URLSearchParams(location.search);
   const kind = q.get('fault');
   if (kind === null) return null;
-  return { kind, on: q.get('fault-on') ?? '', step: q.get('fault-step') === 'table' ? 'table' : 'process' };
+  const step = q.get('fault-step');
+  return {
+    kind,
+    on: q.get('fault-on') ?? '',
+    step: step === 'table' || step === 'columns' ? step : 'process',
+    table: q.get('fault-table') ?? '',
+  };
 }
 
 function boot(): void {

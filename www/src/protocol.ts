@@ -16,16 +16,18 @@ export interface PickedFile {
 
 /**
  * Crash-containment test hook (tests/browser/contain.test.mjs), set only from the page URL
- * (`?fault=panic|alloc&fault-on=<text>[&fault-step=process|table]`). Step `process` (default):
- * before a `process` whose NTFF path contains `on`, the worker calls the core's
- * `arm_test_fault(kind, 'process')`, so the core fails at its first NTFF progress report,
- * mid-decode with the Session borrowed, as a real decoder bug would. Step `table`: the Parquet
- * export of the table named `on` fails inside the core.
+ * (`?fault=panic|alloc&fault-on=<NTFF path part>[&fault-step=process|table|columns&fault-table=<Table>]`).
+ * Step `process` (default): before a `process` whose NTFF path contains `on`, the worker calls the
+ * core's `arm_test_fault(kind, 'process')`, so the core fails at its first NTFF progress report,
+ * mid-decode with the Session borrowed, as a real decoder bug would. Steps `table` (Parquet
+ * export) and `columns` (column read, as the timeline does): that read of table `table` of the
+ * device profile whose NTFF path contains `on` fails inside the core.
  */
 export interface FaultSpec {
   kind: string;
   on: string;
-  step?: 'process' | 'table';
+  step?: 'process' | 'table' | 'columns';
+  table?: string;
 }
 
 /**

@@ -44,11 +44,24 @@ function describe(e: unknown): string {
 /** Inventory of the current session (from scan), to match the fault hook's `on` against NTFF paths. */
 let scanned: Inventory | null = null;
 
+/** NTFF path of device `deviceIndex` of profile `profileId` ('' when unknown). */
+function ntffOf(profileId: string, deviceIndex: number): string {
+  return scanned?.profiles.find((p) => p.id === profileId)?.devices[deviceIndex]?.ntff ?? '';
+}
+
+/** NTFF path of the device profile on screen (`shown`), for the table steps of the fault hook. */
+let shownNtff = '';
+
 /** The fault kind to inject into `process(profileId, deviceIndex)`, or '' (always '' for users). */
 function faultFor(profileId: string, deviceIndex: number): string {
   if (fault === null || (fault.step ?? 'process') !== 'process') return '';
-  const ntff = scanned?.profiles.find((p) => p.id === profileId)?.devices[deviceIndex]?.ntff ?? '';
-  return ntff.includes(fault.on) ? fault.kind : '';
+  return ntffOf(profileId, deviceIndex).includes(fault.on) ? fault.kind : '';
+}
+
+/** Arms the fault hook for a read of `table` in `step` ('table': Parquet export, 'columns': column read) of the profile on screen. */
+function armTableFault(step: 'table' | 'columns', table: string): void {
+  if (fault === null || fault.step !== step || fault.table !== table || !shownNtff.includes(fault.on)) return;
+  core().arm_test_fault?.(fault.kind, 'table');
 }
 
 /** Did `e` leave the wasm instance unusable? Traps, panics (which abort), RangeErrors (out of memory, stack). */
@@ -128,10 +141,12 @@ async function handle(msg: Envelope): Promise<void> {
       shown = null;
       // Test hook only: the core fails at its next NTFF progress report, inside this call.
       core().arm_test_fault?.(faultFor(msg.profileId, msg.deviceIndex), 'process');
+      shownNtff = '';
       const result = s.process(msg.profileId, msg.deviceIndex, (stage, done, total) => {
         post({ kind: 'progress', id, stage, done: Number(done), total: Number(total) });
       });
       shown = result.key;
+      shownNtff = ntffOf(msg.profileId, msg.deviceIndex);
       post({ kind: 'reply', id, ok: true, value: result });
       return;
     }
@@ -160,8 +175,7 @@ async function handle(msg: Envelope): Promise<void> {
     }
     case 'table': {
       const s = current();
-      // Test hook only: a Parquet export of the table named `fault.on` fails inside the core.
-      if (fault !== null && fault.step === 'table' && msg.format === 'parquet' && msg.table === fault.on) core().arm_test_fault?.(fault.kind, 'table');
+      if (msg.format === 'parquet') armTableFault('table', msg.table);
       const bytes = msg.format === 'ipc' ? s.table_ipc(msg.key, msg.table) : s.table_parquet(msg.key, msg.table);
       replyBytes(id, bytes);
       return;
@@ -169,6 +183,7 @@ async function handle(msg: Envelope): Promise<void> {
     case 'columns': {
       // Older cores lack the projection: fall back to the whole table.
       const s = current();
+      armTableFault('columns', msg.table);
       replyBytes(id, s.table_ipc_columns ? s.table_ipc_columns(msg.key, msg.table, msg.columns) : s.table_ipc(msg.key, msg.table));
       return;
     }
