@@ -150,6 +150,7 @@ fn progress_cb(f: &js_sys::Function) -> impl FnMut(&str, u64, u64) + '_ {
             &JsValue::from_f64(done as f64),
             &JsValue::from_f64(total as f64),
         );
+        strike_armed_fault(stage);
     }
 }
 
@@ -214,6 +215,7 @@ impl Session {
         offset: usize,
         limit: Option<usize>,
     ) -> std::result::Result<Vec<u8>, JsError> {
+        strike_armed_fault("table");
         let t = self.table(key, table)?;
         let (schema, batches) =
             crate::sink::read_parquet(t.parquet.clone(), columns, offset, limit).map_err(js_err)?;
@@ -391,6 +393,7 @@ impl Session {
     }
     /// Table `table` of processed profile `key` as Parquet bytes (`<Table>.parquet`).
     pub fn table_parquet(&self, key: &str, table: &str) -> std::result::Result<Vec<u8>, JsError> {
+        strike_armed_fault("table");
         Ok(self.table(key, table)?.parquet.to_vec())
     }
     /// Every table of processed profile `key` as Parquet files in one zip.
@@ -560,4 +563,97 @@ pub fn version() -> String {
         env!("CARGO_PKG_VERSION"),
         crate::tables::PROFILE_SCHEMA_VERSION
     )
+}
+
+thread_local! {
+    /// JS function the panic hook hands its text to (`set_panic_reporter`).
+    static PANIC_REPORTER: RefCell<Option<js_sys::Function>> = const { RefCell::new(None) };
+}
+
+/// Runs once when the module is instantiated: installs the panic hook. A panic on wasm32 aborts
+/// (the caller sees a bare `RuntimeError: unreachable`), so the hook is the only place its message
+/// and location still exist; it passes them to the reporter before the abort.
+#[wasm_bindgen(start)]
+pub fn start() {
+    std::panic::set_hook(Box::new(|info| {
+        // `PanicHookInfo`'s Display is "panicked at <file>:<line>:<col>:\n<message>".
+        let text = info.to_string();
+        let reported = PANIC_REPORTER
+            .try_with(|r| match r.try_borrow() {
+                Ok(r) => r
+                    .as_ref()
+                    .map(|f| f.call1(&JsValue::NULL, &JsValue::from_str(&text)).is_ok()),
+                Err(_) => None,
+            })
+            .ok()
+            .flatten()
+            .unwrap_or(false);
+        if !reported {
+            // No reporter (yet): at least leave the text on the console.
+            if let Ok(console) = js_sys::Reflect::get(&js_sys::global(), &"console".into()) {
+                if let Ok(error) = js_sys::Reflect::get(&console, &"error".into()) {
+                    if let Some(error) = error.dyn_ref::<js_sys::Function>() {
+                        let _ = error.call1(&console, &JsValue::from_str(&text));
+                    }
+                }
+            }
+        }
+    }));
+}
+
+/// Sets the JS function `(text: string) => void` the panic hook calls with a panic's message and
+/// location (`panicked at crate/src/x.rs:10:5:\n<message>`) just before the wasm instance aborts.
+/// The worker keeps the text and reports it with the failed call (www/src/worker.ts).
+#[wasm_bindgen]
+pub fn set_panic_reporter(f: js_sys::Function) {
+    PANIC_REPORTER.with(|r| *r.borrow_mut() = Some(f));
+}
+
+/// Test hook for crash containment (tests/browser/contain.test.mjs): arms a failure that strikes
+/// inside the next call into the Session with it borrowed, the way a decoder bug or a full wasm
+/// memory would. `step` `"process"`: at the next `NTFF` progress report of a decode; `"table"`:
+/// in the next table read (`table_parquet`, `table_ipc*`). `kind` `"panic"`: a Rust panic (panic hook, then abort);
+/// `"alloc"`: an allocation failure (`handle_alloc_error`, an abort without a panic message, as
+/// when wasm32's 4 GiB are used up); anything else disarms. Gating: nothing a user picks reaches
+/// it; the worker calls it only when the page URL carries `?fault=<kind>` (www/src/main.ts,
+/// protocol.ts `FaultSpec`).
+#[wasm_bindgen]
+pub fn arm_test_fault(kind: &str, step: &str) {
+    let fault = match kind {
+        "panic" => Some(Fault::Panic),
+        "alloc" => Some(Fault::Alloc),
+        _ => None,
+    };
+    let at = if step == "table" { "table" } else { "NTFF" };
+    ARMED_FAULT.with(|a| a.set(fault.map(|f| (f, at))));
+}
+
+#[derive(Clone, Copy)]
+enum Fault {
+    Panic,
+    Alloc,
+}
+
+thread_local! {
+    /// The failure `arm_test_fault` armed and the stage it strikes at ("NTFF" progress, "table").
+    static ARMED_FAULT: std::cell::Cell<Option<(Fault, &'static str)>> = const { std::cell::Cell::new(None) };
+}
+
+/// Fires the armed test fault, if any, when it was armed for `stage`.
+fn strike_armed_fault(stage: &str) {
+    let armed = ARMED_FAULT.with(|a| a.get());
+    let fault = match armed {
+        Some((f, at)) if at == stage => f,
+        _ => return,
+    };
+    ARMED_FAULT.with(|a| a.set(None));
+    match fault {
+        Fault::Panic => panic!("injected fault (test hook arm_test_fault)"),
+        Fault::Alloc => {
+            // Only reported as the failed request's size: nothing is allocated.
+            let layout = std::alloc::Layout::from_size_align(1 << 30, 8)
+                .unwrap_or(std::alloc::Layout::new::<u64>());
+            std::alloc::handle_alloc_error(layout)
+        }
+    }
 }

@@ -360,8 +360,13 @@ export interface WasmSession {
 
 /** The ES module wasm-bindgen --target web writes to pkg/neuronscope.js. */
 export interface WasmModule {
+  /** Instantiates the module; resolves to its exports (`memory` among them). */
   default: (input?: unknown) => Promise<unknown>;
   Session: new () => WasmSession;
   demo_files(): DemoFile[];
   version(): string;
+  /** Sets the function the core's panic hook hands `panicked at <file>:<line>:<col>:\n<message>` to (older cores lack it). */
+  set_panic_reporter?(f: (text: string) => void): void;
+  /** Crash-containment test hook: the next NTFF progress report (step "process") or table_parquet (step "table") panics ("panic") or aborts as a failed allocation ("alloc"); kind "" disarms (crate/src/wasm.rs). */
+  arm_test_fault?(kind: string, step: string): void;
 }

@@ -3,11 +3,11 @@
 
 import { tableFromArrays, tableFromIPC, type Table } from 'apache-arrow';
 import type { Inventory, MemoryResult, ProcessResult, ProfileEntry, SystemResult, TableInfo } from './api.ts';
-import { CoreClient } from './client.ts';
+import { CoreClient, CoreCrash } from './client.ts';
 import { byId, download, h, nodes } from './dom.ts';
 import { bytes, cell, int, ns } from './format.ts';
 import { directoryPicker, filesFromDrop, filesFromInput, pickWithDirectoryPicker } from './picker.ts';
-import type { PickedFile } from './protocol.ts';
+import type { FaultSpec, PickedFile } from './protocol.ts';
 import { foldedProblems, isPaired, memorySnapshots, renderProfiles } from './views/profiles.ts';
 import { MemoryView } from './views/memory.ts';
 import { buildMemoryModel } from './views/memory-model.ts';
@@ -73,8 +73,16 @@ function setState(s: State): void {
   document.body.dataset['state'] = s;
 }
 
-function showError(message: string): void {
+/** Shows `message` in the error bar; a `cause` that crashed the core also names its step and file there (data-crash-*). */
+function showError(message: string, cause?: unknown): void {
   const box = byId('error');
+  if (cause instanceof CoreCrash) {
+    box.dataset['crashStep'] = cause.step;
+    box.dataset['crashFile'] = cause.file ?? '';
+  } else {
+    delete box.dataset['crashStep'];
+    delete box.dataset['crashFile'];
+  }
   box.replaceChildren(h('span', {}, message), h('button', { class: 'btn small', onclick: () => (box.hidden = true) }, 'Dismiss'));
   box.hidden = false;
   setState('error');
@@ -125,7 +133,7 @@ async function loadFiles(files: PickedFile[] | Promise<PickedFile[]>, what: stri
     showInventory(await client.load(list));
   } catch (e) {
     progress(null);
-    showError(`Could not read the folder: ${message(e)}`);
+    showError(`Could not read the folder: ${message(e)}`, e);
   }
 }
 
@@ -139,7 +147,7 @@ async function loadDemo(): Promise<void> {
     showInventory(await client.demo());
   } catch (e) {
     progress(null);
-    showError(`Could not load the demo capture: ${message(e)}`);
+    showError(`Could not load the demo capture: ${message(e)}`, e);
   }
 }
 
@@ -209,7 +217,7 @@ async function openDevice(profile: ProfileEntry, deviceIndex: number, zoom?: { e
   } catch (e) {
     progress(null);
     clearWorkspace();
-    showError(`Processing ${name} failed: ${message(e)}`);
+    showError(`Processing ${name} failed: ${message(e)}`, e);
     return;
   }
   if (selected?.profileId !== profile.id || selected.deviceIndex !== deviceIndex) return;
@@ -258,7 +266,7 @@ async function openDevice(profile: ProfileEntry, deviceIndex: number, zoom?: { e
     setState('ready');
   } catch (e) {
     progress(null);
-    showError(`The timeline could not be drawn: ${message(e)}`);
+    showError(`The timeline could not be drawn: ${message(e)}`, e);
   }
 }
 
@@ -386,7 +394,7 @@ async function openSystem(profile: ProfileEntry): Promise<void> {
     progress(null);
     clearWorkspace();
     renderInventory();
-    showError(`Decoding the system trace of ${profile.root || profile.id} failed: ${message(e)}`);
+    showError(`Decoding the system trace of ${profile.root || profile.id} failed: ${message(e)}`, e);
     return;
   }
   if (systemShown?.profile.id !== profile.id || selected !== null) return;
@@ -415,7 +423,7 @@ async function openSystem(profile: ProfileEntry): Promise<void> {
     setState('ready');
   } catch (e) {
     progress(null);
-    showError(`The system timeline could not be drawn: ${message(e)}`);
+    showError(`The system timeline could not be drawn: ${message(e)}`, e);
   }
 }
 
@@ -456,7 +464,7 @@ async function openMemory(path: string): Promise<void> {
     progress(null);
     clearWorkspace();
     renderInventory();
-    showError(`Reading the memory snapshot ${path} failed: ${message(e)}`);
+    showError(`Reading the memory snapshot ${path} failed: ${message(e)}`, e);
     return;
   }
   if (memoryShown !== path) return;
@@ -514,7 +522,7 @@ async function openMemory(path: string): Promise<void> {
     setState('ready');
   } catch (e) {
     progress(null);
-    showError(`The memory timeline could not be drawn: ${message(e)}`);
+    showError(`The memory timeline could not be drawn: ${message(e)}`, e);
   }
 }
 
@@ -579,14 +587,14 @@ function tableSource(result: { key: string; tables: TableInfo[] }, deviceName: s
       try {
         download(await client.tableParquet(result.key, name), `${name}.parquet`);
       } catch (e) {
-        showError(`Parquet export of ${name} failed: ${message(e)}`);
+        showError(`Parquet export of ${name} failed: ${message(e)}`, e);
       }
     },
     async downloadAll() {
       try {
         download(await client.bundle(result.key), `${safe}-tables.zip`, 'application/zip');
       } catch (e) {
-        showError(`Zip export failed: ${message(e)}`);
+        showError(`Zip export failed: ${message(e)}`, e);
       }
     },
     descriptions(tableName) {
@@ -672,13 +680,35 @@ function wire(): void {
   byId('tables-slot').append(browser.root);
   byId('source-slot').append(sourceView.root);
   client.onFatal = (m) => showError(`The processing worker stopped: ${m}`);
+  // The call that crashed shows its own error (naming the file and step); the page only counts restarts.
+  client.onRestart = (crash) => {
+    document.body.dataset['workerRestarts'] = String(crash.restarts);
+    console.warn(`neuronscope: worker restarted after a crash (${crash.message})`);
+  };
+}
+
+/**
+ * The crash-containment test hook (`?fault=panic|alloc&fault-on=<NTFF path part>&fault-step=…&fault-table=…`, see
+ * protocol.ts FaultSpec): only a URL typed on purpose sets it, never a picked file.
+ */
+function faultFromUrl(): FaultSpec | null {
+  const q = new URLSearchParams(location.search);
+  const kind = q.get('fault');
+  if (kind === null) return null;
+  const step = q.get('fault-step');
+  return {
+    kind,
+    on: q.get('fault-on') ?? '',
+    step: step === 'table' || step === 'columns' ? step : 'process',
+    table: q.get('fault-table') ?? '',
+  };
 }
 
 function boot(): void {
   setState('boot');
   wire();
   const pkgUrl = new URL('pkg/neuronscope.js', document.baseURI).href;
-  coreReady = client.init(pkgUrl).then(
+  coreReady = client.init(pkgUrl, faultFromUrl()).then(
     ({ version }) => {
       byId('version').textContent = `core ${version}`;
       if (document.body.dataset['state'] === 'boot') setState('idle');

@@ -14,8 +14,37 @@ export interface PickedFile {
   file: Blob;
 }
 
+/**
+ * Crash-containment test hook (tests/browser/contain.test.mjs), set only from the page URL
+ * (`?fault=panic|alloc&fault-on=<NTFF path part>[&fault-step=process|table|columns&fault-table=<Table>]`).
+ * Step `process` (default): before a `process` whose NTFF path contains `on`, the worker calls the
+ * core's `arm_test_fault(kind, 'process')`, so the core fails at its first NTFF progress report,
+ * mid-decode with the Session borrowed, as a real decoder bug would. Steps `table` (Parquet
+ * export) and `columns` (column read, as the timeline does): that read of table `table` of the
+ * device profile whose NTFF path contains `on` fails inside the core.
+ */
+export interface FaultSpec {
+  kind: string;
+  on: string;
+  step?: 'process' | 'table' | 'columns';
+  table?: string;
+}
+
+/**
+ * What the worker knows about a failed call that broke the wasm instance (trap, panic, RangeError):
+ * the page then restarts the worker (client.ts).
+ */
+export interface CrashInfo {
+  /** `panicked at <file>:<line>:<col>:\n<message>` from the core's panic hook, when it panicked. */
+  panic: string | null;
+  /** The JS error the call ended with, e.g. "RuntimeError: unreachable". */
+  trap: string;
+  /** Size of the wasm memory at the failure (bytes; near 4 GiB means it was full). */
+  memoryBytes: number;
+}
+
 export type Request =
-  | { op: 'init'; pkgUrl: string }
+  | { op: 'init'; pkgUrl: string; fault?: FaultSpec | null }
   | { op: 'load'; files: PickedFile[] }
   | { op: 'demo' }
   | { op: 'process'; profileId: string; deviceIndex: number }
@@ -56,6 +85,6 @@ export type Envelope = Request & { id: number };
 
 export type FromWorker =
   | { kind: 'reply'; id: number; ok: true; value: unknown }
-  | { kind: 'reply'; id: number; ok: false; error: string }
+  | { kind: 'reply'; id: number; ok: false; error: string; crash?: CrashInfo }
   | { kind: 'progress'; id: number; stage: string; done: number; total: number }
   | { kind: 'fatal'; error: string };

@@ -2,8 +2,8 @@
 // page talks to it through protocol.ts. Files arrive as File/Blob handles: the core reads them in
 // slices (FileReaderSync), so a multi-GB NTFF is never read whole here or on the page.
 
-import type { WasmModule, WasmSession } from './api.ts';
-import type { Envelope, FromWorker } from './protocol.ts';
+import type { Inventory, WasmModule, WasmSession } from './api.ts';
+import type { CrashInfo, Envelope, FaultSpec, FromWorker } from './protocol.ts';
 
 /** The part of DedicatedWorkerGlobalScope used here (the DOM lib is the one type-checked). */
 interface WorkerScope {
@@ -18,8 +18,14 @@ let wasm: WasmModule | null = null;
 let session: WasmSession | null = null;
 /** Key of the processed profile the page shows; released when another one is opened. */
 let shown: string | null = null;
-/** Set after a wasm trap: the instance may be inconsistent, so refuse further calls. */
+/** Set after a wasm trap: the instance may be inconsistent, so refuse further calls (the page restarts the worker). */
 let crashed: string | null = null;
+/** Text the core's panic hook handed over during the current call (reset per call). */
+let lastPanic: string | null = null;
+/** The instance's exports; `memory` sizes a failure (is the 4 GiB wasm32 memory full?). */
+let exports: { memory?: WebAssembly.Memory } = {};
+/** Crash-containment test hook from the page URL (protocol.ts FaultSpec); null for users. */
+let fault: FaultSpec | null = null;
 
 function post(msg: FromWorker, transfer: Transferable[] = []): void {
   scope.postMessage(msg, transfer);
@@ -35,8 +41,44 @@ function describe(e: unknown): string {
   }
 }
 
+/** Inventory of the current session (from scan), to match the fault hook's `on` against NTFF paths. */
+let scanned: Inventory | null = null;
+
+/** NTFF path of device `deviceIndex` of profile `profileId` ('' when unknown). */
+function ntffOf(profileId: string, deviceIndex: number): string {
+  return scanned?.profiles.find((p) => p.id === profileId)?.devices[deviceIndex]?.ntff ?? '';
+}
+
+/** NTFF path of the device profile on screen (`shown`), for the table steps of the fault hook. */
+let shownNtff = '';
+
+/** The fault kind to inject into `process(profileId, deviceIndex)`, or '' (always '' for users). */
+function faultFor(profileId: string, deviceIndex: number): string {
+  if (fault === null || (fault.step ?? 'process') !== 'process') return '';
+  return ntffOf(profileId, deviceIndex).includes(fault.on) ? fault.kind : '';
+}
+
+/** Arms the fault hook for a read of `table` in `step` ('table': Parquet export, 'columns': column read) of the profile on screen. */
+function armTableFault(step: 'table' | 'columns', table: string): void {
+  if (fault === null || fault.step !== step || fault.table !== table || !shownNtff.includes(fault.on)) return;
+  core().arm_test_fault?.(fault.kind, 'table');
+}
+
+/** Did `e` leave the wasm instance unusable? Traps, panics (which abort), RangeErrors (out of memory, stack). */
+function crashOf(e: unknown): CrashInfo | null {
+  const text = e instanceof Error ? `${e.name}: ${e.message}` : describe(e);
+  const broken =
+    e instanceof WebAssembly.RuntimeError ||
+    e instanceof RangeError ||
+    lastPanic !== null ||
+    // wasm-bindgen's guard when a Session is still borrowed by a call that trapped.
+    text.includes('recursive use of an object');
+  if (!broken) return null;
+  return { panic: lastPanic, trap: text, memoryBytes: exports.memory?.buffer.byteLength ?? 0 };
+}
+
 function core(): WasmModule {
-  if (crashed !== null) throw new Error(`the wasm core crashed earlier (${crashed}); reload the page`);
+  if (crashed !== null) throw new Error(`the wasm core crashed earlier (${crashed}); this worker is being replaced`);
   if (wasm === null) throw new Error('the wasm core is not loaded yet');
   return wasm;
 }
@@ -67,23 +109,29 @@ async function handle(msg: Envelope): Promise<void> {
     case 'init': {
       if (wasm === null) {
         const mod = (await import(/* @vite-ignore */ msg.pkgUrl)) as WasmModule;
-        await mod.default();
+        exports = ((await mod.default()) ?? {}) as { memory?: WebAssembly.Memory };
+        mod.set_panic_reporter?.((text) => {
+          lastPanic = text;
+        });
         wasm = mod;
       }
+      fault = msg.fault ?? null;
       post({ kind: 'reply', id, ok: true, value: { version: core().version() } });
       return;
     }
     case 'load': {
       const s = newSession();
       for (const f of msg.files) s.add_file(f.path, f.file);
-      post({ kind: 'reply', id, ok: true, value: s.scan() });
+      scanned = s.scan();
+      post({ kind: 'reply', id, ok: true, value: scanned });
       return;
     }
     case 'demo': {
       const m = core();
       const s = newSession();
       for (const f of m.demo_files()) s.add_bytes(f.path, f.bytes);
-      post({ kind: 'reply', id, ok: true, value: s.scan() });
+      scanned = s.scan();
+      post({ kind: 'reply', id, ok: true, value: scanned });
       return;
     }
     case 'process': {
@@ -91,10 +139,14 @@ async function handle(msg: Envelope): Promise<void> {
       // The page shows one device profile at a time: free the previous one's tables first.
       if (shown !== null) s.release(shown);
       shown = null;
+      // Test hook only: the core fails at its next NTFF progress report, inside this call.
+      core().arm_test_fault?.(faultFor(msg.profileId, msg.deviceIndex), 'process');
+      shownNtff = '';
       const result = s.process(msg.profileId, msg.deviceIndex, (stage, done, total) => {
         post({ kind: 'progress', id, stage, done: Number(done), total: Number(total) });
       });
       shown = result.key;
+      shownNtff = ntffOf(msg.profileId, msg.deviceIndex);
       post({ kind: 'reply', id, ok: true, value: result });
       return;
     }
@@ -123,6 +175,7 @@ async function handle(msg: Envelope): Promise<void> {
     }
     case 'table': {
       const s = current();
+      if (msg.format === 'parquet') armTableFault('table', msg.table);
       const bytes = msg.format === 'ipc' ? s.table_ipc(msg.key, msg.table) : s.table_parquet(msg.key, msg.table);
       replyBytes(id, bytes);
       return;
@@ -130,6 +183,7 @@ async function handle(msg: Envelope): Promise<void> {
     case 'columns': {
       // Older cores lack the projection: fall back to the whole table.
       const s = current();
+      armTableFault('columns', msg.table);
       replyBytes(id, s.table_ipc_columns ? s.table_ipc_columns(msg.key, msg.table, msg.columns) : s.table_ipc(msg.key, msg.table));
       return;
     }
@@ -183,10 +237,17 @@ async function handle(msg: Envelope): Promise<void> {
 
 scope.onmessage = (ev: MessageEvent<Envelope>) => {
   const msg = ev.data;
+  lastPanic = null;
   handle(msg).catch((e: unknown) => {
-    // A Rust panic surfaces as WebAssembly.RuntimeError ("unreachable"): report it, never hang.
-    if (e instanceof WebAssembly.RuntimeError) crashed = describe(e);
-    post({ kind: 'reply', id: msg.id, ok: false, error: describe(e) });
+    // A Rust panic surfaces as WebAssembly.RuntimeError ("unreachable") after the panic hook ran:
+    // report both, never hang; the page then replaces this worker (client.ts).
+    const crash = crashOf(e);
+    if (crash === null) {
+      post({ kind: 'reply', id: msg.id, ok: false, error: describe(e) });
+      return;
+    }
+    crashed = crash.panic ?? crash.trap;
+    post({ kind: 'reply', id: msg.id, ok: false, error: describe(e), crash });
   });
 };
 
