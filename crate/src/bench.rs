@@ -5,7 +5,8 @@
 //!   decoder uses (the I/O limit any decode is measured against);
 //! - `arrow`: decode → Arrow batches, discarded (rows counted);
 //! - `parquet`: decode → Parquet files on disk, one thread;
-//! - `parquet_2t`: the same with the Parquet encoding on a second thread ([`sink::pipelined`]).
+//! - `parquet_2t`: the same with the Parquet encoding on a writer thread ([`sink::pipelined`])
+//!   that encodes each row group's column chunks on two threads (`ParquetSink::with_threads`).
 //!
 //! Every row gives wall and CPU seconds (the process's user + system time, so a busy machine
 //! shows up as wall ≫ CPU), MB/s over both, peak RSS of that step alone (Linux `VmHWM`, reset
@@ -235,7 +236,8 @@ pub fn bench_devices(
                                 .map_err(|e| Error::Io(format!("{}: {e}", path.display())))
                         },
                         opts.codec,
-                    );
+                    )
+                    .with_threads(threads);
                     let r = if threads == 1 {
                         profile::process_device(inv, &p.id, i, open, &mut ps, &mut |_, _, _| {})?
                     } else {

@@ -368,8 +368,9 @@ fn corrupted_captures_never_panic() {
     assert!(runs > 100);
 }
 
-/// Decoding with the Parquet encoder on a second thread (`sink::pipelined`, what `convert`
-/// does) writes byte-identical files to the one-thread path, on a real v6 capture and on the
+/// Decoding with the Parquet encoder on a second thread (`sink::pipelined`) that encodes the
+/// column chunks on two threads (`with_threads(2)`), as `convert` does, writes byte-identical
+/// files to the one-thread path, on a real v6 capture and on the
 /// KevGomes System+Device capture (DMA-heavy, with DGE notifications).
 #[test]
 fn pipelined_parquet_equals_one_thread() {
@@ -392,7 +393,7 @@ fn pipelined_parquet_equals_one_thread() {
                 let mut one = ParquetSink::new(|_t: &str| Ok(Vec::<u8>::new()));
                 profile::process_device(&inv, &p.id, i, &open, &mut one, &mut |_, _, _| {})
                     .unwrap();
-                let mut two = ParquetSink::new(|_t: &str| Ok(Vec::<u8>::new()));
+                let mut two = ParquetSink::new(|_t: &str| Ok(Vec::<u8>::new())).with_threads(2);
                 sink::pipelined(&mut two, |s| {
                     profile::process_device(&inv, &p.id, i, &open, s, &mut |_, _, _| {})
                 })

@@ -414,6 +414,7 @@ fn convert_job(
     picked: &Picked,
     out: &Path,
     layout: Layout,
+    encoders: usize,
     job: &Job,
     log: &mut Vec<String>,
 ) -> Result<(ProfileRow, Vec<String>)> {
@@ -423,7 +424,8 @@ fn convert_job(
         let rel = table_rel(job, layout, table);
         written.lock().map(|mut w| w.push(rel.clone())).ok();
         create_file(&out.join(rel))
-    });
+    })
+    .with_threads(encoders);
     let t0 = Instant::now();
     // Decode on this thread, Parquet encoding on a second one (the output is the same).
     let problems: Vec<Problem> = sink::pipelined(&mut psink, |s| {
@@ -475,6 +477,7 @@ fn run_job(
     inv: &Inventory,
     picked: &Picked,
     args: &ConvertArgs,
+    encoders: usize,
     job: &Job,
     log: &mut Vec<String>,
 ) -> Done {
@@ -499,7 +502,7 @@ fn run_job(
     }
     clear_job(&args.out, job, args.layout, old.as_ref());
     let _ = std::fs::remove_file(&sp);
-    match convert_job(inv, picked, &args.out, args.layout, job, log) {
+    match convert_job(inv, picked, &args.out, args.layout, encoders, job, log) {
         Ok((row, files)) => {
             let state = State {
                 fingerprint: fp,
@@ -680,6 +683,12 @@ pub fn run(args: &ConvertArgs) -> Result<u64> {
             }
         }
     }
+    // Cores not taken by a job of their own encode Parquet column chunks in parallel.
+    let cores = args
+        .threads
+        .or_else(|| std::thread::available_parallelism().ok())
+        .map_or(1, NonZeroUsize::get);
+    let encoders = (cores / threads.max(1)).max(1);
     let next = AtomicUsize::new(0);
     let done: Mutex<Vec<Done>> = Mutex::new(Vec::new());
     std::thread::scope(|s| {
@@ -688,7 +697,7 @@ pub fn run(args: &ConvertArgs) -> Result<u64> {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(job) = jobs.get(i) else { break };
                 let mut log = Vec::new();
-                let d = run_job(&inv, &picked, args, job, &mut log);
+                let d = run_job(&inv, &picked, args, encoders, job, &mut log);
                 print_job(&d, &log);
                 if let Ok(mut v) = done.lock() {
                     v.push(d);

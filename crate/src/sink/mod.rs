@@ -86,9 +86,126 @@ pub fn parquet_bytes(def: &TableDef, batches: &[RecordBatch]) -> Result<Vec<u8>>
 /// natively). Memory stays bounded by one row group per table.
 pub struct ParquetSink<W: Write + Send, F: FnMut(&str) -> Result<W>> {
     open: F,
-    writers: BTreeMap<&'static str, ArrowWriter<W>>,
+    writers: BTreeMap<&'static str, TableWriter<W>>,
     rows: BTreeMap<&'static str, u64>,
     codec: Compression,
+    threads: usize,
+}
+
+/// One table's Parquet writer: arrow-rs's `ArrowWriter`, or (natively, with several threads) its
+/// file writer and column-writer factory, so the column chunks of a row group are encoded on
+/// several threads and appended in schema order (the same bytes as `ArrowWriter`).
+enum TableWriter<W: Write + Send> {
+    Arrow(ArrowWriter<W>),
+    Parallel {
+        file: parquet::file::writer::SerializedFileWriter<W>,
+        factory: parquet::arrow::arrow_writer::ArrowRowGroupWriterFactory,
+        schema: arrow_schema::SchemaRef,
+        row_group: usize,
+    },
+}
+
+impl<W: Write + Send> TableWriter<W> {
+    fn write(&mut self, batch: &RecordBatch, threads: usize) -> Result<()> {
+        match self {
+            TableWriter::Arrow(w) => {
+                w.write(batch)?;
+                w.flush()?; // one row group per batch keeps the writer's buffer bounded
+            }
+            TableWriter::Parallel {
+                file,
+                factory,
+                schema,
+                row_group,
+            } => {
+                use parquet::arrow::arrow_writer::compute_leaves;
+                // ArrowWriter writes nothing for an empty batch: the same bytes here.
+                if batch.num_rows() == 0 {
+                    return Ok(());
+                }
+                let writers = factory.create_column_writers(*row_group)?;
+                let mut leaves = Vec::with_capacity(writers.len());
+                for (arr, field) in batch.columns().iter().zip(schema.fields()) {
+                    leaves.extend(compute_leaves(field, arr)?);
+                }
+                // Columns dealt round-robin, so each thread gets a mix of cheap and costly ones.
+                let mut groups: Vec<Vec<_>> = (0..threads).map(|_| Vec::new()).collect();
+                for (i, wl) in writers.into_iter().zip(leaves).enumerate() {
+                    if let Some(g) = groups.get_mut(i % threads.max(1)) {
+                        g.push((i, wl));
+                    }
+                }
+                let mut chunks = encode_groups(groups)?;
+                chunks.sort_by_key(|(i, _)| *i);
+                let mut rg = file.next_row_group()?;
+                for (_, c) in chunks {
+                    c.append_to_row_group(&mut rg)?;
+                }
+                rg.close()?;
+                *row_group += 1;
+            }
+        }
+        Ok(())
+    }
+    fn close(self) -> Result<()> {
+        match self {
+            TableWriter::Arrow(w) => drop(w.close()?),
+            TableWriter::Parallel { file, .. } => drop(file.close()?),
+        }
+        Ok(())
+    }
+    fn into_inner(self) -> Result<W> {
+        Ok(match self {
+            TableWriter::Arrow(w) => w.into_inner()?,
+            TableWriter::Parallel { file, .. } => file.into_inner()?,
+        })
+    }
+}
+
+type LeafJob = (
+    usize,
+    (
+        parquet::arrow::arrow_writer::ArrowColumnWriter,
+        parquet::arrow::arrow_writer::ArrowLeafColumn,
+    ),
+);
+type Chunk = (usize, parquet::arrow::arrow_writer::ArrowColumnChunk);
+
+/// Encodes each group of (column writer, leaf) on its own thread (the first on this one).
+#[cfg(not(target_arch = "wasm32"))]
+fn encode_groups(groups: Vec<Vec<LeafJob>>) -> Result<Vec<Chunk>> {
+    fn encode(group: Vec<LeafJob>) -> Result<Vec<Chunk>> {
+        let mut out = Vec::with_capacity(group.len());
+        for (i, (mut w, leaf)) in group {
+            w.write(&leaf)?;
+            out.push((i, w.close()?));
+        }
+        Ok(out)
+    }
+    let mut groups = groups.into_iter();
+    let first = groups.next().unwrap_or_default();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = groups.map(|g| s.spawn(move || encode(g))).collect();
+        let mut all = encode(first)?;
+        for h in handles {
+            let r = h
+                .join()
+                .unwrap_or_else(|_| Err(Error::Other("Parquet encoder thread panicked".into())));
+            all.extend(r?);
+        }
+        Ok(all)
+    })
+}
+
+/// wasm32 has no threads: every group on this one.
+#[cfg(target_arch = "wasm32")]
+fn encode_groups(groups: Vec<Vec<LeafJob>>) -> Result<Vec<Chunk>> {
+    let mut out = Vec::new();
+    for (i, (mut w, leaf)) in groups.into_iter().flatten() {
+        w.write(&leaf)?;
+        out.push((i, w.close()?));
+    }
+    Ok(out)
 }
 
 impl<W: Write + Send, F: FnMut(&str) -> Result<W>> ParquetSink<W, F> {
@@ -103,7 +220,14 @@ impl<W: Write + Send, F: FnMut(&str) -> Result<W>> ParquetSink<W, F> {
             writers: BTreeMap::new(),
             rows: BTreeMap::new(),
             codec,
+            threads: 1,
         }
+    }
+    /// Encodes the column chunks of each row group on `threads` threads (natively; 1 keeps
+    /// arrow-rs's `ArrowWriter`). The files are the same bytes either way.
+    pub fn with_threads(mut self, threads: usize) -> Self {
+        self.threads = threads.max(1);
+        self
     }
     /// Closes every writer; returns rows per table.
     pub fn finish(self) -> Result<BTreeMap<&'static str, u64>> {
@@ -128,14 +252,29 @@ impl<W: Write + Send, F: FnMut(&str) -> Result<W>> TableSink for ParquetSink<W, 
     fn batch(&mut self, def: &'static TableDef, batch: RecordBatch) -> Result<()> {
         if !self.writers.contains_key(def.name) {
             let out = (self.open)(def.name)?;
-            let w =
-                ArrowWriter::try_new(out, def.schema(), Some(parquet_props_with(def, self.codec)))?;
+            let schema = def.schema();
+            let w = ArrowWriter::try_new(
+                out,
+                schema.clone(),
+                Some(parquet_props_with(def, self.codec)),
+            )?;
+            let w = if self.threads > 1 {
+                let (file, factory) = w.into_serialized_writer()?;
+                TableWriter::Parallel {
+                    file,
+                    factory,
+                    schema,
+                    row_group: 0,
+                }
+            } else {
+                TableWriter::Arrow(w)
+            };
             self.writers.insert(def.name, w);
         }
         *self.rows.entry(def.name).or_default() += batch.num_rows() as u64;
+        let threads = self.threads;
         if let Some(w) = self.writers.get_mut(def.name) {
-            w.write(&batch)?;
-            w.flush()?;
+            w.write(&batch, threads)?;
         }
         Ok(())
     }
