@@ -13,7 +13,7 @@ use super::{NtffInfo, SubgraphInfo, TraceBuffer};
 use crate::error::{Problem, Result};
 use crate::neff::explorer_queue_name;
 use crate::source::ByteSource;
-use crate::tables::{explorer, TableBuilder, TableDef, TableSink};
+use crate::tables::{explorer, Memo, TableBuilder, TableSink};
 
 /// Open phase-1 records kept per (engine, queue) stream before the oldest is dropped.
 pub const MAX_OPEN_PER_STREAM: usize = 1 << 16;
@@ -109,56 +109,30 @@ pub fn queue_info_type(code: u32) -> &'static str {
     }
 }
 
-/// Column indices of `DmaPacket`.
-struct DmaCols {
-    start: usize,
-    end: usize,
-    dur: usize,
-    pcore: usize,
-    id: usize,
-    packet_idx: usize,
-    engine: usize,
-    read: usize,
-    write: usize,
-    transfer: usize,
-    throughput: usize,
-    qtype: usize,
-    variable: usize,
-    qname: usize,
-    qidx: usize,
-    crc: usize,
-    sg: usize,
-    field: usize,
-    raw_s: usize,
-    raw_e: usize,
-}
-
-impl DmaCols {
-    fn new(d: &TableDef) -> Self {
-        DmaCols {
-            start: d.col("start_ts"),
-            end: d.col("end_ts"),
-            dur: d.col("duration_ns"),
-            pcore: d.col("pcore_idx"),
-            id: d.col("id"),
-            packet_idx: d.col("packet_idx"),
-            engine: d.col("engine_idx"),
-            read: d.col("read_bytes"),
-            write: d.col("write_bytes"),
-            transfer: d.col("transfer_bytes"),
-            throughput: d.col("throughput"),
-            qtype: d.col("queue_type"),
-            variable: d.col("variable"),
-            qname: d.col("queue_name"),
-            qidx: d.col("queue_idx"),
-            crc: d.col("crc"),
-            sg: d.col("nscope_subgraph"),
-            field: d.col("nscope_dma_engine_field"),
-            raw_s: d.col("nscope_raw_start_ticks"),
-            raw_e: d.col("nscope_raw_end_ticks"),
-        }
-    }
-}
+// Typed column ids of `DmaPacket` (a misspelt name or a wrong type fails to compile).
+crate::cols!(mod pk = crate::tables::explorer::DMA_PACKET {
+    START: I64 = "start_ts",
+    END: I64 = "end_ts",
+    DUR: I64 = "duration_ns",
+    PCORE: I64 = "pcore_idx",
+    ID: I64 = "id",
+    PACKET_IDX: I32 = "packet_idx",
+    AGG: I64 = "packet_aggregation_id",
+    ENGINE: I64 = "engine_idx",
+    READ: I64 = "read_bytes",
+    WRITE: I64 = "write_bytes",
+    TRANSFER: I64 = "transfer_bytes",
+    THROUGHPUT: F32 = "throughput",
+    QTYPE: Str = "queue_type",
+    VARIABLE: Str = "variable",
+    QNAME: Str = "queue_name",
+    QIDX: I64 = "queue_idx",
+    CRC: I64 = "crc",
+    SG: Str = "nscope_subgraph",
+    FIELD: I32 = "nscope_dma_engine_field",
+    RAW_S: I64 = "nscope_raw_start_ticks",
+    RAW_E: I64 = "nscope_raw_end_ticks",
+});
 
 /// One (engine, queue) stream of a core.
 struct Stream {
@@ -174,6 +148,8 @@ struct Stream {
     static_name: Option<String>,
     /// Completion packets seen: the transfer ordinal of the next packet.
     ordinal: u32,
+    /// Dictionary-key memos of `queue_type`, `variable`, `queue_name` (constant per stream).
+    memo: [Memo; 3],
 }
 
 /// Streams the DMA buffers of one core into `DmaPacket` rows (ntff.md §10 step 6).
@@ -197,12 +173,11 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
     stats: &mut DmaCoreStats,
 ) -> Result<()> {
     let def = &explorer::DMA_PACKET;
-    let agg_col = def.col("packet_aggregation_id");
     // Static-queue transfers by (queue, ordinal): one small entry per transfer until the end of
     // the core (the transfer's last packet is only known then).
     let mut aggs: Vec<Agg> = Vec::new();
     let mut agg_index: HashMap<(u32, u32), usize> = HashMap::new();
-    let c = DmaCols::new(def);
+    let mut sg_memo = Memo::default();
     let mut b = TableBuilder::new(def);
     let table: HashMap<(u32, u32), &super::DmaQueueInfo> = sg
         .dma_queues
@@ -263,6 +238,7 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
                             })
                             .map(|q| explorer_queue_name(&q.name)),
                         ordinal: 0,
+                        memo: [Memo::default(); 3],
                     }
                 });
                 if s.keep.is_none() {
@@ -335,36 +311,39 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
                         } else {
                             a.bytes = a.bytes.saturating_add(bytes);
                         }
-                        b.i64(agg_col, Some(a.id));
+                        b.set(pk::AGG, a.id);
                     }
                 }
                 let start =
                     clamp_i64((fs1.div_euclid(1000) - window.t0.div_euclid(1000)).div_euclid(1000));
                 let dfs = fs.saturating_sub(fs1);
                 let dur = clamp_i64(dfs.div_euclid(1_000_000));
-                b.i64(c.start, Some(start));
-                b.i64(c.end, Some(start.saturating_add(dur)));
-                b.i64(c.dur, Some(dur));
-                b.i64(c.pcore, Some(pcore as i64));
-                b.i64(c.id, Some(*next_id));
-                b.i32(c.packet_idx, Some(s.next_idx));
-                b.i64(c.engine, Some(s.engine_idx));
-                let by = Some(bytes as i64);
-                b.i64(c.read, by);
-                b.i64(c.write, by);
-                b.i64(c.transfer, by);
+                b.set(pk::START, start);
+                b.set(pk::END, start.saturating_add(dur));
+                b.set(pk::DUR, dur);
+                b.set(pk::PCORE, pcore as i64);
+                b.set(pk::ID, *next_id);
+                b.set(pk::PACKET_IDX, s.next_idx);
+                b.set(pk::ENGINE, s.engine_idx);
+                let by = bytes as i64;
+                b.set(pk::READ, by);
+                b.set(pk::WRITE, by);
+                b.set(pk::TRANSFER, by);
                 // Calibrated times are whole picoseconds in the exports (inf2 rates, ±0.5 ps).
                 let dps = fs.div_euclid(1000) - fs1.div_euclid(1000);
-                b.f64(c.throughput, throughput(bytes, dps * 1000).map(f64::from));
-                b.str(c.qtype, Some(s.queue_type));
-                b.str(c.variable, s.variable);
-                b.str(c.qname, Some(&s.queue_name));
-                b.i64(c.qidx, Some(i64::from(queue)));
-                b.i64(c.crc, Some(i64::from(r.w1 >> 16)));
-                b.str(c.sg, Some(&sg.name));
-                b.i32(c.field, Some(field as i32));
-                b.i64(c.raw_s, i64::try_from(ts1).ok());
-                b.i64(c.raw_e, i64::try_from(r.ts).ok());
+                b.set(pk::THROUGHPUT, throughput(bytes, dps * 1000));
+                let [m_qt, m_var, m_qn] = &mut s.memo;
+                b.set_memo(pk::QTYPE, s.queue_type, m_qt);
+                if let Some(v) = s.variable {
+                    b.set_memo(pk::VARIABLE, v, m_var);
+                }
+                b.set_memo(pk::QNAME, &s.queue_name, m_qn);
+                b.set(pk::QIDX, i64::from(queue));
+                b.set(pk::CRC, i64::from(r.w1 >> 16));
+                b.set_memo(pk::SG, &sg.name, &mut sg_memo);
+                b.set(pk::FIELD, field as i32);
+                b.set(pk::RAW_S, i64::try_from(ts1).ok());
+                b.set(pk::RAW_E, i64::try_from(r.ts).ok());
                 if let Some(batch) = b.end_row()? {
                     sink.batch(def, batch)?;
                 }
@@ -617,7 +596,8 @@ pub(super) fn write_throttle_summary(
         if totals.is_empty() {
             continue;
         }
-        let all_t: i64 = totals.iter().map(|t| t.1).sum();
+        // Saturating: corrupt records can put every type near i64::MAX (found by fuzzing).
+        let all_t: i64 = totals.iter().fold(0i64, |a, t| a.saturating_add(t.1));
         let all_w: f64 = totals.iter().map(|t| t.2).sum();
         let mut put = |b: &mut TableBuilder, ty: &str, t: i64, w: f64| -> Result<()> {
             b.i32(c_nc, i32::try_from(*nc).ok());
@@ -779,6 +759,26 @@ mod tests {
         assert_eq!(queue_info_type(0), "unknown");
         assert_eq!(throttle_type(1), "activity_1");
         assert_eq!(throttle_type(99), "unknown");
+    }
+
+    #[test]
+    fn throttle_summary_saturates() {
+        // Fuzzing found two throttle types near i64::MAX each overflowing the `all` row.
+        let mut t = crate::tables::Tables::default();
+        let rows = vec![(
+            0u32,
+            vec![(1i32, i64::MAX - 1, 1.0), (2i32, i64::MAX - 1, 1.0)],
+        )];
+        write_throttle_summary(&rows, 1000, &mut t).unwrap();
+        let b = t.concat("ThrottleSummary").unwrap();
+        let c = b
+            .column_by_name("throttle_active_time_ns")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<arrow_array::Int64Array>()
+            .unwrap()
+            .clone();
+        assert_eq!(c.value(2), i64::MAX, "the all row saturates");
     }
 
     #[test]
