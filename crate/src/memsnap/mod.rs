@@ -778,7 +778,9 @@ impl Budget {
             "MEMORY_SNAPSHOT_AMPLIFIED",
             Some(file),
             format!(
-                "{file}: {section}{at}: the snapshot refers to its shared objects more often than                  a {file_len}-byte file can hold ({BUDGET_PER_BYTE} values per byte + {BUDGET_BASE});                  {} rows from here on were left out",
+                "{file}: {section}{at}: the snapshot refers to its shared objects more often than \
+                 a {file_len}-byte file can hold ({BUDGET_PER_BYTE} values per byte + {BUDGET_BASE}); \
+                 {} rows from here on were left out",
                 self.dropped
             ),
         );
