@@ -5,7 +5,7 @@
 
 use std::io::{Read, Write};
 
-use neuronscope::neff::archive::{InflateLimit, INFLATE_FLOOR};
+use neuronscope::neff::archive::{InflateLimit, BUFFER_FLOOR, INFLATE_FLOOR};
 use neuronscope::neff::write::{write_neff, NeffSpec};
 use neuronscope::source::{ByteSource, SliceSource};
 use neuronscope::source_code::{SourceIndex, SOURCE_INFLATE_FLOOR};
@@ -85,11 +85,9 @@ fn inflate_limit_stops_a_stream_past_its_cap() {
     assert_eq!(r.limit(), 8 * MIB);
 }
 
-#[test]
-fn neff_gzip_bomb_is_an_error_not_an_oom() {
-    // A valid demo NEFF whose payload gains one member of 300 MiB of zeros (~300 kB gzipped):
-    // over the 256 MiB floor (the ratio cap of 256 × ~0.3 MB is lower). The members before it
-    // are listed and the NEFF still opens; the walk stops with the cap in the warning.
+/// The demo NEFF with one more member appended to its tar (`body` streamed), re-gzipped, and
+/// the names of the members it had.
+fn neff_plus(path: &str, size: u64, body: impl Read) -> (Vec<u8>, Vec<String>) {
     let base = write_neff(&NeffSpec::default());
     let hdr = neuronscope::neff::parse_header(&SliceSource(&base[..1024])).unwrap();
     let payload = &base[1024..(1024 + hdr.data_size) as usize];
@@ -109,22 +107,63 @@ fn neff_gzip_bomb_is_an_error_not_an_oom() {
         b.append_data(&mut h, e.path().unwrap(), data.as_slice())
             .unwrap();
     }
-    let bomb = 300 * MIB;
-    b.append(
-        &file_header("weights/zeros.bin", bomb),
-        std::io::repeat(0).take(bomb),
-    )
-    .unwrap();
+    b.append(&file_header(path, size), body).unwrap();
     let new_payload = b.into_inner().unwrap().finish().unwrap();
-    assert!(
-        new_payload.len() < 2 * MIB as usize,
-        "{}",
-        new_payload.len()
-    );
     let mut neff = base[..1024].to_vec();
     neff[0x10..0x18].copy_from_slice(&(new_payload.len() as u64).to_le_bytes());
     neff.extend_from_slice(&new_payload);
+    (neff, names)
+}
 
+#[test]
+fn neff_buffered_manifests_are_capped_by_the_stored_size() {
+    // A 40 MiB `def.json` ("[0,0,…]", ~40 kB gzipped) would cost ~16× its size as parsed JSON:
+    // over the 32 MiB floor of the buffer budget (32 × the stored payload is lower), so it is
+    // listed but not read, with a warning naming the cap.
+    let n = 20 * MIB;
+    let body = std::io::Cursor::new(b"[0".to_vec())
+        .chain(ZeroCommas { left: n * 2 - 2 })
+        .chain(std::io::Cursor::new(b"]".to_vec()));
+    let (neff, _) = neff_plus("sg07/def.json", n * 2 + 1, body);
+    assert!(neff.len() < 512 * 1024, "{}", neff.len());
+    let opened = neuronscope::neff::open(&SliceSource(&neff));
+    let text = match &opened {
+        Ok(x) => x.warnings.join("\n"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        text.contains(&format!(
+            "member sg07/def.json ({} bytes) not read: the buffered members",
+            n * 2 + 1
+        )) && text.contains(&format!("cap {BUFFER_FLOOR}")),
+        "{text}"
+    );
+}
+
+/// `,0` repeated: `left` bytes of a JSON array's tail.
+struct ZeroCommas {
+    left: u64,
+}
+
+impl Read for ZeroCommas {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let k = (buf.len() as u64).min(self.left) as usize & !1;
+        for (i, b) in buf[..k].iter_mut().enumerate() {
+            *b = if i % 2 == 0 { b',' } else { b'0' };
+        }
+        self.left -= k as u64;
+        Ok(k)
+    }
+}
+
+#[test]
+fn neff_gzip_bomb_is_an_error_not_an_oom() {
+    // A valid demo NEFF whose payload gains one member of 300 MiB of zeros (~300 kB gzipped):
+    // over the 256 MiB floor (the ratio cap of 256 × ~0.3 MB is lower). The members before it
+    // are listed and the NEFF still opens; the walk stops with the cap in the warning.
+    let bomb = 300 * MIB;
+    let (neff, names) = neff_plus("weights/zeros.bin", bomb, std::io::repeat(0).take(bomb));
+    assert!(neff.len() < 2 * MIB as usize, "{}", neff.len());
     let n = neuronscope::neff::open(&SliceSource(&neff)).expect("the NEFF opens");
     let w = n
         .warnings

@@ -19,7 +19,14 @@ const CHUNK: usize = 4 << 20;
 /// Cap on one PAX (`x`/`g`) or GNU long-name (`L`/`K`) extension header's data.
 const EXT_CAP: u64 = 1 << 20;
 /// Cap on all buffered members of one walk together (bytes); members past it are listed only.
+/// Within it, buffered members may hold at most [`BUFFER_RATIO`] × the payload's stored size
+/// (or [`BUFFER_FLOOR`] if larger): the JSON manifests a reader parses cost several times their
+/// size in memory, so a small file must not buffer a huge inflated manifest.
 pub const TOTAL_BUFFER_CAP: u64 = 1 << 30;
+/// Buffered bytes allowed per stored payload byte (see [`TOTAL_BUFFER_CAP`]).
+pub const BUFFER_RATIO: u64 = 32;
+/// Buffered bytes always allowed (see [`TOTAL_BUFFER_CAP`]).
+pub const BUFFER_FLOOR: u64 = 32 << 20;
 /// Most uncompressed bytes one NEFF payload may inflate to: [`INFLATE_FLOOR`] or
 /// `NEFF_INFLATE_RATIO` × its compressed size, whichever is larger, and never more than
 /// [`NEFF_INFLATE_MAX`]. Real payloads (JSON, instruction streams, weights) inflate 2–20×.
@@ -192,6 +199,11 @@ pub(crate) fn scan<S: ByteSource + ?Sized>(
     want: &mut dyn FnMut(&str, u64) -> Want,
 ) -> Scan {
     let mut out = Scan::default();
+    let budget = end
+        .saturating_sub(start)
+        .saturating_mul(BUFFER_RATIO)
+        .max(BUFFER_FLOOR)
+        .min(TOTAL_BUFFER_CAP);
     let hr = HashReader {
         inner: RangeReader::new(src, start, end, CHUNK),
         md5: hash.then(Md5::new),
@@ -209,7 +221,7 @@ pub(crate) fn scan<S: ByteSource + ?Sized>(
                 INFLATE_FLOOR,
                 NEFF_INFLATE_MAX,
             );
-            match walk(&mut gz, &mut out, cap, want) {
+            match walk(&mut gz, &mut out, cap, budget, want) {
                 Err(e) => {
                     let at = gz.get_ref().get_ref().get_ref().inner.position();
                     out.fault = Some(Error::format(
@@ -263,7 +275,7 @@ pub(crate) fn scan<S: ByteSource + ?Sized>(
         }
         PayloadKind::Tar => {
             let mut hr = hr;
-            if let Err(e) = walk(&mut hr, &mut out, cap, want) {
+            if let Err(e) = walk(&mut hr, &mut out, cap, budget, want) {
                 out.fault = Some(Error::format(
                     start.saturating_add(e.tar_offset),
                     "a complete tar archive",
@@ -368,6 +380,7 @@ fn walk<R: Read>(
     r: &mut R,
     out: &mut Scan,
     cap: u64,
+    budget: u64,
     want: &mut dyn FnMut(&str, u64) -> Want,
 ) -> std::result::Result<(), WalkError> {
     let mut pos: u64 = 0;
@@ -495,12 +508,11 @@ fn walk<R: Read>(
                         }
                     }
                     match want(&name, size) {
-                        Want::Buffer
-                            if size <= cap && buffered.saturating_add(size) > TOTAL_BUFFER_CAP =>
-                        {
+                        Want::Buffer if size <= cap && buffered.saturating_add(size) > budget => {
                             out.warnings.push(format!(
                                 "member {name} ({size} bytes) not read: the buffered members \
-                                 already hold {buffered} bytes (cap {TOTAL_BUFFER_CAP})"
+                                 already hold {buffered} bytes (cap {budget}: {BUFFER_RATIO} × the stored payload, \
+                                 at least {BUFFER_FLOOR}, at most {TOTAL_BUFFER_CAP})"
                             ));
                             skip(r, padded).map_err(io)?;
                         }
