@@ -30,14 +30,14 @@ dict_of() {
     *) echo all ;;
   esac
 }
-cat fuzz/dict/{neff,ntff,pb,json,pickle,tar}.dict > fuzz/dict/.all.dict.tmp
+mkdir -p fuzz/artifacts && cat fuzz/dict/{neff,ntff,pb,json,pickle,tar}.dict > fuzz/artifacts/all.dict
 printf '%-16s %12s %8s %8s %s\n' target executions corpus crashes seconds
 found=0
 for t in "${targets[@]}"; do
   mkdir -p "fuzz/corpus/$t" "fuzz/artifacts/$t"
   d=$(dict_of "$t")
   dict=fuzz/dict/$d.dict
-  [ "$d" = all ] && dict=fuzz/dict/.all.dict.tmp
+  [ "$d" = all ] && dict=fuzz/artifacts/all.dict
   log=fuzz/artifacts/$t/last-run.log
   start=$(date +%s)
   cargo +nightly fuzz run "${flags[@]}" "$t" -- \
@@ -53,5 +53,5 @@ for t in "${targets[@]}"; do
     grep -m1 -E 'panicked at|ERROR: libFuzzer|SUMMARY' "$log" | sed 's/^/    /'
   fi
 done
-rm -f fuzz/dict/.all.dict.tmp
+rm -f fuzz/artifacts/all.dict
 exit $found

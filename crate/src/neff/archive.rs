@@ -202,8 +202,7 @@ pub(crate) fn scan<S: ByteSource + ?Sized>(
     let budget = end
         .saturating_sub(start)
         .saturating_mul(BUFFER_RATIO)
-        .max(BUFFER_FLOOR)
-        .min(TOTAL_BUFFER_CAP);
+        .clamp(BUFFER_FLOOR, TOTAL_BUFFER_CAP);
     let hr = HashReader {
         inner: RangeReader::new(src, start, end, CHUNK),
         md5: hash.then(Md5::new),
