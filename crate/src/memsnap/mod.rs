@@ -12,6 +12,16 @@
 //! and are not kept (see [`pickle`]); segments, blocks and stacks are kept (allocator state at
 //! snapshot time, far smaller). Stacks are interned by content: every distinct sequence of
 //! frames gets one `stack_id`, whether the pickle shares the frames objects or repeats them.
+//!
+//! Hostile values (issue 13's fuzzing finds). The memo lets a pickle share objects, so a value
+//! can contain itself, nest arbitrarily deep or refer to one sub-list many times at every level.
+//! Values rendered as text (settings, pool ids) stop at a cycle, at [`RENDER_MAX_DEPTH`] levels
+//! and at [`RENDER_MAX_NODES`] values / [`RENDER_MAX_CHARS`] bytes, written `...`, with one
+//! `MEMORY_SNAPSHOT_VALUE_CUT` warning per kind of cut naming the value and the offset of the
+//! container. Rows reached through shared objects (one segment listed 10 000 times) are bounded
+//! per section by a work allowance of [`BUDGET_BASE`] + [`BUDGET_PER_BYTE`] × file size, past
+//! which a `MEMORY_SNAPSHOT_AMPLIFIED` warning says how many rows were left out; shared frames
+//! lists are interned once per object.
 
 pub mod pickle;
 pub mod write;
@@ -535,16 +545,15 @@ impl Hook for Collector<'_> {
     }
 }
 
-/// Deepest nesting [`render`] follows; deeper values are written `...`. Real settings and pool
-/// ids nest two levels.
+/// Deepest nesting followed when a value (a setting, a pool id) is written as text; deeper
+/// values are written `...`. Real settings and pool ids nest two levels.
 pub const RENDER_MAX_DEPTH: usize = 32;
-/// Items [`render`] writes per container; the rest are left out (as before: 64).
+/// Items written per container of such a value; the rest are left out.
 pub const RENDER_MAX_ITEMS: usize = 64;
-/// Values [`render`] visits for one cell, shared sub-objects counted each time they are
-/// reached; past it the text ends in `...`. Bounds a value that refers to one list many times
+/// Values visited to write one cell, shared sub-objects counted each time they are reached; past it the text ends in `...`. Bounds a value that refers to one list many times
 /// at several levels (64 items × 6 levels would be 64⁶ leaves).
 pub const RENDER_MAX_NODES: usize = 4096;
-/// Longest text [`render`] writes for one cell (bytes; cut at a char boundary).
+/// Longest text written for one cell (bytes; cut at a char boundary).
 pub const RENDER_MAX_CHARS: usize = 16 << 10;
 
 /// Why [`render`] cut a value short.
