@@ -21,8 +21,12 @@ pub trait ByteSource {
     /// failure.
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()>;
 
-    /// Reads `len` bytes at `offset` into a new vector (bounded by the caller's `len`).
+    /// Reads `len` bytes at `offset` into a new vector.
+    ///
+    /// Errors: [`Error::Truncated`] when the range runs past the end, checked before anything is
+    /// allocated (so a length read from the file cannot allocate more than the file holds).
     fn read_vec(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        check_range(self.len(), offset, len)?;
         let mut v = vec![0u8; len];
         self.read_at(offset, &mut v)?;
         Ok(v)

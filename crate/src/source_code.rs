@@ -11,7 +11,17 @@ use std::collections::HashMap;
 use std::io::Read;
 
 use crate::error::{Error, Result};
+use crate::neff::archive::InflateLimit;
 use crate::source::{ByteSource, RangeReader};
+
+/// A source `.tar.gz` may inflate to at most this many times its size (source text compresses
+/// 3–10×), or [`SOURCE_INFLATE_FLOOR`] bytes if larger, and never past [`SOURCE_INFLATE_MAX`];
+/// past it the archive stops with an error (a decompression bomb), files before it kept.
+pub const SOURCE_INFLATE_RATIO: u64 = 100;
+/// Uncompressed bytes always allowed for a source archive.
+pub const SOURCE_INFLATE_FLOOR: u64 = 64 << 20;
+/// Absolute cap on a source archive's uncompressed size (bytes).
+pub const SOURCE_INFLATE_MAX: u64 = 4 << 30;
 
 /// Caps for what the index keeps.
 #[derive(Debug, Clone, Copy)]
@@ -163,7 +173,14 @@ impl SourceIndex {
         let mut load = SourceLoad::default();
         let raw = RangeReader::new(src, 0, src.len(), 1 << 20);
         let r = if gzip {
-            self.read_tar(flate2::read::GzDecoder::new(raw), prefix, &mut load)
+            let gz = InflateLimit::new(
+                flate2::read::GzDecoder::new(raw),
+                src.len(),
+                SOURCE_INFLATE_RATIO,
+                SOURCE_INFLATE_FLOOR,
+                SOURCE_INFLATE_MAX,
+            );
+            self.read_tar(gz, prefix, &mut load)
         } else {
             self.read_tar(raw, prefix, &mut load)
         };

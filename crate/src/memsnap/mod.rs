@@ -12,6 +12,16 @@
 //! and are not kept (see [`pickle`]); segments, blocks and stacks are kept (allocator state at
 //! snapshot time, far smaller). Stacks are interned by content: every distinct sequence of
 //! frames gets one `stack_id`, whether the pickle shares the frames objects or repeats them.
+//!
+//! Hostile values (issue 13's fuzzing finds). The memo lets a pickle share objects, so a value
+//! can contain itself, nest arbitrarily deep or refer to one sub-list many times at every level.
+//! Values rendered as text (settings, pool ids) stop at a cycle, at [`RENDER_MAX_DEPTH`] levels
+//! and at [`RENDER_MAX_NODES`] values / [`RENDER_MAX_CHARS`] bytes, written `...`, with one
+//! `MEMORY_SNAPSHOT_VALUE_CUT` warning per kind of cut naming the value and the offset of the
+//! container. Rows reached through shared objects (one segment listed 10 000 times) are bounded
+//! per section by a work allowance of [`BUDGET_BASE`] + [`BUDGET_PER_BYTE`] × file size, past
+//! which a `MEMORY_SNAPSHOT_AMPLIFIED` warning says how many rows were left out; shared frames
+//! lists are interned once per object.
 
 pub mod pickle;
 pub mod write;
@@ -303,6 +313,9 @@ struct Stacks {
     ids: HashMap<Box<[u32]>, i64>,
     order: Vec<Box<[u32]>>,
     scratch: Vec<u32>,
+    /// Stack ids of shared frames lists (by object id, stable for shared objects), so a list
+    /// fetched from the memo a million times is walked once.
+    shared: HashMap<u32, Option<i64>>,
 }
 
 fn str_id(v: Option<Val>) -> Option<u32> {
@@ -313,12 +326,34 @@ fn str_id(v: Option<Val>) -> Option<u32> {
 }
 
 impl Stacks {
-    fn id(&mut self, a: &Arena, frames: Option<Val>) -> Option<i64> {
+    fn id(&mut self, a: &Arena, frames: Option<Val>, budget: &mut Budget) -> Option<i64> {
         let v = frames?;
         let obj = a.obj(v)?;
         if !matches!(obj.kind, Kind::List | Kind::Tuple) || obj.len == 0 {
             return None;
         }
+        let key = match v {
+            Val::Obj(id) if obj.shared => Some(id),
+            _ => None,
+        };
+        if let Some(id) = key.and_then(|k| self.shared.get(&k)) {
+            return *id;
+        }
+        if budget.out.is_some() {
+            return None;
+        }
+        let cost = a.seq(v).map(|f| a.len(f)).sum::<u64>() + u64::from(obj.len);
+        if !budget.take(cost, "stack frames", Some(obj.offset)) {
+            return None;
+        }
+        let id = self.intern(a, v);
+        if let Some(k) = key {
+            self.shared.insert(k, id);
+        }
+        id
+    }
+
+    fn intern(&mut self, a: &Arena, v: Val) -> Option<i64> {
         let mut seq = std::mem::take(&mut self.scratch);
         seq.clear();
         for f in a.seq(v) {
@@ -391,6 +426,8 @@ struct Collector<'s> {
     devices: Vec<Running>,
     rows: u64,
     scratch: Vec<(Val, Val)>,
+    cuts: Cuts,
+    budget: Budget,
 }
 
 fn as_dict_items(items: &[Val]) -> impl Iterator<Item = (Val, Val)> + '_ {
@@ -404,11 +441,20 @@ impl Collector<'_> {
         a: &Arena,
         device: u64,
         index: u64,
+        at: Option<u64>,
         pairs: &mut dyn Iterator<Item = (Val, Val)>,
     ) -> Result<()> {
+        if self.budget.out.is_some() {
+            self.budget.dropped += 1;
+            return Ok(());
+        }
         let mut kv = std::mem::take(&mut self.scratch);
         kv.clear();
         kv.extend(pairs);
+        if !self.budget.take(kv.len() as u64 + 1, "device_traces", at) {
+            self.scratch = kv;
+            return Ok(());
+        }
         // Last value wins on duplicate keys, as in Python.
         let val = |k: &str| {
             kv.iter()
@@ -443,7 +489,11 @@ impl Collector<'_> {
             r.last = Some(r.last.map_or(t, |l| l.max(t)));
         }
         let (da, dr) = (r.alloc, r.reserved);
-        let stack = self.stacks.id(a, val("frames"));
+        let stack = self.stacks.id(a, val("frames"), &mut self.budget);
+        let pool = val("pool_id").map(|v| {
+            self.cuts
+                .render(a, v, || format!("device_traces[{device}][{index}].pool_id"))
+        });
         let c = &self.c;
         let b = &mut self.ev;
         b.i64(c.ts, ts);
@@ -454,7 +504,7 @@ impl Collector<'_> {
         b.i64(c.size, size);
         b.i64(c.stream, int("stream"));
         b.i64(c.stack, stack);
-        b.str(c.pool, val("pool_id").map(|v| render(a, v)).as_deref());
+        b.str(c.pool, pool.as_deref());
         b.i64(c.free, int("device_free"));
         b.str(c.meta, text("user_metadata"));
         b.str(c.cat, text("category"));
@@ -490,35 +540,261 @@ impl Hook for Collector<'_> {
         if !as_dict_items(items).any(|(k, _)| a.str(k) == Some("action")) {
             return Ok(false);
         }
-        self.event(a, d, i, &mut as_dict_items(items))?;
+        self.event(a, d, i, None, &mut as_dict_items(items))?;
         Ok(true)
     }
 }
 
-/// Python-style text of a value (settings, pool ids).
-fn render(a: &Arena, v: Val) -> String {
-    match v {
-        Val::None => "None".into(),
-        Val::Bool(b) => if b { "True" } else { "False" }.into(),
-        Val::Int(i) => i.to_string(),
-        Val::Big(_) => a.big(v).map(|b| b.to_string()).unwrap_or_default(),
-        Val::BigText(_) | Val::Str(_) => a.str(v).unwrap_or_default().to_string(),
-        Val::Float(f) => f.to_string(),
-        Val::Bytes(_) => format!("<{} bytes>", a.bytes(v).map_or(0, |b| b.len())),
-        Val::Obj(_) => match a.kind(v) {
-            Some(Kind::Dict) => {
-                let parts: Vec<String> = a
-                    .pairs(v)
-                    .take(64)
-                    .map(|(k, x)| format!("{}: {}", render(a, k), render(a, x)))
-                    .collect();
-                format!("{{{}}}", parts.join(", "))
+/// Deepest nesting followed when a value (a setting, a pool id) is written as text; deeper
+/// values are written `...`. Real settings and pool ids nest two levels.
+pub const RENDER_MAX_DEPTH: usize = 32;
+/// Items written per container of such a value; the rest are left out.
+pub const RENDER_MAX_ITEMS: usize = 64;
+/// Values visited to write one cell, shared sub-objects counted each time they are reached; past it the text ends in `...`. Bounds a value that refers to one list many times
+/// at several levels (64 items × 6 levels would be 64⁶ leaves).
+pub const RENDER_MAX_NODES: usize = 4096;
+/// Longest text written for one cell (bytes; cut at a char boundary).
+pub const RENDER_MAX_CHARS: usize = 16 << 10;
+
+/// Why [`render`] cut a value short.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cut {
+    /// The value contains itself (a memo `BINGET` of a container still being rendered).
+    Cycle,
+    /// Nested deeper than [`RENDER_MAX_DEPTH`].
+    Depth,
+    /// More than [`RENDER_MAX_NODES`] values or [`RENDER_MAX_CHARS`] bytes of text.
+    Size,
+}
+
+struct Renderer<'a> {
+    a: &'a Arena,
+    out: String,
+    /// Containers being rendered (root first): a cycle is a container already on this path.
+    open: Vec<u32>,
+    nodes: usize,
+    /// The first cut and the offset of the container where it happened.
+    cut: Option<(Cut, Option<u64>)>,
+}
+
+impl Renderer<'_> {
+    fn stop(&mut self, why: Cut, at: Val) {
+        self.out.push_str("...");
+        if self.cut.is_none() {
+            // A leaf has no offset of its own: name the container it is in.
+            let inner = self.open.last().map(|&id| Val::Obj(id));
+            let off = self
+                .a
+                .offset(at)
+                .or_else(|| inner.and_then(|c| self.a.offset(c)));
+            self.cut = Some((why, off));
+        }
+    }
+
+    fn full(&self) -> bool {
+        self.cut.is_some_and(|(c, _)| c == Cut::Size)
+    }
+
+    fn val(&mut self, v: Val) {
+        use std::fmt::Write;
+        let a = self.a;
+        if self.full() {
+            return;
+        }
+        self.nodes += 1;
+        if self.nodes > RENDER_MAX_NODES || self.out.len() > RENDER_MAX_CHARS {
+            return self.stop(Cut::Size, v);
+        }
+        match v {
+            Val::None => self.out.push_str("None"),
+            Val::Bool(b) => self.out.push_str(if b { "True" } else { "False" }),
+            Val::Int(i) => {
+                let _ = write!(self.out, "{i}");
             }
-            _ => {
-                let parts: Vec<String> = a.items(v).take(64).map(|x| render(a, x)).collect();
-                parts.join(",")
+            Val::Big(_) => {
+                if let Some(b) = a.big(v) {
+                    let _ = write!(self.out, "{b}");
+                }
             }
-        },
+            Val::BigText(_) | Val::Str(_) => {
+                let t = a.str(v).unwrap_or_default();
+                let room = RENDER_MAX_CHARS.saturating_sub(self.out.len());
+                if t.len() > room {
+                    let mut n = room;
+                    while !t.is_char_boundary(n) {
+                        n -= 1;
+                    }
+                    self.out.push_str(&t[..n]);
+                    return self.stop(Cut::Size, v);
+                }
+                self.out.push_str(t);
+            }
+            Val::Float(f) => {
+                let _ = write!(self.out, "{f}");
+            }
+            Val::Bytes(_) => {
+                let _ = write!(self.out, "<{} bytes>", a.bytes(v).map_or(0, |b| b.len()));
+            }
+            Val::Obj(id) => {
+                if self.open.contains(&id) {
+                    return self.stop(Cut::Cycle, v);
+                }
+                if self.open.len() >= RENDER_MAX_DEPTH {
+                    return self.stop(Cut::Depth, v);
+                }
+                self.open.push(id);
+                if a.kind(v) == Some(Kind::Dict) {
+                    self.out.push('{');
+                    for (i, (k, x)) in a.pairs(v).take(RENDER_MAX_ITEMS).enumerate() {
+                        if self.full() {
+                            break;
+                        }
+                        if i > 0 {
+                            self.out.push_str(", ");
+                        }
+                        self.val(k);
+                        self.out.push_str(": ");
+                        self.val(x);
+                    }
+                    self.out.push('}');
+                } else {
+                    for (i, x) in a.items(v).take(RENDER_MAX_ITEMS).enumerate() {
+                        if self.full() {
+                            break;
+                        }
+                        if i > 0 {
+                            self.out.push(',');
+                        }
+                        self.val(x);
+                    }
+                }
+                self.open.pop();
+            }
+        }
+    }
+}
+
+/// Python-style text of a value (settings, pool ids): dicts as `{k: v, …}`, lists and tuples as
+/// `a,b` (a pool id `(0, 1)` is `0,1`), at most [`RENDER_MAX_ITEMS`] items per container.
+/// A value that contains itself, nests deeper than [`RENDER_MAX_DEPTH`] or expands past
+/// [`RENDER_MAX_NODES`] / [`RENDER_MAX_CHARS`] is cut at that point with `...` and the cut is
+/// returned with the byte offset of the container concerned.
+fn render(a: &Arena, v: Val) -> (String, Option<(Cut, Option<u64>)>) {
+    let mut r = Renderer {
+        a,
+        out: String::new(),
+        open: Vec::new(),
+        nodes: 0,
+        cut: None,
+    };
+    r.val(v);
+    (r.out, r.cut)
+}
+
+/// Cuts made by [`render`] and work refused by the [`Budget`], collected for one warning each.
+#[derive(Default)]
+struct Cuts {
+    /// Per kind: the first (where, offset) and how many values were cut.
+    first: [Option<(String, Option<u64>)>; 3],
+    count: [u64; 3],
+}
+
+impl Cuts {
+    /// Renders `v` (found at `what`, e.g. `allocator_settings.x`) and records any cut.
+    fn render(&mut self, a: &Arena, v: Val, what: impl FnOnce() -> String) -> String {
+        let (text, cut) = render(a, v);
+        if let Some((c, off)) = cut {
+            let i = c as usize;
+            self.count[i] += 1;
+            if self.first[i].is_none() {
+                self.first[i] = Some((what(), off));
+            }
+        }
+        text
+    }
+
+    fn problems(&self, file: &str, out: &mut Vec<Problem>) {
+        for (i, c) in [Cut::Cycle, Cut::Depth, Cut::Size].into_iter().enumerate() {
+            let Some((what, off)) = &self.first[i] else {
+                continue;
+            };
+            let why = match c {
+                Cut::Cycle => "contains itself (a cycle through the pickle memo)".to_string(),
+                Cut::Depth => format!("nests deeper than {RENDER_MAX_DEPTH} levels"),
+                Cut::Size => format!(
+                    "expands to more than {RENDER_MAX_NODES} values or {RENDER_MAX_CHARS} bytes of text"
+                ),
+            };
+            let at = off.map(|o| format!(" at offset {o}")).unwrap_or_default();
+            let more = match self.count[i] {
+                0 | 1 => String::new(),
+                n => format!(" ({} more values like it)", n - 1),
+            };
+            let mut p = Problem::new(
+                Severity::Warning,
+                "MEMORY_SNAPSHOT_VALUE_CUT",
+                Some(file),
+                format!("{file}: {what}: the value{at} {why}; shown cut short with '...'{more}"),
+            );
+            p.offset = *off;
+            out.push(p);
+        }
+    }
+}
+
+/// Work allowed for turning the snapshot into rows, in values visited: a fixed allowance plus
+/// [`BUDGET_PER_BYTE`] per byte of the file. A real snapshot visits each of its values a few
+/// times (well under one per byte); a hostile one that lists the same shared segment, block or
+/// entry dict over and over (each reference a 2-byte `BINGET`) would otherwise turn a small file
+/// into billions of rows.
+pub const BUDGET_PER_BYTE: u64 = 32;
+/// The fixed part of the work allowance (values).
+pub const BUDGET_BASE: u64 = 1 << 20;
+
+struct Budget {
+    left: u64,
+    /// Where the allowance ran out (section, offset) and how many rows were dropped.
+    out: Option<(&'static str, Option<u64>)>,
+    dropped: u64,
+}
+
+impl Budget {
+    fn new(file_len: u64) -> Self {
+        Budget {
+            left: BUDGET_BASE.saturating_add(file_len.saturating_mul(BUDGET_PER_BYTE)),
+            out: None,
+            dropped: 0,
+        }
+    }
+    /// Takes `n` units; false (and the row is to be dropped) once the allowance is used up.
+    fn take(&mut self, n: u64, section: &'static str, at: Option<u64>) -> bool {
+        if self.out.is_none() && n <= self.left {
+            self.left -= n;
+            return true;
+        }
+        self.left = 0;
+        self.out.get_or_insert((section, at));
+        self.dropped += 1;
+        false
+    }
+    fn problem(&self, file: &str, file_len: u64, out: &mut Vec<Problem>) {
+        let Some((section, off)) = self.out else {
+            return;
+        };
+        let at = off.map(|o| format!(" at offset {o}")).unwrap_or_default();
+        let mut p = Problem::new(
+            Severity::Warning,
+            "MEMORY_SNAPSHOT_AMPLIFIED",
+            Some(file),
+            format!(
+                "{file}: {section}{at}: the snapshot refers to its shared objects more often than \
+                 a {file_len}-byte file can hold ({BUDGET_PER_BYTE} values per byte + {BUDGET_BASE}); \
+                 {} rows from here on were left out",
+                self.dropped
+            ),
+        );
+        p.offset = off;
+        out.push(p);
     }
 }
 
@@ -568,6 +844,8 @@ pub fn process_with(
         devices: Vec::new(),
         rows: 0,
         scratch: Vec::new(),
+        cuts: Cuts::default(),
+        budget: Budget::new(src.len()),
     };
     let parsed = pickle::parse(src, limits, &mut col);
     let a = &parsed.arena;
@@ -603,7 +881,7 @@ pub fn process_with(
         for (d, list) in a.seq(traces).enumerate() {
             for (i, e) in a.seq(list).enumerate() {
                 if a.kind(e) == Some(Kind::Dict) && !a.is_elided(e) {
-                    col.event(a, d as u64, i as u64, &mut a.pairs(e))?;
+                    col.event(a, d as u64, i as u64, a.offset(e), &mut a.pairs(e))?;
                 }
             }
         }
@@ -617,16 +895,28 @@ pub fn process_with(
         sink,
         mut stacks,
         devices,
+        mut cuts,
+        budget: ev_budget,
         ..
     } = col;
+    // Each section has its own allowance, so one amplified section leaves the others whole.
+    let mut budgets = vec![ev_budget];
+    let mut budget = Budget::new(src.len());
 
     // Segments and blocks.
     let mut finals: HashMap<i64, (i64, i64)> = HashMap::new();
     if let Some(segs) = a.get(root, "segments") {
-        let (nseg, nblk) = segments(a, segs, &mut stacks, &mut finals, sink)?;
+        let mut ctx = SegCtx {
+            stacks: &mut stacks,
+            finals: &mut finals,
+            cuts: &mut cuts,
+            budget: &mut budget,
+        };
+        let (nseg, nblk) = segments(a, segs, &mut ctx, sink)?;
         report.segments = nseg;
         report.blocks = nblk;
     }
+    budgets.push(std::mem::replace(&mut budget, Budget::new(src.len())));
 
     // Annotations.
     if let Some(list) = a.get(root, "external_annotations") {
@@ -639,6 +929,9 @@ pub fn process_with(
             def.col("stage"),
         );
         for x in a.seq(list) {
+            if !budget.take(a.len(x) + 1, "external_annotations", a.offset(x)) {
+                break;
+            }
             let g = |k| a.get(x, k);
             e.b.i64(
                 ts,
@@ -653,28 +946,41 @@ pub fn process_with(
         }
         report.annotations = e.finish()?;
     }
+    budgets.push(std::mem::replace(&mut budget, Budget::new(src.len())));
 
     // Settings.
     if let Some(set) = a.get(root, "allocator_settings") {
         let def = &MEMORY_ALLOCATOR_SETTINGS;
         let mut e = Emitter::new(def, sink);
         let (kc, vc) = (def.col("key"), def.col("value"));
+        let here = "allocator_settings";
         for (k, v) in a.pairs(set) {
-            let key = render(a, k);
+            if !budget.take(2, here, a.offset(set)) {
+                break;
+            }
+            let key = cuts.render(a, k, || format!("{here} key"));
             if a.kind(v) == Some(Kind::Dict) {
                 for (k2, v2) in a.pairs(v) {
-                    e.b.str(kc, Some(&format!("{key}.{}", render(a, k2))));
-                    e.b.str(vc, Some(&render(a, v2)));
+                    if !budget.take(2, here, a.offset(v)) {
+                        break;
+                    }
+                    let k2 = cuts.render(a, k2, || format!("{here}.{key} key"));
+                    let key = format!("{key}.{k2}");
+                    let text = cuts.render(a, v2, || format!("{here}.{key}"));
+                    e.b.str(kc, Some(&key));
+                    e.b.str(vc, Some(&text));
                     e.end_row()?;
                 }
             } else {
+                let text = cuts.render(a, v, || format!("{here}.{key}"));
                 e.b.str(kc, Some(&key));
-                e.b.str(vc, Some(&render(a, v)));
+                e.b.str(vc, Some(&text));
                 e.end_row()?;
             }
         }
         report.settings = e.finish()?;
     }
+    budgets.push(budget);
 
     // Stacks (last: events, segments and blocks registered them).
     {
@@ -713,6 +1019,11 @@ pub fn process_with(
         report.frames = e.finish()?;
         report.stacks = stacks.order.len() as u64;
         report.distinct_frames = stacks.frames.len() as u64;
+    }
+
+    cuts.problems(file_name, &mut report.problems);
+    for b in &budgets {
+        b.problem(file_name, src.len(), &mut report.problems);
     }
 
     // Per-device totals.
@@ -777,12 +1088,20 @@ fn max_opt(a: Option<i64>, b: Option<i64>) -> Option<i64> {
     }
 }
 
+/// What [`segments`] updates besides the tables.
+struct SegCtx<'c> {
+    stacks: &'c mut Stacks,
+    /// Per device: final (allocated, reserved) bytes.
+    finals: &'c mut HashMap<i64, (i64, i64)>,
+    cuts: &'c mut Cuts,
+    budget: &'c mut Budget,
+}
+
 /// Writes `MemorySegment` and `MemoryBlock`; fills per-device final (allocated, reserved).
 fn segments(
     a: &Arena,
     segs: Val,
-    stacks: &mut Stacks,
-    finals: &mut HashMap<i64, (i64, i64)>,
+    cx: &mut SegCtx<'_>,
     sink: &mut dyn TableSink,
 ) -> Result<(u64, u64)> {
     let sd = &MEMORY_SEGMENT;
@@ -824,12 +1143,15 @@ fn segments(
     .collect();
     let mut pending = Vec::new();
     for (si, s) in a.seq(segs).enumerate() {
+        if !cx.budget.take(a.len(s) + 1, "segments", a.offset(s)) {
+            break;
+        }
         let int = |k| a.get(s, k).and_then(|v| a.int(v));
         let device = int("device");
         let address = int("address");
         let total = int("total_size");
         let blist = a.get(s, "blocks");
-        let fin = finals.entry(device.unwrap_or(0)).or_default();
+        let fin = cx.finals.entry(device.unwrap_or(0)).or_default();
         fin.1 = fin.1.saturating_add(total.unwrap_or(0));
         e.b.i64(sc[0], Some(si as i64));
         e.b.i64(sc[1], device);
@@ -840,10 +1162,11 @@ fn segments(
         e.b.i64(sc[6], int("requested_size"));
         e.b.i64(sc[7], int("stream"));
         e.b.str(sc[8], a.get(s, "segment_type").and_then(|v| a.str(v)));
-        e.b.str(
-            sc[9],
-            a.get(s, "segment_pool_id").map(|v| render(a, v)).as_deref(),
-        );
+        let pool = a.get(s, "segment_pool_id").map(|v| {
+            cx.cuts
+                .render(a, v, || format!("segments[{si}].segment_pool_id"))
+        });
+        e.b.str(sc[9], pool.as_deref());
         e.b.bool(
             sc[10],
             a.get(s, "is_expandable").and_then(|v| match v {
@@ -851,12 +1174,22 @@ fn segments(
                 _ => None,
             }),
         );
-        e.b.i64(sc[11], stacks.id(a, a.get(s, "frames")));
-        e.b.i64(sc[12], blist.map(|b| a.seq(b).count() as i64));
+        e.b.i64(sc[11], cx.stacks.id(a, a.get(s, "frames"), cx.budget));
+        let nb = |b| match a.kind(b) {
+            Some(Kind::List | Kind::Tuple) => a.len(b) as i64,
+            _ => 0,
+        };
+        e.b.i64(sc[12], blist.map(nb));
         e.end_row()?;
 
         let mut offset: i64 = 0;
         for (bi, b) in blist.map(|b| a.seq(b)).into_iter().flatten().enumerate() {
+            if !cx
+                .budget
+                .take(a.len(b) + 1, "segments[].blocks", a.offset(b))
+            {
+                break;
+            }
             let g = |k| a.get(b, k);
             let hist0 = g("history").and_then(|h| a.seq(h).next());
             let size = g("size").and_then(|v| a.int(v)).or_else(|| {
@@ -881,7 +1214,7 @@ fn segments(
             blocks.i64(bc[5], size);
             blocks.i64(bc[6], g("requested_size").and_then(|v| a.int(v)));
             blocks.str(bc[7], state);
-            blocks.i64(bc[8], stacks.id(a, frames));
+            blocks.i64(bc[8], cx.stacks.id(a, frames, cx.budget));
             nblk += 1;
             if let Some(batch) = blocks.end_row()? {
                 pending.push(batch);

@@ -77,6 +77,11 @@ pub struct Obj {
     pub len: u32,
     /// True when a hook consumed this dict; it then has no items.
     pub elided: bool,
+    /// True when the memo holds it and the file fetches it again (`BINGET`): the object may be
+    /// referenced many times, and may contain itself. Its id is never reused.
+    pub shared: bool,
+    /// Byte offset of the opcode that created it (for messages).
+    pub offset: u64,
     first_run: u32,
     last_run: u32,
 }
@@ -177,6 +182,18 @@ impl Arena {
     pub fn kind(&self, v: Val) -> Option<Kind> {
         self.obj(v).map(|o| o.kind)
     }
+    /// Byte offset of the opcode that created a container value.
+    pub fn offset(&self, v: Val) -> Option<u64> {
+        self.obj(v).map(|o| o.offset)
+    }
+    /// True when a container value is memoised and fetched again (see [`Obj::shared`]).
+    pub fn is_shared(&self, v: Val) -> bool {
+        self.obj(v).is_some_and(|o| o.shared)
+    }
+    /// Number of items of a container value (a dict counts key and value); 0 otherwise.
+    pub fn len(&self, v: Val) -> u64 {
+        self.obj(v).map_or(0, |o| u64::from(o.len))
+    }
     /// True when a hook consumed this dict.
     pub fn is_elided(&self, v: Val) -> bool {
         self.obj(v).is_some_and(|o| o.elided)
@@ -243,13 +260,15 @@ impl Arena {
         Ok(Val::Str(id))
     }
 
-    fn new_obj(&mut self, kind: Kind) -> Result<Val> {
+    fn new_obj(&mut self, kind: Kind, offset: u64) -> Result<Val> {
         let id = u32::try_from(self.objs.len())
             .map_err(|_| Error::Unsupported("too many pickle objects".into()))?;
         self.objs.push(Obj {
             kind,
             len: 0,
             elided: false,
+            shared: false,
+            offset,
             first_run: NIL,
             last_run: NIL,
         });
@@ -742,6 +761,9 @@ impl Machine {
         if self.fetched.contains(id) {
             if let Val::Obj(o) = v {
                 self.memo_max_obj = Some(self.memo_max_obj.map_or(o, |m| m.max(o)));
+                if let Some(obj) = self.arena.objs.get_mut(o as usize) {
+                    obj.shared = true;
+                }
             }
             self.memo.insert(id, v);
         }
@@ -978,14 +1000,14 @@ impl Machine {
                         b')' => Kind::Tuple,
                         _ => Kind::Set,
                     };
-                    let v = self.arena.new_obj(kind)?;
+                    let v = self.arena.new_obj(kind, off)?;
                     self.push(v, off)?;
                 }
                 b'd' => {
                     let items = self.pop_mark(off)?;
                     // Not offered to the hook: the dict is memoised only after this opcode,
                     // so pass 1 cannot tell whether it is fetched again.
-                    let v = self.arena.new_obj(Kind::Dict)?;
+                    let v = self.arena.new_obj(Kind::Dict, off)?;
                     self.push(v, off)?;
                     if let Val::Obj(id) = v {
                         self.arena.extend(id, &items[..items.len() & !1])?;
@@ -998,7 +1020,7 @@ impl Machine {
                         b't' => Kind::Tuple,
                         _ => Kind::FrozenSet,
                     };
-                    let v = self.arena.new_obj(kind)?;
+                    let v = self.arena.new_obj(kind, off)?;
                     if let Val::Obj(id) = v {
                         self.arena.extend(id, &items)?;
                     }
@@ -1010,7 +1032,7 @@ impl Machine {
                     for i in (0..n).rev() {
                         items[i] = self.pop(off, "TUPLEn")?;
                     }
-                    let v = self.arena.new_obj(Kind::Tuple)?;
+                    let v = self.arena.new_obj(Kind::Tuple, off)?;
                     if let Val::Obj(id) = v {
                         self.arena.extend(id, &items[..n])?;
                     }

@@ -18,6 +18,83 @@ use crate::source::{ByteSource, RangeReader};
 const CHUNK: usize = 4 << 20;
 /// Cap on one PAX (`x`/`g`) or GNU long-name (`L`/`K`) extension header's data.
 const EXT_CAP: u64 = 1 << 20;
+/// Cap on all buffered members of one walk together (bytes); members past it are listed only.
+/// Within it, buffered members may hold at most [`BUFFER_RATIO`] × the payload's stored size
+/// (or [`BUFFER_FLOOR`] if larger): the JSON manifests a reader parses cost several times their
+/// size in memory, so a small file must not buffer a huge inflated manifest.
+pub const TOTAL_BUFFER_CAP: u64 = 1 << 30;
+/// Buffered bytes allowed per stored payload byte (see [`TOTAL_BUFFER_CAP`]).
+pub const BUFFER_RATIO: u64 = 32;
+/// Buffered bytes always allowed (see [`TOTAL_BUFFER_CAP`]).
+pub const BUFFER_FLOOR: u64 = 32 << 20;
+/// Most uncompressed bytes one NEFF payload may inflate to: [`INFLATE_FLOOR`] or
+/// `NEFF_INFLATE_RATIO` × its compressed size, whichever is larger, and never more than
+/// [`NEFF_INFLATE_MAX`]. Real payloads (JSON, instruction streams, weights) inflate 2–20×.
+pub const NEFF_INFLATE_RATIO: u64 = 256;
+/// Absolute cap on a NEFF payload's uncompressed size (bytes).
+pub const NEFF_INFLATE_MAX: u64 = 64 << 30;
+/// Uncompressed bytes always allowed, whatever the ratio (bytes).
+pub const INFLATE_FLOOR: u64 = 256 << 20;
+
+/// Caps what a decompressor may produce: at most `min(max, max(floor, ratio × compressed))`
+/// bytes, then an error naming the cap ("gzip bomb" → error, not an out-of-memory abort or an
+/// hour of inflating). Used for NEFF payloads, source `.tar.gz` uploads and `.json.gz` traces.
+pub struct InflateLimit<R> {
+    inner: R,
+    produced: u64,
+    limit: u64,
+    compressed: u64,
+}
+
+impl<R> InflateLimit<R> {
+    /// Wraps the decompressed stream `inner` of `compressed` input bytes.
+    pub fn new(inner: R, compressed: u64, ratio: u64, floor: u64, max: u64) -> Self {
+        let limit = compressed.saturating_mul(ratio).max(floor).min(max);
+        InflateLimit {
+            inner,
+            produced: 0,
+            limit,
+            compressed,
+        }
+    }
+    /// Uncompressed bytes allowed.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+    /// The wrapped decompressor.
+    pub fn get_ref(&self) -> &R {
+        &self.inner
+    }
+    /// The wrapped decompressor, mutably.
+    pub fn get_mut(&mut self) -> &mut R {
+        &mut self.inner
+    }
+}
+
+impl<R: Read> Read for InflateLimit<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.produced >= self.limit {
+            // One byte past the cap tells a stream that ends exactly at it from a bomb.
+            let mut probe = [0u8; 1];
+            if self.inner.read(&mut probe)? == 0 {
+                return Ok(0);
+            }
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "decompressed data exceeds the cap of {} bytes for {} compressed bytes \
+                     (ratio and size cap against decompression bombs)",
+                    self.limit, self.compressed
+                ),
+            ));
+        }
+        let room = usize::try_from(self.limit - self.produced).unwrap_or(usize::MAX);
+        let k = buf.len().min(room);
+        let n = self.inner.read(&mut buf[..k])?;
+        self.produced += n as u64;
+        Ok(n)
+    }
+}
 
 /// How the payload is stored (neff.md §3.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -122,6 +199,10 @@ pub(crate) fn scan<S: ByteSource + ?Sized>(
     want: &mut dyn FnMut(&str, u64) -> Want,
 ) -> Scan {
     let mut out = Scan::default();
+    let budget = end
+        .saturating_sub(start)
+        .saturating_mul(BUFFER_RATIO)
+        .clamp(BUFFER_FLOOR, TOTAL_BUFFER_CAP);
     let hr = HashReader {
         inner: RangeReader::new(src, start, end, CHUNK),
         md5: hash.then(Md5::new),
@@ -131,10 +212,17 @@ pub(crate) fn scan<S: ByteSource + ?Sized>(
             // bufread flavour: after the member ends, the BufReader still holds the bytes that
             // follow it, so the exact member end and the padding are known (neff.md §3.1).
             let br = std::io::BufReader::with_capacity(64 * 1024, hr);
-            let mut gz = flate2::bufread::GzDecoder::new(br);
-            match walk(&mut gz, &mut out, cap, want) {
+            let gz = flate2::bufread::GzDecoder::new(br);
+            let mut gz = InflateLimit::new(
+                gz,
+                end.saturating_sub(start),
+                NEFF_INFLATE_RATIO,
+                INFLATE_FLOOR,
+                NEFF_INFLATE_MAX,
+            );
+            match walk(&mut gz, &mut out, cap, budget, want) {
                 Err(e) => {
-                    let at = gz.get_ref().get_ref().inner.position();
+                    let at = gz.get_ref().get_ref().get_ref().inner.position();
                     out.fault = Some(Error::format(
                         at,
                         format!(
@@ -150,7 +238,7 @@ pub(crate) fn scan<S: ByteSource + ?Sized>(
                     match std::io::copy(&mut gz, &mut std::io::sink()) {
                         Ok(n) => {
                             out.tar_bytes = out.tar_bytes.saturating_add(n);
-                            let br = gz.get_ref();
+                            let br = gz.get_ref().get_ref();
                             out.gzip_end = Some(
                                 br.get_ref()
                                     .inner
@@ -164,7 +252,7 @@ pub(crate) fn scan<S: ByteSource + ?Sized>(
                     }
                 }
             }
-            let mut br = gz.into_inner();
+            let mut br = gz.inner.into_inner();
             if out.gzip_end.is_some() {
                 let mut nonzero = br.buffer().iter().filter(|&&b| b != 0).count() as u64;
                 let n = br.buffer().len();
@@ -186,7 +274,7 @@ pub(crate) fn scan<S: ByteSource + ?Sized>(
         }
         PayloadKind::Tar => {
             let mut hr = hr;
-            if let Err(e) = walk(&mut hr, &mut out, cap, want) {
+            if let Err(e) = walk(&mut hr, &mut out, cap, budget, want) {
                 out.fault = Some(Error::format(
                     start.saturating_add(e.tar_offset),
                     "a complete tar archive",
@@ -291,6 +379,7 @@ fn walk<R: Read>(
     r: &mut R,
     out: &mut Scan,
     cap: u64,
+    budget: u64,
     want: &mut dyn FnMut(&str, u64) -> Want,
 ) -> std::result::Result<(), WalkError> {
     let mut pos: u64 = 0;
@@ -300,6 +389,7 @@ fn walk<R: Read>(
     let mut pax_path: Option<Vec<u8>> = None;
     let mut pax_size: Option<u64> = None;
     let mut index: BTreeMap<String, usize> = BTreeMap::new();
+    let mut buffered: u64 = 0;
     let err = |pos: u64, what: String| WalkError {
         tar_offset: pos,
         what,
@@ -417,9 +507,18 @@ fn walk<R: Read>(
                         }
                     }
                     match want(&name, size) {
+                        Want::Buffer if size <= cap && buffered.saturating_add(size) > budget => {
+                            out.warnings.push(format!(
+                                "member {name} ({size} bytes) not read: the buffered members \
+                                 already hold {buffered} bytes (cap {budget}: {BUFFER_RATIO} × the stored payload, \
+                                 at least {BUFFER_FLOOR}, at most {TOTAL_BUFFER_CAP})"
+                            ));
+                            skip(r, padded).map_err(io)?;
+                        }
                         Want::Buffer if size <= cap => {
                             let v = read_vec(r, size).map_err(io)?;
                             skip(r, padded - size).map_err(io)?;
+                            buffered += size;
                             out.buffers.insert(name, v);
                         }
                         Want::Buffer => {

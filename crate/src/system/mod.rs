@@ -363,6 +363,15 @@ pub fn process(
     Ok(rep)
 }
 
+/// A `.json.gz` framework trace may inflate to at most this many times its size (trace JSON
+/// compresses 5–30×), or [`TRACE_INFLATE_FLOOR`] bytes if larger, never past
+/// [`TRACE_INFLATE_MAX`]; past it the rows stop with an error problem (a decompression bomb).
+pub const TRACE_INFLATE_RATIO: u64 = 200;
+/// Uncompressed bytes always allowed for a `.json.gz` trace.
+pub const TRACE_INFLATE_FLOOR: u64 = 256 << 20;
+/// Absolute cap on a `.json.gz` trace's uncompressed size (bytes).
+pub const TRACE_INFLATE_MAX: u64 = 32 << 30;
+
 /// Reads one framework trace (optionally gzip-compressed) into `SystemProfileEvents`, streaming:
 /// a scan-only first pass when `baseTimeNanoseconds` does not precede the events
 /// ([`kineto::find_base`]), then the rows.
@@ -382,7 +391,13 @@ fn read_framework(
     let reader = |src: Box<dyn ByteSource>| -> Box<dyn std::io::Read> {
         let r = crate::source::RangeReader::new(src, 0, len, decode::CHUNK);
         if gz {
-            Box::new(flate2::read::MultiGzDecoder::new(r))
+            Box::new(crate::neff::archive::InflateLimit::new(
+                flate2::read::MultiGzDecoder::new(r),
+                len,
+                TRACE_INFLATE_RATIO,
+                TRACE_INFLATE_FLOOR,
+                TRACE_INFLATE_MAX,
+            ))
         } else {
             Box::new(r)
         }
@@ -1119,7 +1134,8 @@ fn emit_metadata(
 
 /// Reads NTFF info field 18 (pid-like, pairing.md §6) from the info section.
 fn ntff_field18(src: &dyn ByteSource, info_len: u64) -> Option<u64> {
-    let n = usize::try_from(info_len).ok()?;
+    // info_len comes from the file: never more than the bytes present.
+    let n = usize::try_from(info_len.min(src.len().saturating_sub(128))).ok()?;
     let buf = src.read_vec(128, n).ok()?;
     let pb = crate::proto::NtffInfoPb::decode(buf.as_slice()).ok()?;
     (pb.unknown18 != 0).then_some(pb.unknown18)

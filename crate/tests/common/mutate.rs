@@ -1,0 +1,146 @@
+//! The one mutator of the robustness loops (issue 13): deterministic truncations and bit-flip
+//! sets of an input, and an in-memory folder run through the whole pipeline the CLI and the page
+//! use (inventory → pairing → decode → tables). Include with
+//! `#[path = "common/mutate.rs"] mod mutate;`.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use neuronscope::inventory::{self, FileKind};
+use neuronscope::profile;
+use neuronscope::tables::Tables;
+use neuronscope::{ByteSource, Error, Problem, Result};
+
+/// xorshift64*: the same mutants on every run and machine.
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from `seed` (0 is replaced, xorshift needs a non-zero state).
+    pub fn new(seed: u64) -> Self {
+        Rng(seed.max(1))
+    }
+    /// The next 64 random bits.
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    /// A value in `0..n` (`n` > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// How one mutant was made (for assertion messages).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mutation {
+    /// The first `n` bytes.
+    Truncated(usize),
+    /// Bits flipped at `(byte offset, bit)`.
+    Flipped(Vec<(usize, u8)>),
+}
+
+/// `truncations` cuts of `data` (at 0, 1, just before the end and spread in between, denser in
+/// the first 4 KiB where the headers are), then `flip_sets` copies with 1–8 random bits flipped
+/// (half of the sets within the first 4 KiB). Deterministic for a given `seed`.
+pub fn mutants(
+    data: &[u8],
+    seed: u64,
+    truncations: usize,
+    flip_sets: usize,
+) -> Vec<(Mutation, Vec<u8>)> {
+    let n = data.len();
+    let mut out = Vec::new();
+    let mut cuts: Vec<usize> = vec![0, 1.min(n), n.saturating_sub(1)];
+    let head = n.min(4096);
+    for i in 0..truncations.saturating_sub(3) {
+        let c = if i % 2 == 0 {
+            head * (i + 1) / truncations.max(1)
+        } else {
+            n * (i + 1) / truncations.max(1)
+        };
+        cuts.push(c.min(n));
+    }
+    cuts.sort_unstable();
+    cuts.dedup();
+    for c in cuts {
+        out.push((Mutation::Truncated(c), data[..c].to_vec()));
+    }
+    let mut rng = Rng::new(seed);
+    for s in 0..flip_sets {
+        if n == 0 {
+            break;
+        }
+        let range = if s % 2 == 0 { head } else { n } as u64;
+        let k = 1 + rng.below(8) as usize;
+        let mut v = data.to_vec();
+        let mut flips = Vec::with_capacity(k);
+        for _ in 0..k {
+            let at = rng.below(range) as usize;
+            let bit = rng.below(8) as u8;
+            v[at] ^= 1 << bit;
+            flips.push((at, bit));
+        }
+        out.push((Mutation::Flipped(flips), v));
+    }
+    out
+}
+
+/// What [`run_folder`] saw: the problems of every result, and how many results there were.
+#[derive(Debug, Default)]
+pub struct FolderRun {
+    pub problems: Vec<Problem>,
+    pub results: usize,
+}
+
+/// Runs every profile, device and memory snapshot of the in-memory folder `files` (paths as the
+/// browser gives them) as `neuronscope convert` does. Panics if a `process_*` call returns `Err`
+/// (only a sink failure may, and `Tables` never fails) — bad input must be problems, not errors.
+pub fn run_folder(files: &[(String, Rc<Vec<u8>>)]) -> FolderRun {
+    let map: HashMap<&str, &Rc<Vec<u8>>> = files.iter().map(|(p, b)| (p.as_str(), b)).collect();
+    let open = |p: &str| -> Result<Box<dyn ByteSource>> {
+        map.get(p)
+            .map(|b| Box::new(Rc::clone(b)) as Box<dyn ByteSource>)
+            .ok_or_else(|| Error::Io(format!("{p}: no such file")))
+    };
+    let picked: Vec<(String, u64)> = files
+        .iter()
+        .map(|(p, b)| (p.clone(), ByteSource::len(&**b)))
+        .collect();
+    let inv = inventory::build(&picked, &open);
+    let mut run = FolderRun {
+        problems: inv.problems.clone(),
+        results: 0,
+    };
+    for p in &inv.profiles {
+        if !p.system_files.is_empty() {
+            let mut t = Tables::default();
+            let r = profile::process_system(&inv, &p.id, &open, &mut t, &mut |_, _, _| {})
+                .unwrap_or_else(|e| panic!("process_system {}: {e}", p.id));
+            run.problems.extend(r.problems);
+            run.results += 1;
+        }
+        for i in 0..p.devices.len() {
+            let mut t = Tables::default();
+            let r = profile::process_device(&inv, &p.id, i, &open, &mut t, &mut |_, _, _| {})
+                .unwrap_or_else(|e| panic!("process_device {} #{i}: {e}", p.id));
+            run.problems.extend(r.problems);
+            run.results += 1;
+        }
+    }
+    for f in &inv.files {
+        if matches!(f.kind, FileKind::MemorySnapshot { .. }) {
+            let mut t = Tables::default();
+            let r = profile::process_memory(&inv, &f.path, &open, &mut t)
+                .unwrap_or_else(|e| panic!("process_memory {}: {e}", f.path));
+            run.problems.extend(r.report.problems);
+            run.results += 1;
+        }
+    }
+    run
+}
