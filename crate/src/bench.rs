@@ -46,6 +46,9 @@ pub struct BenchRow {
     pub peak_rss: Option<u64>,
     /// Parquet bytes written (Parquet steps only).
     pub out_bytes: Option<u64>,
+    /// Error-severity problems the decode reported for this input (the figures of an input
+    /// with errors measure a partial decode).
+    pub errors: u64,
 }
 
 impl BenchRow {
@@ -53,13 +56,14 @@ impl BenchRow {
     pub fn mb_s(&self) -> f64 {
         self.bytes as f64 / 1e6 / self.wall_s.max(1e-9)
     }
-    /// Input MB per CPU second: the figure that stays meaningful on a shared machine.
-    pub fn mb_cpu_s(&self) -> f64 {
-        self.bytes as f64 / 1e6 / self.cpu_s.max(1e-9)
+    /// Input MB per CPU second: the figure that stays meaningful on a shared machine. `None`
+    /// below 0.05 CPU s, where the 10 ms clock tick of the CPU time makes the ratio meaningless.
+    pub fn mb_cpu_s(&self) -> Option<f64> {
+        (self.cpu_s >= 0.05).then(|| self.bytes as f64 / 1e6 / self.cpu_s)
     }
     /// Tab-separated header of [`BenchRow::tsv`].
     pub const HEADER: &'static str =
-        "input\tbytes\tstep\tthreads\twall_s\tcpu_s\tMB/s\tMB/cpu_s\trows\tpeak_rss_bytes\tparquet_bytes\tparquet/input";
+        "input\tbytes\tstep\tthreads\twall_s\tcpu_s\tMB/s\tMB/cpu_s\trows\tpeak_rss_bytes\tparquet_bytes\tparquet/input\terrors";
     /// The row as tab-separated text.
     pub fn tsv(&self) -> String {
         let opt = |v: Option<u64>| v.map_or(String::new(), |v| v.to_string());
@@ -67,7 +71,7 @@ impl BenchRow {
             format!("{:.3}", o as f64 / self.bytes.max(1) as f64)
         });
         format!(
-            "{}\t{}\t{}\t{}\t{:.3}\t{:.3}\t{:.1}\t{:.1}\t{}\t{}\t{}\t{}",
+            "{}\t{}\t{}\t{}\t{:.3}\t{:.3}\t{:.1}\t{}\t{}\t{}\t{}\t{}\t{}",
             self.input,
             self.bytes,
             self.step,
@@ -75,11 +79,12 @@ impl BenchRow {
             self.wall_s,
             self.cpu_s,
             self.mb_s(),
-            self.mb_cpu_s(),
+            self.mb_cpu_s().map_or(String::new(), |v| format!("{v:.1}")),
             self.rows,
             opt(self.peak_rss),
             opt(self.out_bytes),
-            ratio
+            ratio,
+            self.errors
         )
     }
 }
@@ -94,6 +99,9 @@ pub struct BenchOptions {
     /// Steps to run (all when empty): `read`, `arrow`, `parquet`, `parquet_2t`.
     pub steps: Vec<String>,
 }
+
+/// The steps of a device bench, in order.
+pub const STEPS: [&str; 4] = ["read", "arrow", "parquet", "parquet_2t"];
 
 impl BenchOptions {
     fn wants(&self, step: &str) -> bool {
@@ -199,6 +207,15 @@ pub fn bench_devices(
             let Some(ntff) = &d.ntff else { continue };
             let src = open(ntff)?;
             let bytes = src.len();
+            // Errors of this input, from a decode into nothing (cheap next to the steps).
+            let errors = {
+                let mut null = NullSink::default();
+                let r = profile::process_device(inv, &p.id, i, open, &mut null, &mut |_, _, _| {})?;
+                r.problems
+                    .iter()
+                    .filter(|p| p.severity == crate::error::Severity::Error)
+                    .count() as u64
+            };
             let row = |step, threads, wall_s, cpu_s, rows, peak_rss, out_bytes| BenchRow {
                 input: ntff.clone(),
                 bytes,
@@ -209,6 +226,7 @@ pub fn bench_devices(
                 rows,
                 peak_rss,
                 out_bytes,
+                errors,
             };
             if opts.wants("read") {
                 let (_, w, c, m) = step(|| read_pass(&*src))?;

@@ -128,7 +128,15 @@ fn main() -> ExitCode {
             }
         }),
         Command::Synth(a) => cmd_synth(a).map(|_| Outcome::Done),
-        Command::Bench(a) => cli::bench::run(a).map(|_| Outcome::Done),
+        Command::Bench(a) => cli::bench::run(a).map(|n| {
+            if n == 0 {
+                Outcome::Done
+            } else {
+                Outcome::InputErrors(format!(
+                    "{n} input(s) had decode errors: their figures measure a partial decode"
+                ))
+            }
+        }),
         Command::Conform(a) => cmd_conform(a).map(|_| Outcome::Done),
     };
     match r {

@@ -119,10 +119,11 @@ fn sums_by_location(parquet: &bytes::Bytes) -> Sums {
     (by, total, rows)
 }
 
-/// `tests/.tmp/source-view-<pid>` at the repository root (gitignored).
-fn scratch() -> PathBuf {
+/// `tests/.tmp/source-view-<test>-<pid>` at the repository root (gitignored): one folder per
+/// test, since the tests of this file run in parallel and each removes its folder.
+fn scratch(test: &str) -> PathBuf {
     let d = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/.tmp"))
-        .join(format!("source-view-{}", std::process::id()));
+        .join(format!("source-view-{test}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
@@ -191,7 +192,7 @@ fn kevgomes_locations_resolve_to_the_stand_in_and_heat_matches_row_sums() {
     );
 
     // The stand-in as a folder (with a decoy of the same name elsewhere) and as a .tar.gz.
-    let root = scratch();
+    let root = scratch("kevgomes");
     let src = root.join("src");
     let real = src.join("nki-moe/kernels/moe_tkg/agents");
     std::fs::create_dir_all(&real).unwrap();
@@ -286,7 +287,7 @@ fn every_kevgomes_location_resolves_to_its_own_stand_in() {
         .keys()
         .any(|p| p.ends_with("/nki/language/creation_ops.py")));
 
-    let root = scratch();
+    let root = scratch("paths");
     let src = root.join("src");
     for (path, max) in &by_path {
         let f = src.join(path.trim_start_matches('/'));

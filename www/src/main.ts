@@ -641,7 +641,8 @@ function wire(): void {
   for (const id of ['open-demo', 'open-demo-2']) byId(id).addEventListener('click', () => void loadDemo());
   const input = byId<HTMLInputElement>('folder-input');
   input.addEventListener('change', () => {
-    if (input.files !== null && input.files.length > 0) void loadFiles(filesFromInput(input.files), 'the folder');
+    // An empty folder is loaded too, so the page says it is empty instead of doing nothing.
+    if (input.files !== null) void loadFiles(filesFromInput(input.files), 'the folder');
     input.value = '';
   });
   const files = byId<HTMLInputElement>('files-input');

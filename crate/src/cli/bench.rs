@@ -31,10 +31,11 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N", conflicts_with = "dir")]
     pub kineto_mb: Option<u64>,
     /// Parquet codec of the Parquet steps (e.g. lz4_raw, snappy, uncompressed, "gzip(1)").
-    #[arg(long, value_name = "CODEC")]
-    pub codec: Option<String>,
-    /// Device steps to run, comma-separated: read, arrow, parquet, parquet_2t (default all).
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    #[arg(long, value_name = "CODEC", value_parser = parse_codec)]
+    pub codec: Option<parquet::basic::Compression>,
+    /// Device steps to run, comma-separated (default all).
+    #[arg(long, value_name = "LIST", value_delimiter = ',',
+          value_parser = clap::builder::PossibleValuesParser::new(neuronscope::bench::STEPS))]
     pub steps: Vec<String>,
 }
 
@@ -76,7 +77,7 @@ impl std::io::Write for CountingWriter {
 ///
 /// Errors: the folder cannot be read, the synthetic capture cannot be written, or a profile the
 /// inventory listed cannot be processed.
-pub fn run(args: &BenchArgs) -> Result<()> {
+pub fn run(args: &BenchArgs) -> Result<u64> {
     let tmp;
     let dir = match (&args.dir, args.synth_mb, args.kineto_mb) {
         (Some(d), _, _) => d.clone(),
@@ -114,12 +115,15 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             .and_then(|p| std::fs::metadata(p).ok())
             .map_or(0, |m| m.len())
     };
-    say!("input\tbytes\tseconds\tMB/s\trows\trows/s\tparquet_bytes");
+    let mut header = false;
     for p in &inv.profiles {
         if p.system_files
             .iter()
             .any(|f| f.ends_with("ntrace.pb") || f.ends_with("trace_info.pb"))
         {
+            if !std::mem::replace(&mut header, true) {
+                say!("input\tbytes\tseconds\tMB/s\trows\trows/s\tparquet_bytes");
+            }
             let bytes: u64 = p.system_files.iter().map(|f| size_of(f)).sum();
             // decode only
             let mut null = NullSink::default();
@@ -141,12 +145,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             );
         }
     }
-    let codec = match &args.codec {
-        None => sink::CODEC,
-        Some(c) => c
-            .parse::<parquet::basic::Compression>()
-            .map_err(|e| neuronscope::Error::Other(format!("--codec {c}: {e}")))?,
-    };
+    let codec = args.codec.unwrap_or(sink::CODEC);
     let opts = neuronscope::bench::BenchOptions {
         out_dir: std::env::temp_dir().join(format!("neuronscope-bench-out-{}", std::process::id())),
         codec,
@@ -161,8 +160,21 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             say!("{}", r.tsv());
         }
     }
+    // Inputs whose decode reported errors (their figures measure a partial decode).
+    let mut with_errors: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.errors > 0)
+        .map(|r| r.input.as_str())
+        .collect();
+    with_errors.dedup();
     if let Some(peak) = peak_rss() {
         say!("peak_rss_bytes\t{peak}");
     }
-    Ok(())
+    Ok(with_errors.len() as u64)
+}
+
+/// `--codec`: a Parquet codec name as parquet-rs spells it.
+fn parse_codec(s: &str) -> std::result::Result<parquet::basic::Compression, String> {
+    s.parse::<parquet::basic::Compression>()
+        .map_err(|e| e.to_string())
 }
