@@ -301,5 +301,16 @@ fn cmd_conform(args: &ConformArgs) -> Result<()> {
         );
         say!("{}", report.to_text());
     }
+    // Rows missing from our side may come from a damaged input: say so (stderr, also with --json).
+    for pr in res
+        .problems
+        .iter()
+        .filter(|p| p.severity == Severity::Error)
+    {
+        eprintln!(
+            "neuronscope: decode error (our tables are partial): {}",
+            pr.message
+        );
+    }
     Ok(())
 }
