@@ -114,3 +114,46 @@ fn gzip_trace_reads_like_the_plain_one() {
     assert_eq!(zrep.base_time_ns, rep.base_time_ns);
     assert_eq!(zev, ev);
 }
+
+/// Hands out its bytes a few at a time (1 to 7), so events, strings and escapes straddle reads.
+struct Trickle<'a>(&'a [u8], usize);
+
+impl std::io::Read for Trickle<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        self.1 = self.1 % 7 + 1;
+        let n = self.1.min(out.len()).min(self.0.len());
+        out[..n].copy_from_slice(&self.0[..n]);
+        self.0 = &self.0[n..];
+        Ok(n)
+    }
+}
+
+#[test]
+fn tiny_reads_give_the_same_rows() {
+    let mut v = Vec::new();
+    write_kineto(&SystemSpec::default(), 60_000, &mut v).expect("write");
+    // Dirty events too (escapes, raw control bytes, invalid UTF-8) before the synthetic ones.
+    let dirty = b"{\"ph\": \"X\", \"name\": \"a\\\"b\\\\c \\ud83d\\ude00 \\q\tx\xff\", \"pid\": 1, \"tid\": 1, \"ts\": 1.5, \"dur\": 2, \"args\": {\"p\": \"C:\\\\x\", \"n\": [1, [2]]}},\n";
+    let at = v
+        .windows(16)
+        .position(|w| w == b"\"traceEvents\": [")
+        .expect("event array")
+        + 17;
+    v.splice(at..at, dirty.iter().copied());
+    let (rep, ev) = run(&v);
+    let mut t = Tables::default();
+    let base = kineto::find_base(&v[..]);
+    let trep = kineto::read_trace(
+        Trickle(&v, 0),
+        "trace.json",
+        "i-test",
+        base,
+        &mut t,
+        &mut |_| {},
+    )
+    .expect("sink ok");
+    assert!(rep.rows > 100);
+    assert_eq!(rep.sanitised, 1);
+    assert_eq!(trep, rep);
+    assert_eq!(t.concat("SystemProfileEvents").expect("rows"), ev);
+}

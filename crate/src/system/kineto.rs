@@ -675,6 +675,49 @@ fn skip_to(buf: &[u8], mut i: usize, structural: bool) -> usize {
     i
 }
 
+/// Inside a captured event (nesting deeper than its `{` at depth `floor`) only strings and
+/// nesting matter: a tight loop over local state up to the byte that would close the event (or
+/// any bracket that would reach `floor`), which [`feed`] then handles; or to the end of `buf`.
+/// Returns the index reached.
+fn in_event(buf: &[u8], mut i: usize, st: &mut Scan, floor: i32) -> usize {
+    let (mut depth, mut in_str) = (st.depth, st.in_str);
+    loop {
+        if in_str {
+            i = skip_to(buf, i, false);
+            match buf.get(i) {
+                None => break,
+                Some(b'"') => in_str = false,
+                Some(_) => {
+                    // A backslash: skip the escaped byte, or carry the escape to the next piece.
+                    if i + 1 >= buf.len() {
+                        st.esc = true;
+                        i += 1;
+                        break;
+                    }
+                    i += 1;
+                }
+            }
+        } else {
+            i = skip_to(buf, i, true);
+            match buf.get(i) {
+                None => break,
+                Some(b'"') => in_str = true,
+                Some(b'{' | b'[') => depth = depth.saturating_add(1),
+                Some(_) => {
+                    if depth - 1 <= floor {
+                        break;
+                    }
+                    depth -= 1;
+                }
+            }
+        }
+        i += 1;
+    }
+    st.depth = depth;
+    st.in_str = in_str;
+    i
+}
+
 /// Scans one read piece starting at file offset `off`, calling `on_event(bytes, offset, base)`
 /// for every finished event object (`bytes` empty when it was too big; `base` the
 /// `baseTimeNanoseconds` text seen so far). An object inside one piece is passed without a copy.
@@ -691,7 +734,14 @@ fn feed(
     // Where the object being captured starts in this piece.
     let mut cs: usize = 0;
     let mut i = 0usize;
-    while let Some(&b) = buf.get(i) {
+    loop {
+        if let Some((d, _)) = st.cap {
+            if !st.esc && st.depth > d {
+                // Then the byte it stopped at (closing the event) goes the general way.
+                i = in_event(buf, i, st, d);
+            }
+        }
+        let Some(&b) = buf.get(i) else { break };
         if st.in_str {
             if st.esc {
                 st.esc = false;
