@@ -718,18 +718,16 @@ fn in_event(buf: &[u8], mut i: usize, st: &mut Scan, floor: i32) -> usize {
     i
 }
 
+/// What [`feed`] calls per finished event object: `(bytes, offset, base text seen so far)`.
+type OnEvent<'a> = dyn FnMut(&[u8], u64, Option<&str>) -> Result<()> + 'a;
+
 /// Scans one read piece starting at file offset `off`, calling `on_event(bytes, offset, base)`
 /// for every finished event object (`bytes` empty when it was too big; `base` the
 /// `baseTimeNanoseconds` text seen so far). An object inside one piece is passed without a copy.
 ///
 /// Byte by byte a small state machine (string / escape / nesting); runs inside strings and
 /// between structural bytes below the top level are skipped in tight loops.
-fn feed(
-    st: &mut Scan,
-    buf: &[u8],
-    off: u64,
-    on_event: &mut dyn FnMut(&[u8], u64, Option<&str>) -> Result<()>,
-) -> Result<()> {
+fn feed(st: &mut Scan, buf: &[u8], off: u64, on_event: &mut OnEvent<'_>) -> Result<()> {
     let n = buf.len();
     // Where the object being captured starts in this piece.
     let mut cs: usize = 0;
