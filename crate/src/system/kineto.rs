@@ -6,9 +6,13 @@
 //! more than 1 GB):
 //! - the input is read in 1 MiB pieces and scanned byte by byte with a small state machine
 //!   (string / escape / nesting state); only one event object at a time is buffered;
-//! - each event is parsed on its own: strict JSON first, and when that fails it is sanitised (raw
-//!   control characters escaped, invalid escapes kept as a literal backslash, invalid UTF-8 →
-//!   U+FFFD, lone surrogates → U+FFFD) and parsed again; an unparsable event is skipped and counted;
+//! - each event is parsed on its own, typed and borrowed (no `serde_json::Value` per event): the
+//!   structural keys (`ph`, `name`, `ts`, `dur`, `pid`, `tid`, `args`) picked out, every other
+//!   member and each `args` member kept as raw JSON text for the extras column, `ts` / `dur`
+//!   converted from their number text exactly, names interned. Strict JSON first, and when that
+//!   fails the object is sanitised (raw control characters escaped, invalid escapes kept as a
+//!   literal backslash, invalid UTF-8 → U+FFFD, lone surrogates → U+FFFD) and parsed again; an
+//!   unparsable event is skipped and counted;
 //! - rows leave in 64 Ki-row batches through the [`Emitter`]. A finished row is held back in a
 //!   window of [`WINDOW`] rows so flow events (`s`/`t`/`f`) written after their slice can still
 //!   bind to it; `B` rows wait on a per-thread stack (at most [`MAX_OPEN`] deep, [`MAX_OPEN_TOTAL`]
@@ -20,10 +24,15 @@
 //!
 //! End of input inside the event array ends the array (missing `]`).
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::borrow::Cow;
+use std::collections::{BTreeMap, VecDeque};
 use std::io::Read;
+use std::rc::Rc;
 
-use serde_json::{Map, Value};
+use rustc_hash::{FxHashMap, FxHashSet};
+use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+use serde_json::Value;
 
 use crate::error::{Error, Problem, Result, Severity};
 use crate::tables::{explorer, Emitter, TableSink};
@@ -44,6 +53,9 @@ pub const MAX_PENDING_FLOWS: usize = 256;
 const FLOW_LOOKBACK: usize = 64;
 /// Process / thread names kept (report and extras).
 const MAX_NAMES: usize = 65_536;
+
+/// Distinct event names interned (shared by their rows); rarer names beyond that are not kept.
+const MAX_INTERNED: usize = 65_536;
 
 /// First `SystemProfileEvents.id` of framework rows (2^62).
 pub const FRAMEWORK_ID_BASE: i64 = 1 << 62;
@@ -91,13 +103,369 @@ pub struct KinetoReport {
 /// One framework row before emission. Times are ns on the trace clock (base added at emission).
 struct Row {
     id: i64,
-    name: String,
+    name: Rc<str>,
     start: i64,
     end: i64,
     pid: i64,
     tid: i64,
-    extra: Map<String, Value>,
+    extra: Extras,
     flows: Vec<String>,
+}
+
+/// Attributes of a row without a column of their own, in input order (a later key wins, as in a
+/// JSON object): keys unescaped, values as canonical JSON text, all in one buffer.
+#[derive(Default)]
+struct Extras {
+    buf: String,
+    /// `(key start, key end, value end)` into `buf`; the value starts at the key end.
+    ents: Vec<(u32, u32, u32)>,
+}
+
+impl Extras {
+    fn is_empty(&self) -> bool {
+        self.ents.is_empty()
+    }
+
+    fn push_key(&mut self, key: &str) -> u32 {
+        let k0 = self.buf.len() as u32;
+        self.buf.push_str(key);
+        k0
+    }
+
+    fn end_value(&mut self, k0: u32, k1: u32) {
+        self.ents.push((k0, k1, self.buf.len() as u32));
+    }
+
+    /// `key` → `raw` (any JSON value text, canonicalised as `serde_json::Value` would print it).
+    fn push_raw(&mut self, key: &str, raw: &str) {
+        let k0 = self.push_key(key);
+        let k1 = self.buf.len() as u32;
+        canon(raw, &mut self.buf);
+        self.end_value(k0, k1);
+    }
+
+    /// `key` → the JSON string of `text`.
+    fn push_str(&mut self, key: &str, text: &str) {
+        let k0 = self.push_key(key);
+        let k1 = self.buf.len() as u32;
+        push_json_str(&mut self.buf, text);
+        self.end_value(k0, k1);
+    }
+
+    /// Appends `other`'s entries after this one's (so they win on equal keys).
+    fn append(&mut self, other: &Extras) {
+        let d = self.buf.len() as u32;
+        self.buf.push_str(&other.buf);
+        self.ents
+            .extend(other.ents.iter().map(|&(a, b, c)| (a + d, b + d, c + d)));
+    }
+
+    fn get(&self, (a, b, c): (u32, u32, u32)) -> (&str, &str) {
+        let s = &self.buf;
+        (
+            s.get(a as usize..b as usize).unwrap_or(""),
+            s.get(b as usize..c as usize).unwrap_or(""),
+        )
+    }
+}
+
+/// Writes `s` as a JSON string (serde_json's escaping; the common case copied as is).
+fn push_json_str(out: &mut String, s: &str) {
+    if s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.push_str(&serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into()));
+    } else {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    }
+}
+
+/// A decimal integer text serde_json keeps as an integer and prints back unchanged.
+fn is_plain_int(t: &[u8]) -> bool {
+    let d = t.strip_prefix(b"-").unwrap_or(t);
+    match d {
+        [b'0'] => t.len() == 1,
+        [b'1'..=b'9', rest @ ..] => rest.len() < 18 && rest.iter().all(u8::is_ascii_digit),
+        _ => false,
+    }
+}
+
+/// Appends the JSON value text `raw` (strict JSON) as `serde_json::Value::to_string` prints it:
+/// strings without escapes, plain integers, literals and arrays of those are copied (whitespace
+/// dropped); anything else (floats, objects, escapes) goes through `Value` once.
+fn canon(raw: &str, out: &mut String) {
+    let mark = out.len();
+    let b = raw.as_bytes();
+    let mut i = 0;
+    let mut plain = true;
+    while let Some(&c) = b.get(i) {
+        match c {
+            b'"' => {
+                let s = i;
+                i += 1;
+                while b.get(i).is_some_and(|&d| d != b'"' && d != b'\\') {
+                    i += 1;
+                }
+                if b.get(i) != Some(&b'"') {
+                    plain = false;
+                    break;
+                }
+                out.push_str(raw.get(s..=i).unwrap_or(""));
+                i += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let s = i;
+                while b.get(i).is_some_and(|d| {
+                    d.is_ascii_digit() || matches!(d, b'-' | b'+' | b'.' | b'e' | b'E')
+                }) {
+                    i += 1;
+                }
+                let t = b.get(s..i).unwrap_or(b"");
+                if !is_plain_int(t) {
+                    plain = false;
+                    break;
+                }
+                out.push_str(raw.get(s..i).unwrap_or(""));
+            }
+            b' ' | b'\t' | b'\n' | b'\r' => i += 1,
+            b'{' => {
+                plain = false;
+                break;
+            }
+            _ => {
+                // `[`, `]`, `,` and the letters of true / false / null.
+                out.push(c as char);
+                i += 1;
+            }
+        }
+    }
+    if plain {
+        return;
+    }
+    out.truncate(mark);
+    match serde_json::from_str::<Value>(raw) {
+        Ok(v) => out.push_str(&v.to_string()),
+        // Valid JSON serde_json cannot hold (a number out of range): kept as written.
+        Err(_) => out.push_str(raw.trim()),
+    }
+}
+
+/// `\uD800`–`\uDFFF` escapes occur in `t`: serde_json reads past lone ones in raw values but
+/// refuses them in strings it decodes, so such an event is checked (and sanitised) as a whole.
+fn has_surrogate_escape(t: &str) -> bool {
+    t.contains("\\u")
+        && t.as_bytes().windows(4).any(|w| {
+            matches!(
+                w,
+                [b'\\', b'u', b'd' | b'D', b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F']
+            )
+        })
+}
+
+/// The text of a JSON string value (`None` when `raw` is not a string).
+fn str_of(raw: &RawValue) -> Option<Cow<'_, str>> {
+    let t = raw.get();
+    let inner = t.strip_prefix('"')?.strip_suffix('"')?;
+    if inner.contains('\\') {
+        serde_json::from_str::<String>(t).ok().map(Cow::Owned)
+    } else {
+        Some(Cow::Borrowed(inner))
+    }
+}
+
+/// A JSON string's text, or any other value's canonical JSON text (names and flow ids).
+fn text_of(raw: &RawValue) -> Cow<'_, str> {
+    str_of(raw).unwrap_or_else(|| {
+        let mut s = String::new();
+        canon(raw.get(), &mut s);
+        Cow::Owned(s)
+    })
+}
+
+/// `ts` / `dur` in µs (a number, or a string holding one) → ns: exact decimal conversion, else f64.
+fn value_ns(raw: Option<&RawValue>) -> Option<i64> {
+    let raw = raw?;
+    if let Some(s) = str_of(raw) {
+        return us_text_to_ns(&s);
+    }
+    let t = raw.get();
+    if let Some(v) = us_text_to_ns(t) {
+        return Some(v);
+    }
+    let f = serde_json::from_str::<f64>(t).ok()? * 1000.0;
+    (f.is_finite() && f.abs() < 9.2e18).then(|| f.round() as i64)
+}
+
+/// pid / tid: numbers, or strings (hashed to a non-negative int64; the text goes to extras under
+/// `key`).
+fn id_of(v: Option<&RawValue>, key: &str, extra: &mut Extras) -> i64 {
+    let Some(v) = v else { return 0 };
+    if let Some(s) = str_of(v) {
+        return match s.trim().parse::<i64>() {
+            Ok(n) => n,
+            Err(_) => {
+                extra.push_str(key, &s);
+                // FNV-1a, 63 bits: stable across runs and platforms.
+                let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+                for b in s.bytes() {
+                    h ^= u64::from(b);
+                    h = h.wrapping_mul(0x0100_0000_01b3);
+                }
+                (h >> 1) as i64
+            }
+        };
+    }
+    let t = v.get();
+    if let Ok(n) = t.parse::<i64>() {
+        return n;
+    }
+    match serde_json::from_str::<Value>(t) {
+        Ok(Value::Number(n)) => n
+            .as_i64()
+            .or_else(|| n.as_f64().map(|f| f as i64))
+            .unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// An object key, borrowed from the input unless it holds escapes.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(
+                self,
+                v: &'de str,
+            ) -> std::result::Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> std::result::Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// A JSON object's members in input order, values as raw text (`args`, and the rest of an event).
+type Members<'a> = Vec<(Cow<'a, str>, &'a RawValue)>;
+
+/// `args`: the members of an object; any other value is read past and yields none (as before:
+/// only object `args` reach the extras).
+struct Args<'a>(Members<'a>);
+
+/// One trace event, typed and borrowed from the event's bytes: the structural keys picked out,
+/// every other member kept as raw JSON text. Duplicate keys: the last wins (as in a JSON object).
+#[derive(Default)]
+struct Ev<'a> {
+    ph: Option<&'a RawValue>,
+    name: Option<&'a RawValue>,
+    ts: Option<&'a RawValue>,
+    dur: Option<&'a RawValue>,
+    pid: Option<&'a RawValue>,
+    tid: Option<&'a RawValue>,
+    /// The members of `args` when it is an object (empty otherwise).
+    args: Members<'a>,
+    rest: Members<'a>,
+}
+
+/// Visits a JSON object member by member (`Ev` and `Args` share it).
+struct ObjVisitor<T>(std::marker::PhantomData<T>);
+
+impl<'de> Visitor<'de> for ObjVisitor<Ev<'de>> {
+    type Value = Ev<'de>;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a trace event object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> std::result::Result<Ev<'de>, A::Error> {
+        let mut ev = Ev {
+            rest: Vec::with_capacity(4),
+            ..Ev::default()
+        };
+        while let Some(Key(k)) = m.next_key()? {
+            if k == "args" {
+                ev.args = m.next_value::<Args>()?.0;
+                continue;
+            }
+            let v: &'de RawValue = m.next_value()?;
+            let slot = match &*k {
+                "ph" => &mut ev.ph,
+                "name" => &mut ev.name,
+                "ts" => &mut ev.ts,
+                "dur" => &mut ev.dur,
+                "pid" => &mut ev.pid,
+                "tid" => &mut ev.tid,
+                _ => {
+                    ev.rest.push((k, v));
+                    continue;
+                }
+            };
+            *slot = Some(v);
+        }
+        Ok(ev)
+    }
+}
+
+impl<'de> Visitor<'de> for ObjVisitor<Args<'de>> {
+    type Value = Args<'de>;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> std::result::Result<Args<'de>, A::Error> {
+        let mut v = Vec::with_capacity(8);
+        while let Some(Key(k)) = m.next_key()? {
+            v.push((k, m.next_value::<&'de RawValue>()?));
+        }
+        Ok(Args(v))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> std::result::Result<Args<'de>, A::Error> {
+        while s.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Args(Vec::new()))
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> std::result::Result<Args<'de>, E> {
+        Ok(Args(Vec::new()))
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> std::result::Result<Args<'de>, E> {
+        Ok(Args(Vec::new()))
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> std::result::Result<Args<'de>, E> {
+        Ok(Args(Vec::new()))
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> std::result::Result<Args<'de>, E> {
+        Ok(Args(Vec::new()))
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> std::result::Result<Args<'de>, E> {
+        Ok(Args(Vec::new()))
+    }
+    fn visit_unit<E: de::Error>(self) -> std::result::Result<Args<'de>, E> {
+        Ok(Args(Vec::new()))
+    }
+}
+
+impl<'de> Deserialize<'de> for Ev<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_map(ObjVisitor::<Ev<'de>>(std::marker::PhantomData))
+    }
+}
+
+impl<'de> Deserialize<'de> for Args<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(ObjVisitor::<Args<'de>>(std::marker::PhantomData))
+    }
+}
+
+/// The last member named `key`.
+fn member<'a>(m: &'a Members<'a>, key: &str) -> Option<&'a RawValue> {
+    m.iter().rev().find(|(k, _)| k == key).map(|(_, v)| *v)
 }
 
 /// A flow event waiting for its slice.
@@ -150,17 +518,14 @@ pub fn us_text_to_ns(t: &str) -> Option<i64> {
     Some(if neg { -v } else { v })
 }
 
-/// Sanitises one event object's bytes into strict JSON and records the raw number text of its
-/// top-level `ts` and `dur` keys (for exact µs → ns).
-fn sanitise(raw: &[u8]) -> (String, Option<String>, Option<String>) {
+/// Sanitises one event object's bytes into strict JSON (the number texts are left as they are, so
+/// `ts` / `dur` still convert exactly).
+fn sanitise(raw: &[u8]) -> String {
     let s = String::from_utf8_lossy(raw);
     let mut out = String::with_capacity(s.len() + 16);
     let chars: Vec<char> = s.chars().collect();
     let mut i = 0;
     let mut in_str = false;
-    let mut depth = 0i32;
-    let mut cur = String::new();
-    let (mut ts, mut dur) = (None, None);
     // The previous escape was a high surrogate kept for the low one that follows.
     let mut low_ok = false;
     while let Some(&c) = chars.get(i) {
@@ -176,7 +541,6 @@ fn sanitise(raw: &[u8]) -> (String, Option<String>, Option<String>) {
                         Some('"' | '\\' | '/' | 'b' | 'f' | 'n' | 'r' | 't') => {
                             out.push('\\');
                             out.push(n.unwrap_or('\\'));
-                            cur.push(n.unwrap_or('\\'));
                             i += 1;
                         }
                         Some('u')
@@ -215,103 +579,26 @@ fn sanitise(raw: &[u8]) -> (String, Option<String>, Option<String>) {
                         _ => {
                             // Invalid escape (e.g. a Windows path): keep the backslash.
                             out.push_str("\\\\");
-                            cur.push('\\');
                         }
                     }
                 }
                 c if (c as u32) < 0x20 => {
                     out.push_str(&format!("\\u{:04x}", c as u32));
                 }
-                c => {
-                    out.push(c);
-                    if depth == 1 {
-                        cur.push(c);
-                    }
-                }
+                c => out.push(c),
             }
         } else {
             match c {
                 '"' => {
                     in_str = true;
-                    cur.clear();
                     out.push(c);
-                }
-                '{' | '[' => {
-                    depth = depth.saturating_add(1);
-                    out.push(c);
-                }
-                '}' | ']' => {
-                    depth = depth.saturating_sub(1);
-                    out.push(c);
-                }
-                ':' if depth == 1 => {
-                    let last_key = std::mem::take(&mut cur);
-                    out.push(c);
-                    // Capture a bare number value of ts / dur.
-                    if last_key == "ts" || last_key == "dur" {
-                        let mut j = i + 1;
-                        let mut num = String::new();
-                        while let Some(&d) = chars.get(j) {
-                            if d.is_ascii_digit() || matches!(d, '.' | '-' | '+' | 'e' | 'E') {
-                                num.push(d);
-                            } else if !(d.is_whitespace() && num.is_empty()) {
-                                break;
-                            }
-                            j += 1;
-                        }
-                        if !num.is_empty() {
-                            if last_key == "ts" {
-                                ts = Some(num);
-                            } else {
-                                dur = Some(num);
-                            }
-                        }
-                    }
                 }
                 c => out.push(c),
             }
         }
         i += 1;
     }
-    (out, ts, dur)
-}
-
-fn value_ns(v: Option<&Value>, raw: Option<&str>) -> Option<i64> {
-    if let Some(t) = raw.and_then(us_text_to_ns) {
-        return Some(t);
-    }
-    match v? {
-        Value::Number(n) => {
-            let f = n.as_f64()? * 1000.0;
-            (f.is_finite() && f.abs() < 9.2e18).then(|| f.round() as i64)
-        }
-        Value::String(s) => us_text_to_ns(s),
-        _ => None,
-    }
-}
-
-/// pid / tid: numbers, or strings (hashed to a non-negative int64; the text goes to extras).
-fn id_of(v: Option<&Value>, key: &str, extra: &mut Map<String, Value>) -> i64 {
-    match v {
-        Some(Value::Number(n)) => n
-            .as_i64()
-            .or_else(|| n.as_f64().map(|f| f as i64))
-            .unwrap_or(0),
-        Some(Value::String(s)) => match s.trim().parse::<i64>() {
-            Ok(n) => n,
-            Err(_) => {
-                extra.insert(format!("{key}_text"), Value::String(s.clone()));
-                // FNV-1a, 63 bits: stable across runs and platforms.
-                let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-                for b in s.bytes() {
-                    h ^= u64::from(b);
-                    h = h.wrapping_mul(0x0100_0000_01b3);
-                }
-                (h >> 1) as i64
-            }
-        },
-        _ => 0,
-    }
+    out
 }
 
 /// Scanner state over the whole file.
@@ -330,102 +617,242 @@ struct Scan {
     last_key: Vec<u8>,
     base_num: Option<Vec<u8>>,
     base: Option<String>,
-    /// Event object being captured, with the depth it started at and its offset.
-    cap: Option<(Vec<u8>, i32, u64)>,
+    /// An event object is being captured: the depth it started at and its offset.
+    cap: Option<(i32, u64)>,
+    /// Bytes of the captured object from earlier read pieces (reused between events).
+    cap_buf: Vec<u8>,
     cap_too_big: bool,
 }
 
-/// Advances the scanner by one byte; returns a finished event object (bytes, offset).
-fn step(st: &mut Scan, b: u8, at: u64) -> Option<(Vec<u8>, u64)> {
-    if let Some((v, _, _)) = st.cap.as_mut() {
-        if v.len() < MAX_EVENT {
-            v.push(b);
+/// Appends `piece` to the capture buffer unless the object grows beyond [`MAX_EVENT`].
+fn cap_extend(st: &mut Scan, piece: &[u8]) {
+    if st.cap_too_big || st.cap_buf.len() + piece.len() > MAX_EVENT {
+        st.cap_too_big = true;
+        st.cap_buf = Vec::new();
+    } else {
+        st.cap_buf.extend_from_slice(piece);
+    }
+}
+
+/// `0x01` in every byte of a word.
+const LO: u64 = 0x0101_0101_0101_0101;
+
+/// High bit set in each byte of `w` equal to `b` (exact for the lowest such byte, which is all
+/// [`skip_to`] uses).
+fn bytes_eq(w: u64, b: u8) -> u64 {
+    let x = w ^ (LO * u64::from(b));
+    x.wrapping_sub(LO) & !x & (LO << 7)
+}
+
+/// The first index from `i` of a byte that matters to the scanner: inside a string `"` or `\`;
+/// outside (`structural`) `"`, `{`, `}`, `[`, `]`. Eight bytes at a time (SWAR).
+fn skip_to(buf: &[u8], mut i: usize, structural: bool) -> usize {
+    while let Some(c) = buf.get(i..i + 8) {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(c);
+        let w = u64::from_le_bytes(a);
+        let m = if structural {
+            // `{` `}` are `[` `]` with bit 5 set; no other byte maps onto them.
+            let f = w & !(LO << 5);
+            bytes_eq(w, b'"') | bytes_eq(f, b'[') | bytes_eq(f, b']')
         } else {
-            st.cap_too_big = true;
+            bytes_eq(w, b'"') | bytes_eq(w, b'\\')
+        };
+        if m != 0 {
+            return i + (m.trailing_zeros() / 8) as usize;
         }
+        i += 8;
     }
-    if st.in_str {
-        if st.esc {
-            st.esc = false;
-        } else if b == b'\\' {
-            st.esc = true;
-        } else if b == b'"' {
-            st.in_str = false;
-        } else if st.form == 2 && st.depth == 1 {
-            st.key.push(b);
+    while buf.get(i).is_some_and(|&d| {
+        if structural {
+            !matches!(d, b'"' | b'{' | b'}' | b'[' | b']')
+        } else {
+            d != b'"' && d != b'\\'
         }
-        return None;
+    }) {
+        i += 1;
     }
-    match b {
-        b'"' => {
-            st.in_str = true;
-            if st.form == 2 && st.depth == 1 {
-                st.key.clear();
-            }
-        }
-        b'{' | b'[' => {
-            if st.form == 0 {
-                st.form = if b == b'[' { 1 } else { 2 };
-                st.depth = 1;
-                if b == b'[' {
-                    st.events_depth = Some(1);
-                }
-                return None;
-            }
-            if b == b'{'
-                && Some(st.depth) == st.events_depth
-                && st.cap.is_none()
-                && !st.events_closed
-            {
-                st.cap = Some((vec![b'{'], st.depth, at));
-                st.cap_too_big = false;
-            }
-            if b == b'[' && st.form == 2 && st.depth == 1 && st.last_key == b"traceEvents" {
-                st.events_depth = Some(2);
-                st.events_closed = false;
-            }
-            st.depth = st.depth.saturating_add(1);
-        }
-        b'}' | b']' => {
-            st.depth = st.depth.saturating_sub(1);
-            if let Some(ed) = st.events_depth {
-                if b == b']' && st.depth == ed - 1 && st.cap.is_none() {
-                    st.events_closed = true;
+    i
+}
+
+/// Inside a captured event (nesting deeper than its `{` at depth `floor`) only strings and
+/// nesting matter: a tight loop over local state up to the byte that would close the event (or
+/// any bracket that would reach `floor`), which [`feed`] then handles; or to the end of `buf`.
+/// Returns the index reached.
+fn in_event(buf: &[u8], mut i: usize, st: &mut Scan, floor: i32) -> usize {
+    let (mut depth, mut in_str) = (st.depth, st.in_str);
+    loop {
+        if in_str {
+            i = skip_to(buf, i, false);
+            match buf.get(i) {
+                None => break,
+                Some(b'"') => in_str = false,
+                Some(_) => {
+                    // A backslash: skip the escaped byte, or carry the escape to the next piece.
+                    if i + 1 >= buf.len() {
+                        st.esc = true;
+                        i += 1;
+                        break;
+                    }
+                    i += 1;
                 }
             }
-            if b == b'}' {
-                if let Some((_, d, _)) = &st.cap {
-                    if st.depth == *d {
-                        let (v, _, o) = st.cap.take()?;
-                        if st.cap_too_big {
-                            return Some((Vec::new(), o));
+        } else {
+            i = skip_to(buf, i, true);
+            match buf.get(i) {
+                None => break,
+                Some(b'"') => in_str = true,
+                Some(b'{' | b'[') => depth = depth.saturating_add(1),
+                Some(_) => {
+                    if depth - 1 <= floor {
+                        break;
+                    }
+                    depth -= 1;
+                }
+            }
+        }
+        i += 1;
+    }
+    st.depth = depth;
+    st.in_str = in_str;
+    i
+}
+
+/// What [`feed`] calls per finished event object: `(bytes, offset, base text seen so far)`.
+type OnEvent<'a> = dyn FnMut(&[u8], u64, Option<&str>) -> Result<()> + 'a;
+
+/// Scans one read piece starting at file offset `off`, calling `on_event(bytes, offset, base)`
+/// for every finished event object (`bytes` empty when it was too big; `base` the
+/// `baseTimeNanoseconds` text seen so far). An object inside one piece is passed without a copy.
+///
+/// Byte by byte a small state machine (string / escape / nesting); runs inside strings and
+/// between structural bytes below the top level are skipped in tight loops.
+fn feed(st: &mut Scan, buf: &[u8], off: u64, on_event: &mut OnEvent<'_>) -> Result<()> {
+    let n = buf.len();
+    // Where the object being captured starts in this piece.
+    let mut cs: usize = 0;
+    let mut i = 0usize;
+    loop {
+        if let Some((d, _)) = st.cap {
+            if !st.esc && st.depth > d {
+                // Then the byte it stopped at (closing the event) goes the general way.
+                i = in_event(buf, i, st, d);
+            }
+        }
+        let Some(&b) = buf.get(i) else { break };
+        if st.in_str {
+            if st.esc {
+                st.esc = false;
+            } else if b == b'\\' {
+                st.esc = true;
+            } else if b == b'"' {
+                st.in_str = false;
+            } else if st.form == 2 && st.depth == 1 {
+                st.key.push(b);
+            } else {
+                i = skip_to(buf, i + 1, false);
+                continue;
+            }
+            i += 1;
+            continue;
+        }
+        match b {
+            b'"' => {
+                st.in_str = true;
+                if st.form == 2 && st.depth == 1 {
+                    st.key.clear();
+                }
+            }
+            b'{' | b'[' => {
+                if st.form == 0 {
+                    st.form = if b == b'[' { 1 } else { 2 };
+                    st.depth = 1;
+                    if b == b'[' {
+                        st.events_depth = Some(1);
+                    }
+                    i += 1;
+                    continue;
+                }
+                if b == b'{'
+                    && Some(st.depth) == st.events_depth
+                    && st.cap.is_none()
+                    && !st.events_closed
+                {
+                    st.cap = Some((st.depth, off + i as u64));
+                    st.cap_buf.clear();
+                    st.cap_too_big = false;
+                    cs = i;
+                }
+                if b == b'[' && st.form == 2 && st.depth == 1 && st.last_key == b"traceEvents" {
+                    st.events_depth = Some(2);
+                    st.events_closed = false;
+                }
+                st.depth = st.depth.saturating_add(1);
+            }
+            b'}' | b']' => {
+                st.depth = st.depth.saturating_sub(1);
+                if let Some(ed) = st.events_depth {
+                    if b == b']' && st.depth == ed - 1 && st.cap.is_none() {
+                        st.events_closed = true;
+                    }
+                }
+                if b == b'}' {
+                    if let Some((d, o)) = st.cap {
+                        if st.depth == d {
+                            st.cap = None;
+                            let piece = buf.get(cs..=i).unwrap_or(&[]);
+                            let base = st.base.as_deref();
+                            if st.cap_buf.is_empty() && !st.cap_too_big {
+                                if piece.len() > MAX_EVENT {
+                                    on_event(&[], o, base)?;
+                                } else {
+                                    on_event(piece, o, base)?;
+                                }
+                            } else {
+                                cap_extend(st, piece);
+                                let v = if st.cap_too_big {
+                                    &[][..]
+                                } else {
+                                    &st.cap_buf[..]
+                                };
+                                on_event(v, o, st.base.as_deref())?;
+                                st.cap_buf.clear();
+                            }
                         }
-                        return Some((v, o));
                     }
                 }
+                if st.depth == 1 {
+                    finish_base(st);
+                }
             }
-            if st.depth == 1 {
-                finish_base(st);
+            b':' if st.form == 2 && st.depth == 1 => {
+                st.last_key = std::mem::take(&mut st.key);
+                if st.last_key == b"baseTimeNanoseconds" {
+                    st.base_num = Some(Vec::new());
+                }
             }
-        }
-        b':' if st.form == 2 && st.depth == 1 => {
-            st.last_key = std::mem::take(&mut st.key);
-            if st.last_key == b"baseTimeNanoseconds" {
-                st.base_num = Some(Vec::new());
-            }
-        }
-        b',' if st.depth == 1 => finish_base(st),
-        _ => {
-            if st.depth == 1 {
-                if let Some(n) = st.base_num.as_mut() {
-                    if !b.is_ascii_whitespace() && n.len() < 32 {
-                        n.push(b);
+            b',' if st.depth == 1 => finish_base(st),
+            _ => {
+                if st.depth == 1 {
+                    if let Some(n) = st.base_num.as_mut() {
+                        if !b.is_ascii_whitespace() && n.len() < 32 {
+                            n.push(b);
+                        }
                     }
+                } else {
+                    // Below the top level only strings and nesting matter.
+                    i = skip_to(buf, i + 1, true);
+                    continue;
                 }
             }
         }
+        i += 1;
     }
-    None
+    if st.cap.is_some() {
+        let piece = buf.get(cs..n).unwrap_or(&[]);
+        cap_extend(st, piece);
+    }
+    Ok(())
 }
 
 fn finish_base(st: &mut Scan) {
@@ -533,15 +960,19 @@ struct Reader<'s, 'f> {
     rep: KinetoReport,
     /// Added to every time at emission (0 when unknown).
     base: i64,
-    threads: HashMap<(i64, i64), Thread>,
+    threads: FxHashMap<(i64, i64), Thread>,
     /// Finished rows not yet emitted; `window[0]` has sequence number `front_seq`.
     window: VecDeque<Row>,
     front_seq: u64,
     open_total: usize,
     pending_total: usize,
     next_id: i64,
-    pnames: HashMap<i64, String>,
-    tnames: HashMap<(i64, i64), String>,
+    pnames: FxHashMap<i64, String>,
+    tnames: FxHashMap<(i64, i64), String>,
+    /// Interned event names (at most [`MAX_INTERNED`]; rarer names beyond that are not kept).
+    names: FxHashSet<Rc<str>>,
+    /// Scratch for the extras JSON of the row being emitted.
+    out: String,
     em: Emitter<'s>,
     cols: [usize; 11],
 }
@@ -570,14 +1001,16 @@ pub fn read_trace(
         instance_id,
         rep: KinetoReport::default(),
         base: 0,
-        threads: HashMap::new(),
+        threads: FxHashMap::default(),
         window: VecDeque::new(),
         front_seq: 0,
         open_total: 0,
         pending_total: 0,
         next_id: FRAMEWORK_ID_BASE,
-        pnames: HashMap::new(),
-        tnames: HashMap::new(),
+        pnames: FxHashMap::default(),
+        tnames: FxHashMap::default(),
+        names: FxHashSet::default(),
+        out: String::new(),
         em: Emitter::new(def, sink),
         cols: [
             c("id"),
@@ -612,23 +1045,18 @@ pub fn read_trace(
                 break;
             }
         };
-        for (k, &b) in buf.iter().take(n).enumerate() {
-            let at = off + k as u64;
-            if let Some(obj) = step(&mut st, b, at) {
-                if !base_fixed {
-                    // The clock is fixed at the first event: the caller's base, else one seen so far.
-                    base_fixed = true;
-                    let seen = st
-                        .base
-                        .as_deref()
-                        .and_then(|t| t.trim().parse::<i64>().ok());
-                    r.rep.base_time_ns = base.or(seen);
-                    r.base = r.rep.base_time_ns.unwrap_or(0);
-                }
-                r.rep.objects += 1;
-                r.handle(obj)?;
+        let piece = buf.get(..n).unwrap_or(&[]);
+        feed(&mut st, piece, off, &mut |obj, at, seen| {
+            if !base_fixed {
+                // The clock is fixed at the first event: the caller's base, else one seen so far.
+                base_fixed = true;
+                let seen = seen.and_then(|t| t.trim().parse::<i64>().ok());
+                r.rep.base_time_ns = base.or(seen);
+                r.base = r.rep.base_time_ns.unwrap_or(0);
             }
-        }
+            r.rep.objects += 1;
+            r.handle(obj, at)
+        })?;
         off += n as u64;
         progress(off);
     }
@@ -781,15 +1209,7 @@ impl Reader<'_, '_> {
         }
     }
 
-    fn emit(&mut self, mut r: Row) -> Result<()> {
-        if let Some(p) = self.pnames.get(&r.pid) {
-            r.extra
-                .insert("process_name".into(), Value::String(p.clone()));
-        }
-        if let Some(t) = self.tnames.get(&(r.pid, r.tid)) {
-            r.extra
-                .insert("thread_name".into(), Value::String(t.clone()));
-        }
+    fn emit(&mut self, r: Row) -> Result<()> {
         let cols = self.cols;
         let b = &mut self.em.b;
         let (s, e) = (
@@ -809,8 +1229,36 @@ impl Reader<'_, '_> {
             let f: Vec<&str> = r.flows.iter().map(String::as_str).collect();
             b.list_str(cols[9], &f);
         }
-        if !r.extra.is_empty() {
-            b.str(cols[10], Some(&Value::Object(r.extra).to_string()));
+        let pname = self.pnames.get(&r.pid);
+        let tname = self.tnames.get(&(r.pid, r.tid));
+        let mut x = r.extra;
+        if let Some(p) = pname {
+            x.push_str("process_name", p);
+        }
+        if let Some(t) = tname {
+            x.push_str("thread_name", t);
+        }
+        if !x.is_empty() {
+            // Keys sorted (serde_json's map order; the sort is stable), the last of equal keys kept.
+            let mut ents = std::mem::take(&mut x.ents);
+            ents.sort_by(|a, b| x.get(*a).0.cmp(x.get(*b).0));
+            let out = &mut self.out;
+            out.clear();
+            out.push('{');
+            for (k, e) in ents.iter().enumerate() {
+                let (key, val) = x.get(*e);
+                if ents.get(k + 1).is_some_and(|n| x.get(*n).0 == key) {
+                    continue;
+                }
+                if out.len() > 1 {
+                    out.push(',');
+                }
+                push_json_str(out, key);
+                out.push(':');
+                out.push_str(val);
+            }
+            out.push('}');
+            b.str(cols[10], Some(out));
         }
         self.em.end_row()
     }
@@ -860,90 +1308,80 @@ impl Reader<'_, '_> {
         Ok(rep)
     }
 
-    fn handle(&mut self, (raw, off): (Vec<u8>, u64)) -> Result<()> {
-        let file = self.file;
-        let rep = &mut self.rep;
+    /// One captured event object (empty when it was too big) at file offset `off`.
+    fn handle(&mut self, raw: &[u8], off: u64) -> Result<()> {
         // Strict JSON first (the common case); sanitise only what fails.
-        let parsed = match serde_json::from_slice::<Value>(&raw) {
-            Ok(v) => {
-                let (ts, dur) = raw_ts_dur(&raw);
-                Ok((v, ts, dur))
-            }
-            Err(_) => {
-                rep.sanitised += 1;
-                let (text, ts, dur) = sanitise(&raw);
-                serde_json::from_str::<Value>(&text).map(|v| (v, ts, dur))
-            }
-        };
-        let (mut m, ts_raw, dur_raw) = match parsed {
-            Ok((Value::Object(m), ts, dur)) => (m, ts, dur),
-            other => {
-                rep.skipped += 1;
-                if rep.skipped <= 10 {
-                    let why = match other {
-                        Err(e) => e.to_string(),
-                        Ok(_) => "not an object".into(),
-                    };
-                    rep.problems.push(Problem::from_error(
-                        Severity::Warning,
-                        "ERROR_PROCESS_INCOMPLETE",
-                        file,
-                        &Error::format(off, "a trace event object", why),
-                    ));
+        let text;
+        // UTF-8 checked once for the whole object, so serde_json's str reader need not re-check
+        // every string and raw value (invalid UTF-8 can only sit in strings: sanitised below).
+        let strict = std::str::from_utf8(raw)
+            .ok()
+            .filter(|t| !has_surrogate_escape(t) || serde_json::from_str::<Value>(t).is_ok())
+            .and_then(|t| serde_json::from_str::<Ev>(t).ok());
+        let ev = match strict {
+            Some(ev) => ev,
+            None => {
+                self.rep.sanitised += 1;
+                text = sanitise(raw);
+                match serde_json::from_str::<Ev>(&text) {
+                    Ok(ev) => ev,
+                    Err(e) => {
+                        let rep = &mut self.rep;
+                        rep.skipped += 1;
+                        if rep.skipped <= 10 {
+                            rep.problems.push(Problem::from_error(
+                                Severity::Warning,
+                                "ERROR_PROCESS_INCOMPLETE",
+                                self.file,
+                                &Error::format(off, "a trace event object", e.to_string()),
+                            ));
+                        }
+                        return Ok(());
+                    }
                 }
-                return Ok(());
             }
         };
-        let ph = m
-            .get("ph")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        let mut extra = Map::new();
-        let pid = id_of(m.get("pid"), "pid", &mut extra);
-        let tid = id_of(m.get("tid"), "tid", &mut extra);
-        let name = m
-            .get("name")
-            .map(|v| match v {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            })
-            .unwrap_or_default();
-        let ts = value_ns(m.get("ts"), ts_raw.as_deref());
-        let known = rep.phases.len() < 64 || rep.phases.contains_key(ph.as_str());
-        if known {
-            *rep.phases.entry(ph.clone()).or_default() += 1;
+        self.event(ev)
+    }
+
+    /// Turns one parsed event into a row, a flow, metadata or nothing.
+    fn event(&mut self, ev: Ev<'_>) -> Result<()> {
+        let rep = &mut self.rep;
+        let ph = ev.ph.and_then(str_of).unwrap_or_default();
+        let ph: &str = &ph;
+        let mut extra = Extras {
+            buf: String::with_capacity(128),
+            ents: Vec::with_capacity(8),
+        };
+        let pid = id_of(ev.pid, "pid_text", &mut extra);
+        let tid = id_of(ev.tid, "tid_text", &mut extra);
+        let ts = value_ns(ev.ts);
+        if let Some(c) = rep.phases.get_mut(ph) {
+            *c += 1;
+        } else if rep.phases.len() < 64 {
+            rep.phases.insert(ph.to_string(), 1);
         }
         if ph == "M" {
-            let arg = m
-                .get("args")
-                .and_then(|a| a.get("name"))
-                .and_then(Value::as_str)
-                .map(str::to_string);
-            if let Some(a) = arg {
-                match name.as_str() {
+            let name = ev.name.map(text_of).unwrap_or_default();
+            if let Some(a) = member(&ev.args, "name").and_then(str_of) {
+                match &*name {
                     "process_name" if self.pnames.len() < MAX_NAMES => {
-                        self.pnames.insert(pid, a);
+                        self.pnames.insert(pid, a.into_owned());
                     }
                     "thread_name" if self.tnames.len() < MAX_NAMES => {
-                        self.tnames.insert((pid, tid), a);
+                        self.tnames.insert((pid, tid), a.into_owned());
                     }
                     _ => {}
                 }
             }
             return Ok(());
         }
-        if matches!(ph.as_str(), "s" | "t" | "f") {
+        if matches!(ph, "s" | "t" | "f") {
             if let Some(ts) = ts {
-                let id = m
-                    .get("id")
-                    .map(|v| match v {
-                        Value::String(s) => s.clone(),
-                        other => other.to_string(),
-                    })
-                    .unwrap_or_default();
-                let cat = m.get("cat").and_then(Value::as_str).unwrap_or("");
-                let enclosing = ph != "f" || m.get("bp").and_then(Value::as_str) == Some("e");
+                let id = member(&ev.rest, "id").map(text_of).unwrap_or_default();
+                let cat = member(&ev.rest, "cat").and_then(str_of).unwrap_or_default();
+                let enclosing =
+                    ph != "f" || member(&ev.rest, "bp").and_then(str_of).as_deref() == Some("e");
                 self.flow(
                     pid,
                     tid,
@@ -960,18 +1398,12 @@ impl Reader<'_, '_> {
             rep.skipped += 1;
             return Ok(());
         };
-        let dur_v = m.get("dur").cloned();
         // Everything except the structural keys goes to extras (args flattened under their keys).
-        for k in ["name", "ph", "ts", "dur", "pid", "tid"] {
-            m.remove(k);
+        for (k, v) in &ev.args {
+            extra.push_raw(k, v.get());
         }
-        if let Some(Value::Object(args)) = m.remove("args") {
-            for (k, v) in args {
-                extra.insert(k, v);
-            }
-        }
-        for (k, v) in m {
-            extra.insert(k, v);
+        for (k, v) in &ev.rest {
+            extra.push_raw(k, v.get());
         }
         if ph == "E" {
             let th = self.threads.entry((pid, tid)).or_default();
@@ -979,9 +1411,7 @@ impl Reader<'_, '_> {
                 Some(mut r) => {
                     self.open_total -= 1;
                     r.end = ts.max(r.start);
-                    for (k, v) in extra {
-                        r.extra.insert(k, v);
-                    }
+                    r.extra.append(&extra);
                     self.complete(r)?;
                 }
                 None => self.rep.unmatched_end += 1,
@@ -989,13 +1419,24 @@ impl Reader<'_, '_> {
             return Ok(());
         }
         let dur = if ph == "X" {
-            value_ns(dur_v.as_ref(), dur_raw.as_deref()).unwrap_or(0)
+            value_ns(ev.dur).unwrap_or(0)
         } else {
             0
         };
-        if !matches!(ph.as_str(), "X" | "B" | "i" | "I" | "C") {
-            extra.insert("ph".into(), Value::String(ph.clone()));
+        if !matches!(ph, "X" | "B" | "i" | "I" | "C") {
+            extra.push_str("ph", ph);
         }
+        let name = ev.name.map(text_of).unwrap_or_default();
+        let name = match self.names.get(&*name) {
+            Some(n) => n.clone(),
+            None => {
+                let n: Rc<str> = Rc::from(&*name);
+                if self.names.len() < MAX_INTERNED {
+                    self.names.insert(n.clone());
+                }
+                n
+            }
+        };
         let row = Row {
             id: self.next_id,
             name,
@@ -1028,70 +1469,4 @@ impl Reader<'_, '_> {
         }
         self.complete(row)
     }
-}
-
-/// Raw number text of the top-level `ts` and `dur` keys of one event object (strict JSON), for
-/// exact µs → ns.
-fn raw_ts_dur(raw: &[u8]) -> (Option<String>, Option<String>) {
-    let (mut ts, mut dur) = (None, None);
-    let mut depth = 0i32;
-    let mut i = 0usize;
-    let mut key_start = None;
-    let mut last_key: &[u8] = b"";
-    while let Some(&c) = raw.get(i) {
-        match c {
-            b'"' => {
-                // Skip the string; remember it as a key candidate at depth 1.
-                let s = i + 1;
-                i += 1;
-                while let Some(&d) = raw.get(i) {
-                    if d == b'\\' {
-                        i += 2;
-                        continue;
-                    }
-                    if d == b'"' {
-                        break;
-                    }
-                    i += 1;
-                }
-                if depth == 1 {
-                    key_start = Some((s, i.min(raw.len())));
-                }
-            }
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => depth -= 1,
-            b':' if depth == 1 => {
-                last_key = key_start.and_then(|(a, b)| raw.get(a..b)).unwrap_or(b"");
-                if last_key == b"ts" || last_key == b"dur" {
-                    let mut j = i + 1;
-                    while raw.get(j).is_some_and(|b| b.is_ascii_whitespace()) {
-                        j += 1;
-                    }
-                    let s = j;
-                    while raw.get(j).is_some_and(|b| {
-                        b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'+' | b'e' | b'E')
-                    }) {
-                        j += 1;
-                    }
-                    if j > s {
-                        let t = raw
-                            .get(s..j)
-                            .map(|b| String::from_utf8_lossy(b).into_owned());
-                        if last_key == b"ts" {
-                            ts = t;
-                        } else {
-                            dur = t;
-                        }
-                    }
-                    if ts.is_some() && dur.is_some() {
-                        break;
-                    }
-                }
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    let _ = last_key;
-    (ts, dur)
 }
