@@ -926,29 +926,22 @@ impl TableBuilder {
     /// `None` when the cell of this row is already set or `c` is out of range.
     #[inline]
     fn slot(&mut self, c: usize) -> Option<&mut Col> {
+        let ty = *self.tys.get(c)?;
+        self.slot_as(c, ty)
+    }
+    #[inline]
+    fn slot_typed<K: Kind>(&mut self, c: C<K>) -> Option<&mut Col> {
+        self.slot_as(c.idx, K::TY)
+    }
+    /// [`Self::slot`] with the column's type given (known at compile time for typed ids).
+    #[inline]
+    fn slot_as(&mut self, c: usize, ty: Ty) -> Option<&mut Col> {
         let rows = self.rows;
         let cap = self.batch_rows.min(BATCH_ROWS);
-        let ty = *self.tys.get(c)?;
         let dict = self.dict;
         let col = self.cols.get_mut(c)?;
         if let Col::Unset = col {
             *col = Col::new_in(ty, cap, dict);
-        }
-        let len = col.len();
-        debug_assert!(len <= rows, "cell set twice in one row");
-        if len < rows {
-            col.nulls(rows - len);
-        }
-        (len <= rows).then_some(col)
-    }
-    #[inline]
-    fn slot_typed<K: Kind>(&mut self, c: C<K>) -> Option<&mut Col> {
-        let rows = self.rows;
-        let cap = self.batch_rows.min(BATCH_ROWS);
-        let dict = self.dict;
-        let col = self.cols.get_mut(c.idx)?;
-        if let Col::Unset = col {
-            *col = Col::new_in(K::TY, cap, dict);
         }
         let len = col.len();
         debug_assert!(len <= rows, "cell set twice in one row");
