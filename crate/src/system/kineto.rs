@@ -825,25 +825,11 @@ fn feed(st: &mut Scan, buf: &[u8], off: u64, on_event: &mut OnEvent<'_>) -> Resu
                     finish_base(st);
                 }
             }
-            b':' if st.form == 2 && st.depth == 1 => {
-                st.last_key = std::mem::take(&mut st.key);
-                if st.last_key == b"baseTimeNanoseconds" {
-                    st.base_num = Some(Vec::new());
-                }
-            }
-            b',' if st.depth == 1 => finish_base(st),
+            _ if st.depth == 1 => top_level_byte(st, b),
             _ => {
-                if st.depth == 1 {
-                    if let Some(n) = st.base_num.as_mut() {
-                        if !b.is_ascii_whitespace() && n.len() < 32 {
-                            n.push(b);
-                        }
-                    }
-                } else {
-                    // Below the top level only strings and nesting matter.
-                    i = skip_to(buf, i + 1, true);
-                    continue;
-                }
+                // Below the top level only strings and nesting matter.
+                i = skip_to(buf, i + 1, true);
+                continue;
             }
         }
         i += 1;
@@ -923,19 +909,26 @@ fn step_scan(st: &mut Scan, b: u8) {
                 finish_base(st);
             }
         }
-        b':' if st.form == 2 && st.depth == 1 => {
+        _ if st.depth == 1 => top_level_byte(st, b),
+        _ => {}
+    }
+}
+
+/// A byte of the top-level object outside strings and nesting: tracks the key just closed
+/// and collects the number text of `baseTimeNanoseconds` ([`feed`] and [`step_scan`]).
+fn top_level_byte(st: &mut Scan, b: u8) {
+    match b {
+        b':' if st.form == 2 => {
             st.last_key = std::mem::take(&mut st.key);
             if st.last_key == b"baseTimeNanoseconds" {
                 st.base_num = Some(Vec::new());
             }
         }
-        b',' if st.depth == 1 => finish_base(st),
+        b',' => finish_base(st),
         _ => {
-            if st.depth == 1 {
-                if let Some(n) = st.base_num.as_mut() {
-                    if !b.is_ascii_whitespace() && n.len() < 32 {
-                        n.push(b);
-                    }
+            if let Some(n) = st.base_num.as_mut() {
+                if !b.is_ascii_whitespace() && n.len() < 32 {
+                    n.push(b);
                 }
             }
         }
