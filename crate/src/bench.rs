@@ -144,10 +144,11 @@ fn step<T>(f: impl FnOnce() -> Result<T>) -> Result<(T, f64, f64, Option<u64>)> 
     Ok((r, wall, cpu_seconds() - c0, peak_rss()))
 }
 
-/// Counts rows without keeping them.
+/// Counts rows without keeping them (decode-only throughput).
 #[derive(Default)]
-struct NullSink {
-    rows: u64,
+pub struct NullSink {
+    /// Rows received.
+    pub rows: u64,
 }
 
 impl TableSink for NullSink {
@@ -207,15 +208,15 @@ pub fn bench_devices(
             let Some(ntff) = &d.ntff else { continue };
             let src = open(ntff)?;
             let bytes = src.len();
-            // Errors of this input, from a decode into nothing (cheap next to the steps).
-            let errors = {
-                let mut null = NullSink::default();
-                let r = profile::process_device(inv, &p.id, i, open, &mut null, &mut |_, _, _| {})?;
+            // Error problems of this input, taken from the decode steps' results.
+            let mut errors: Option<u64> = None;
+            let count_errors = |r: &profile::DeviceResult| {
                 r.problems
                     .iter()
                     .filter(|p| p.severity == crate::error::Severity::Error)
                     .count() as u64
             };
+            let first = rows.len();
             let row = |step, threads, wall_s, cpu_s, rows, peak_rss, out_bytes| BenchRow {
                 input: ntff.clone(),
                 bytes,
@@ -226,18 +227,20 @@ pub fn bench_devices(
                 rows,
                 peak_rss,
                 out_bytes,
-                errors,
+                errors: 0,
             };
             if opts.wants("read") {
                 let (_, w, c, m) = step(|| read_pass(&*src))?;
                 rows.push(row("read", 1, w, c, 0, m, None));
             }
             if opts.wants("arrow") {
-                let (n, w, c, m) = step(|| {
+                let ((n, e), w, c, m) = step(|| {
                     let mut null = NullSink::default();
-                    profile::process_device(inv, &p.id, i, open, &mut null, &mut |_, _, _| {})?;
-                    Ok(null.rows)
+                    let r =
+                        profile::process_device(inv, &p.id, i, open, &mut null, &mut |_, _, _| {})?;
+                    Ok((null.rows, count_errors(&r)))
                 })?;
+                errors = Some(e);
                 rows.push(row("arrow", 1, w, c, n, m, None));
             }
             for (name, threads) in [("parquet", 1), ("parquet_2t", 2)] {
@@ -246,7 +249,7 @@ pub fn bench_devices(
                 }
                 fresh_dir(&opts.out_dir)?;
                 let dir = opts.out_dir.clone();
-                let (n, w, c, m) = step(|| {
+                let ((n, e), w, c, m) = step(|| {
                     let mut ps = sink::ParquetSink::with_codec(
                         |t: &str| {
                             let path = dir.join(format!("{t}.parquet"));
@@ -264,8 +267,12 @@ pub fn bench_devices(
                         })?
                     };
                     ps.finish()?;
-                    Ok(r.tables.iter().map(|t| t.rows).sum::<u64>())
+                    Ok((
+                        r.tables.iter().map(|t| t.rows).sum::<u64>(),
+                        count_errors(&r),
+                    ))
                 })?;
+                errors = Some(e);
                 rows.push(row(
                     name,
                     threads,
@@ -275,6 +282,19 @@ pub fn bench_devices(
                     m,
                     Some(dir_bytes(&opts.out_dir)),
                 ));
+            }
+            // Only the read-only pass ran: one decode into nothing says whether it had errors.
+            let errors = match errors {
+                Some(e) => e,
+                None => {
+                    let mut null = NullSink::default();
+                    let r =
+                        profile::process_device(inv, &p.id, i, open, &mut null, &mut |_, _, _| {})?;
+                    count_errors(&r)
+                }
+            };
+            for r in rows.iter_mut().skip(first) {
+                r.errors = errors;
             }
         }
     }

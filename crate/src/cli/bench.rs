@@ -12,7 +12,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use neuronscope::tables::{TableDef, TableSink};
 use neuronscope::{inventory, profile, sink, Result};
 
 use super::walk;
@@ -37,27 +36,6 @@ pub struct BenchArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',',
           value_parser = clap::builder::PossibleValuesParser::new(neuronscope::bench::STEPS))]
     pub steps: Vec<String>,
-}
-
-/// Counts rows without keeping them (decode-only throughput).
-#[derive(Default)]
-struct NullSink {
-    rows: u64,
-}
-
-impl TableSink for NullSink {
-    fn batch(&mut self, _def: &'static TableDef, batch: arrow_array::RecordBatch) -> Result<()> {
-        self.rows += batch.num_rows() as u64;
-        Ok(())
-    }
-}
-
-/// Peak resident memory of this process in bytes (Linux `VmHWM`), if known.
-fn peak_rss() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
 }
 
 /// A writer that only counts bytes (Parquet size without keeping the file).
@@ -126,7 +104,7 @@ pub fn run(args: &BenchArgs) -> Result<u64> {
             }
             let bytes: u64 = p.system_files.iter().map(|f| size_of(f)).sum();
             // decode only
-            let mut null = NullSink::default();
+            let mut null = neuronscope::bench::NullSink::default();
             let t0 = Instant::now();
             profile::process_system(&inv, &p.id, &open, &mut null, &mut |_, _, _| {})?;
             let secs = t0.elapsed().as_secs_f64().max(1e-9);
@@ -167,7 +145,7 @@ pub fn run(args: &BenchArgs) -> Result<u64> {
         .map(|r| r.input.as_str())
         .collect();
     with_errors.dedup();
-    if let Some(peak) = peak_rss() {
+    if let Some(peak) = neuronscope::bench::peak_rss() {
         say!("peak_rss_bytes\t{peak}");
     }
     Ok(with_errors.len() as u64)
