@@ -36,3 +36,9 @@ pub fn safe_name(s: &str) -> String {
         t
     }
 }
+
+/// `v` as an int32 cell: null when absent or out of range (a value that does not fit is never
+/// wrapped or clamped).
+pub fn i32_cell<T: TryInto<i32>>(v: Option<T>) -> Option<i32> {
+    v.and_then(|v| v.try_into().ok())
+}

@@ -30,7 +30,8 @@ use std::collections::HashMap;
 
 use crate::error::{Problem, Result, Severity};
 use crate::source::ByteSource;
-use crate::tables::{Emitter, FieldDef, TableBuilder, TableDef, TableSink, Ty};
+use crate::tables::{FieldDef, TableBuilder, TableDef, TableSink, Ty};
+use crate::util::i32_cell;
 use pickle::{Arena, Hook, Kind, Limits, PathEl, Val};
 
 macro_rules! field {
@@ -216,6 +217,53 @@ pub static MEMORY_ALLOCATOR_SETTINGS: TableDef = TableDef {
     ],
 };
 
+crate::cols!(mod seg = super::MEMORY_SEGMENT {
+    INDEX: I64 = "segment_index",
+    DEVICE: I32 = "device",
+    ADDRESS: I64 = "address",
+    TOTAL: I64 = "total_size",
+    ALLOCATED: I64 = "allocated_size",
+    ACTIVE: I64 = "active_size",
+    REQUESTED: I64 = "requested_size",
+    STREAM: I64 = "stream",
+    TYPE: Str = "segment_type",
+    POOL: Str = "segment_pool_id",
+    EXPANDABLE: Bool = "is_expandable",
+    STACK: I64 = "stack_id",
+    BLOCKS: I64 = "block_count",
+});
+crate::cols!(mod blk = super::MEMORY_BLOCK {
+    SEGMENT: I64 = "segment_index",
+    INDEX: I64 = "block_index",
+    DEVICE: I32 = "device",
+    ADDRESS: I64 = "address",
+    OFFSET: I64 = "offset",
+    SIZE: I64 = "size",
+    REQUESTED: I64 = "requested_size",
+    STATE: Str = "state",
+    STACK: I64 = "stack_id",
+});
+crate::cols!(mod frame = super::MEMORY_STACK_FRAME {
+    STACK: I64 = "stack_id",
+    DEPTH: I32 = "depth",
+    FILE: Str = "filename",
+    LINE: I64 = "line",
+    NAME: Str = "name",
+    FX_OP: Str = "fx_node_op",
+    FX_NAME: Str = "fx_node_name",
+    FX_TRACE: Str = "fx_original_trace",
+});
+crate::cols!(mod ann = super::MEMORY_ANNOTATION {
+    TS: I64 = "timestamp",
+    DEVICE: I32 = "device",
+    NAME: Str = "name",
+    STAGE: Str = "stage",
+});
+crate::cols!(mod settings = super::MEMORY_ALLOCATOR_SETTINGS {
+    KEY: Str = "key",
+    VALUE: Str = "value",
+});
+
 /// All memory-snapshot tables.
 pub static ALL: [&TableDef; 6] = [
     &MEMORY_ALLOCATOR_EVENT,
@@ -399,29 +447,28 @@ impl Stacks {
     }
 }
 
-struct EventCols {
-    ts: usize,
-    device: usize,
-    index: usize,
-    action: usize,
-    address: usize,
-    size: usize,
-    stream: usize,
-    stack: usize,
-    pool: usize,
-    free: usize,
-    meta: usize,
-    cat: usize,
-    ctx: usize,
-    da: usize,
-    dr: usize,
-}
+crate::cols!(mod ev = super::MEMORY_ALLOCATOR_EVENT {
+    TS: I64 = "timestamp",
+    DEVICE: I32 = "device",
+    INDEX: I64 = "trace_index",
+    ACTION: Str = "action",
+    ADDRESS: I64 = "address",
+    SIZE: I64 = "size",
+    STREAM: I64 = "stream",
+    STACK: I64 = "stack_id",
+    POOL: Str = "pool_id",
+    FREE: I64 = "device_free",
+    META: Str = "user_metadata",
+    CATEGORY: Str = "category",
+    CONTEXT: Str = "compile_context",
+    ALLOC_DELTA: I64 = "allocated_delta_bytes",
+    RESERVED_DELTA: I64 = "reserved_delta_bytes",
+});
 
 /// Streams trace entries into `MemoryAllocatorEvent` while the pickle is read.
 struct Collector<'s> {
     sink: &'s mut dyn TableSink,
     ev: TableBuilder,
-    c: EventCols,
     stacks: Stacks,
     devices: Vec<Running>,
     rows: u64,
@@ -494,28 +541,25 @@ impl Collector<'_> {
             self.cuts
                 .render(a, v, || format!("device_traces[{device}][{index}].pool_id"))
         });
-        let c = &self.c;
         let b = &mut self.ev;
-        b.i64(c.ts, ts);
-        b.i64(c.device, i64::try_from(device).ok());
-        b.i64(c.index, i64::try_from(index).ok());
-        b.str(c.action, action);
-        b.i64(c.address, int("addr").or_else(|| int("address")));
-        b.i64(c.size, size);
-        b.i64(c.stream, int("stream"));
-        b.i64(c.stack, stack);
-        b.str(c.pool, pool.as_deref());
-        b.i64(c.free, int("device_free"));
-        b.str(c.meta, text("user_metadata"));
-        b.str(c.cat, text("category"));
-        b.str(c.ctx, text("compile_context"));
-        b.i64(c.da, Some(da));
-        b.i64(c.dr, Some(dr));
+        b.set(ev::TS, ts);
+        b.set(ev::DEVICE, i32_cell(Some(device)));
+        b.set(ev::INDEX, i64::try_from(index).ok());
+        b.set(ev::ACTION, action);
+        b.set(ev::ADDRESS, int("addr").or_else(|| int("address")));
+        b.set(ev::SIZE, size);
+        b.set(ev::STREAM, int("stream"));
+        b.set(ev::STACK, stack);
+        b.set(ev::POOL, pool.as_deref());
+        b.set(ev::FREE, int("device_free"));
+        b.set(ev::META, text("user_metadata"));
+        b.set(ev::CATEGORY, text("category"));
+        b.set(ev::CONTEXT, text("compile_context"));
+        b.set(ev::ALLOC_DELTA, da);
+        b.set(ev::RESERVED_DELTA, dr);
         self.rows += 1;
         self.scratch = kv;
-        if let Some(batch) = self.ev.end_row()? {
-            self.sink.batch(&MEMORY_ALLOCATOR_EVENT, batch)?;
-        }
+        b.end_row_into(self.sink)?;
         Ok(())
     }
 }
@@ -818,28 +862,9 @@ pub fn process_with(
     limits: Limits,
     sink: &mut dyn TableSink,
 ) -> Result<MemSnapReport> {
-    let def = &MEMORY_ALLOCATOR_EVENT;
-    let c = EventCols {
-        ts: def.col("timestamp"),
-        device: def.col("device"),
-        index: def.col("trace_index"),
-        action: def.col("action"),
-        address: def.col("address"),
-        size: def.col("size"),
-        stream: def.col("stream"),
-        stack: def.col("stack_id"),
-        pool: def.col("pool_id"),
-        free: def.col("device_free"),
-        meta: def.col("user_metadata"),
-        cat: def.col("category"),
-        ctx: def.col("compile_context"),
-        da: def.col("allocated_delta_bytes"),
-        dr: def.col("reserved_delta_bytes"),
-    };
     let mut col = Collector {
         sink,
-        ev: TableBuilder::new(def),
-        c,
+        ev: TableBuilder::new(&MEMORY_ALLOCATOR_EVENT),
         stacks: Stacks::default(),
         devices: Vec::new(),
         rows: 0,
@@ -886,10 +911,7 @@ pub fn process_with(
             }
         }
     }
-    if col.ev.pending_rows() > 0 {
-        let batch = col.ev.take_batch()?;
-        col.sink.batch(def, batch)?;
-    }
+    col.ev.finish_into(col.sink)?;
     report.events = col.rows;
     let Collector {
         sink,
@@ -920,39 +942,30 @@ pub fn process_with(
 
     // Annotations.
     if let Some(list) = a.get(root, "external_annotations") {
-        let def = &MEMORY_ANNOTATION;
-        let mut e = Emitter::new(def, sink);
-        let (ts, dev, name, stage) = (
-            def.col("timestamp"),
-            def.col("device"),
-            def.col("name"),
-            def.col("stage"),
-        );
+        let mut b = TableBuilder::new(&MEMORY_ANNOTATION);
         for x in a.seq(list) {
             if !budget.take(a.len(x) + 1, "external_annotations", a.offset(x)) {
                 break;
             }
             let g = |k| a.get(x, k);
-            e.b.i64(
-                ts,
+            b.set(
+                ann::TS,
                 g("time_us")
                     .and_then(|v| a.int(v))
                     .and_then(|t| t.checked_mul(1000)),
             );
-            e.b.i64(dev, g("device").and_then(|v| a.int(v)));
-            e.b.str(name, g("name").and_then(|v| a.str(v)));
-            e.b.str(stage, g("stage").and_then(|v| a.str(v)));
-            e.end_row()?;
+            b.set(ann::DEVICE, i32_cell(g("device").and_then(|v| a.int(v))));
+            b.set(ann::NAME, g("name").and_then(|v| a.str(v)));
+            b.set(ann::STAGE, g("stage").and_then(|v| a.str(v)));
+            b.end_row_into(sink)?;
         }
-        report.annotations = e.finish()?;
+        report.annotations = b.finish_into(sink)?;
     }
     budgets.push(std::mem::replace(&mut budget, Budget::new(src.len())));
 
     // Settings.
     if let Some(set) = a.get(root, "allocator_settings") {
-        let def = &MEMORY_ALLOCATOR_SETTINGS;
-        let mut e = Emitter::new(def, sink);
-        let (kc, vc) = (def.col("key"), def.col("value"));
+        let mut b = TableBuilder::new(&MEMORY_ALLOCATOR_SETTINGS);
         let here = "allocator_settings";
         for (k, v) in a.pairs(set) {
             if !budget.take(2, here, a.offset(set)) {
@@ -967,56 +980,42 @@ pub fn process_with(
                     let k2 = cuts.render(a, k2, || format!("{here}.{key} key"));
                     let key = format!("{key}.{k2}");
                     let text = cuts.render(a, v2, || format!("{here}.{key}"));
-                    e.b.str(kc, Some(&key));
-                    e.b.str(vc, Some(&text));
-                    e.end_row()?;
+                    b.set(settings::KEY, key.as_str());
+                    b.set(settings::VALUE, text.as_str());
+                    b.end_row_into(sink)?;
                 }
             } else {
                 let text = cuts.render(a, v, || format!("{here}.{key}"));
-                e.b.str(kc, Some(&key));
-                e.b.str(vc, Some(&text));
-                e.end_row()?;
+                b.set(settings::KEY, key.as_str());
+                b.set(settings::VALUE, text.as_str());
+                b.end_row_into(sink)?;
             }
         }
-        report.settings = e.finish()?;
+        report.settings = b.finish_into(sink)?;
     }
     budgets.push(budget);
 
     // Stacks (last: events, segments and blocks registered them).
     {
-        let def = &MEMORY_STACK_FRAME;
-        let mut e = Emitter::new(def, sink);
-        let cols: Vec<usize> = [
-            "stack_id",
-            "depth",
-            "filename",
-            "line",
-            "name",
-            "fx_node_op",
-            "fx_node_name",
-            "fx_original_trace",
-        ]
-        .iter()
-        .map(|n| def.col(n))
-        .collect();
+        let mut b = TableBuilder::new(&MEMORY_STACK_FRAME);
         let s = |i: Option<u32>| i.and_then(|i| a.str(Val::Str(i)));
         for (sid, frames) in stacks.order.iter().enumerate() {
             for (depth, &fid) in frames.iter().enumerate() {
                 let Some(f) = stacks.frames.get(fid as usize) else {
                     continue;
                 };
-                e.b.i64(cols[0], Some(sid as i64));
-                e.b.i64(cols[1], i64::try_from(depth).ok());
-                e.b.str(cols[2], s(f.filename));
-                e.b.i64(cols[3], f.line);
-                e.b.str(cols[4], s(f.name));
-                e.b.str(cols[5], s(f.fx_node_op));
-                e.b.str(cols[6], s(f.fx_node_name));
-                e.b.str(cols[7], s(f.fx_original_trace));
-                e.end_row()?;
+                b.set(frame::STACK, sid as i64);
+                b.set(frame::DEPTH, i32_cell(Some(depth)));
+                b.set(frame::FILE, s(f.filename));
+                b.set(frame::LINE, f.line);
+                b.set(frame::NAME, s(f.name));
+                b.set(frame::FX_OP, s(f.fx_node_op));
+                b.set(frame::FX_NAME, s(f.fx_node_name));
+                b.set(frame::FX_TRACE, s(f.fx_original_trace));
+                b.end_row_into(sink)?;
             }
         }
-        report.frames = e.finish()?;
+        report.frames = b.finish_into(sink)?;
         report.stacks = stacks.order.len() as u64;
         report.distinct_frames = stacks.frames.len() as u64;
     }
@@ -1104,44 +1103,8 @@ fn segments(
     cx: &mut SegCtx<'_>,
     sink: &mut dyn TableSink,
 ) -> Result<(u64, u64)> {
-    let sd = &MEMORY_SEGMENT;
-    let bd = &MEMORY_BLOCK;
-    let mut blocks = TableBuilder::new(bd);
-    let bc: Vec<usize> = [
-        "segment_index",
-        "block_index",
-        "device",
-        "address",
-        "offset",
-        "size",
-        "requested_size",
-        "state",
-        "stack_id",
-    ]
-    .iter()
-    .map(|n| bd.col(n))
-    .collect();
-    let mut nblk = 0u64;
-    let mut e = Emitter::new(sd, &mut *sink);
-    let sc: Vec<usize> = [
-        "segment_index",
-        "device",
-        "address",
-        "total_size",
-        "allocated_size",
-        "active_size",
-        "requested_size",
-        "stream",
-        "segment_type",
-        "segment_pool_id",
-        "is_expandable",
-        "stack_id",
-        "block_count",
-    ]
-    .iter()
-    .map(|n| sd.col(n))
-    .collect();
-    let mut pending = Vec::new();
+    let mut blocks = TableBuilder::new(&MEMORY_BLOCK);
+    let mut segments = TableBuilder::new(&MEMORY_SEGMENT);
     for (si, s) in a.seq(segs).enumerate() {
         if !cx.budget.take(a.len(s) + 1, "segments", a.offset(s)) {
             break;
@@ -1153,34 +1116,35 @@ fn segments(
         let blist = a.get(s, "blocks");
         let fin = cx.finals.entry(device.unwrap_or(0)).or_default();
         fin.1 = fin.1.saturating_add(total.unwrap_or(0));
-        e.b.i64(sc[0], Some(si as i64));
-        e.b.i64(sc[1], device);
-        e.b.i64(sc[2], address);
-        e.b.i64(sc[3], total);
-        e.b.i64(sc[4], int("allocated_size"));
-        e.b.i64(sc[5], int("active_size"));
-        e.b.i64(sc[6], int("requested_size"));
-        e.b.i64(sc[7], int("stream"));
-        e.b.str(sc[8], a.get(s, "segment_type").and_then(|v| a.str(v)));
+        let b = &mut segments;
+        b.set(seg::INDEX, si as i64);
+        b.set(seg::DEVICE, i32_cell(device));
+        b.set(seg::ADDRESS, address);
+        b.set(seg::TOTAL, total);
+        b.set(seg::ALLOCATED, int("allocated_size"));
+        b.set(seg::ACTIVE, int("active_size"));
+        b.set(seg::REQUESTED, int("requested_size"));
+        b.set(seg::STREAM, int("stream"));
+        b.set(seg::TYPE, a.get(s, "segment_type").and_then(|v| a.str(v)));
         let pool = a.get(s, "segment_pool_id").map(|v| {
             cx.cuts
                 .render(a, v, || format!("segments[{si}].segment_pool_id"))
         });
-        e.b.str(sc[9], pool.as_deref());
-        e.b.bool(
-            sc[10],
+        b.set(seg::POOL, pool.as_deref());
+        b.set(
+            seg::EXPANDABLE,
             a.get(s, "is_expandable").and_then(|v| match v {
                 Val::Bool(b) => Some(b),
                 _ => None,
             }),
         );
-        e.b.i64(sc[11], cx.stacks.id(a, a.get(s, "frames"), cx.budget));
+        b.set(seg::STACK, cx.stacks.id(a, a.get(s, "frames"), cx.budget));
         let nb = |b| match a.kind(b) {
             Some(Kind::List | Kind::Tuple) => a.len(b) as i64,
             _ => 0,
         };
-        e.b.i64(sc[12], blist.map(nb));
-        e.end_row()?;
+        b.set(seg::BLOCKS, blist.map(nb));
+        b.end_row_into(sink)?;
 
         let mut offset: i64 = 0;
         for (bi, b) in blist.map(|b| a.seq(b)).into_iter().flatten().enumerate() {
@@ -1206,28 +1170,23 @@ fn segments(
             if state.is_some_and(|s| s != "inactive") {
                 fin.0 = fin.0.saturating_add(size.unwrap_or(0));
             }
-            blocks.i64(bc[0], Some(si as i64));
-            blocks.i64(bc[1], Some(bi as i64));
-            blocks.i64(bc[2], device);
-            blocks.i64(bc[3], addr);
-            blocks.i64(bc[4], addr.zip(address).and_then(|(x, s)| x.checked_sub(s)));
-            blocks.i64(bc[5], size);
-            blocks.i64(bc[6], g("requested_size").and_then(|v| a.int(v)));
-            blocks.str(bc[7], state);
-            blocks.i64(bc[8], cx.stacks.id(a, frames, cx.budget));
-            nblk += 1;
-            if let Some(batch) = blocks.end_row()? {
-                pending.push(batch);
-            }
+            blocks.set(blk::SEGMENT, si as i64);
+            blocks.set(blk::INDEX, bi as i64);
+            blocks.set(blk::DEVICE, i32_cell(device));
+            blocks.set(blk::ADDRESS, addr);
+            blocks.set(
+                blk::OFFSET,
+                addr.zip(address).and_then(|(x, s)| x.checked_sub(s)),
+            );
+            blocks.set(blk::SIZE, size);
+            blocks.set(blk::REQUESTED, g("requested_size").and_then(|v| a.int(v)));
+            blocks.set(blk::STATE, state);
+            blocks.set(blk::STACK, cx.stacks.id(a, frames, cx.budget));
+            blocks.end_row_into(sink)?;
             offset = offset.saturating_add(size.unwrap_or(0));
         }
     }
-    let nseg = e.finish()?;
-    for batch in pending {
-        sink.batch(bd, batch)?;
-    }
-    if blocks.pending_rows() > 0 {
-        sink.batch(bd, blocks.take_batch()?)?;
-    }
+    let nseg = segments.finish_into(sink)?;
+    let nblk = blocks.finish_into(sink)?;
     Ok((nseg, nblk))
 }

@@ -12,7 +12,8 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::pb::{self, Value};
 use crate::source::ByteSource;
-use crate::tables::{explorer, Emitter, TableSink};
+use crate::tables::{explorer, TableBuilder, TableSink};
+use crate::util::i32_cell;
 
 use super::{archive, Neff};
 
@@ -764,94 +765,129 @@ fn add_kernel_tree(k: &mut KernelDebug, tree: &serde_json::Value, ptid: i64) {
     }
 }
 
+crate::cols!(mod file_name = crate::tables::explorer::STACK_FRAME_FILE_NAME {
+    ID: Str = "id",
+    NAME: Str = "name",
+});
+crate::cols!(mod function_name = crate::tables::explorer::STACK_FRAME_FUNCTION_NAME {
+    ID: Str = "id",
+    NAME: Str = "name",
+});
+crate::cols!(mod location = crate::tables::explorer::STACK_FRAME_FILE_LOCATION {
+    ID: Str = "id",
+    FILE: I32 = "file_name_id",
+    FUNCTION: I32 = "function_name_id",
+    LINE: I32 = "line_number",
+});
+crate::cols!(mod frame = crate::tables::explorer::STACK_FRAME {
+    ID: Str = "id",
+    LOCATION: I32 = "file_location_id",
+    PARENT: Str = "parent_frame_id",
+});
+crate::cols!(mod kinst = crate::tables::explorer::KERNEL_INSTRUCTIONS {
+    NAME: Str = "kernel_instruction_name",
+    FRAME: I64 = "stack_frame_id",
+    FRAME_DEPTH: I64 = "stack_frame_depth",
+    ITER: I64 = "iteration_variables_id",
+    ITER_DEPTH: I64 = "iteration_variable_depth",
+    PCORE: I64 = "pcore_idx",
+    FILE: Str = "file_path",
+    LINE: I64 = "line_number",
+});
+crate::cols!(mod kframe = crate::tables::explorer::KERNEL_STACK_FRAMES {
+    ID: I64 = "stack_frame_id",
+    NAME: Str = "fully_qualified_function_name",
+    PARENT: I64 = "parent_stack_frame_id",
+    PCORE: I64 = "pcore_idx",
+    FILE: Str = "file_path",
+    LINE: I64 = "line_number",
+});
+crate::cols!(mod kiter = crate::tables::explorer::KERNEL_ITERATION_VARIABLES {
+    ID: I64 = "iteration_variable_id",
+    VAR: Str = "variable_name",
+    VALUE: I64 = "variable_value",
+    PARENT: I64 = "parent_iteration_variable_id",
+    PCORE: I64 = "pcore_idx",
+    FILE: Str = "file_path",
+    LINE: I64 = "line_number",
+});
+
 /// Writes `StackFrame`, `StackFrameFileLocation`, `StackFrameFileName`, `StackFrameFunctionName`
 /// (from the stack-frame index, neff.md §9.4; ids are the 1-based positions as text) and
 /// `KernelInstructions`, `KernelStackFrames`, `KernelIterationVariables` (neff.md §10.4). Tables
 /// without rows are not written. Errors: only from the sink.
 pub fn write_debug_tables(d: &NeffDebug, sink: &mut dyn TableSink) -> Result<()> {
+    let id = |i: usize| (i + 1).to_string();
     if let Some(s) = &d.stack_frames {
-        let def = &explorer::STACK_FRAME_FILE_NAME;
-        let mut e = Emitter::new(def, sink);
+        let mut b = TableBuilder::new(&explorer::STACK_FRAME_FILE_NAME);
         for (i, n) in s.file_names.iter().enumerate() {
-            e.b.str(def.col("id"), Some(&(i + 1).to_string()));
-            e.b.str(def.col("name"), Some(n));
-            e.end_row()?;
+            b.set(file_name::ID, id(i).as_str());
+            b.set(file_name::NAME, n.as_str());
+            b.end_row_into(sink)?;
         }
-        e.finish()?;
-        let def = &explorer::STACK_FRAME_FUNCTION_NAME;
-        let mut e = Emitter::new(def, sink);
+        b.finish_into(sink)?;
+        let mut b = TableBuilder::new(&explorer::STACK_FRAME_FUNCTION_NAME);
         for (i, n) in s.function_names.iter().enumerate() {
-            e.b.str(def.col("id"), Some(&(i + 1).to_string()));
-            e.b.str(def.col("name"), Some(n));
-            e.end_row()?;
+            b.set(function_name::ID, id(i).as_str());
+            b.set(function_name::NAME, n.as_str());
+            b.end_row_into(sink)?;
         }
-        e.finish()?;
-        let def = &explorer::STACK_FRAME_FILE_LOCATION;
-        let mut e = Emitter::new(def, sink);
+        b.finish_into(sink)?;
+        let mut b = TableBuilder::new(&explorer::STACK_FRAME_FILE_LOCATION);
         for (i, &(f, func, line)) in s.locations.iter().enumerate() {
-            e.b.str(def.col("id"), Some(&(i + 1).to_string()));
-            e.b.i32(def.col("file_name_id"), i32::try_from(f).ok());
-            e.b.i32(def.col("function_name_id"), i32::try_from(func).ok());
-            e.b.i32(def.col("line_number"), i32::try_from(line).ok());
-            e.end_row()?;
+            b.set(location::ID, id(i).as_str());
+            b.set(location::FILE, i32_cell(Some(f)));
+            b.set(location::FUNCTION, i32_cell(Some(func)));
+            b.set(location::LINE, i32_cell(Some(line)));
+            b.end_row_into(sink)?;
         }
-        e.finish()?;
-        let def = &explorer::STACK_FRAME;
-        let mut e = Emitter::new(def, sink);
+        b.finish_into(sink)?;
+        let mut b = TableBuilder::new(&explorer::STACK_FRAME);
         for (i, &(loc, parent)) in s.frames.iter().enumerate() {
-            e.b.str(def.col("id"), Some(&(i + 1).to_string()));
-            e.b.i32(def.col("file_location_id"), i32::try_from(loc).ok());
-            e.b.str(def.col("parent_frame_id"), Some(&parent.to_string()));
-            e.end_row()?;
+            b.set(frame::ID, id(i).as_str());
+            b.set(frame::LOCATION, i32_cell(Some(loc)));
+            b.set(frame::PARENT, parent.to_string().as_str());
+            b.end_row_into(sink)?;
         }
-        e.finish()?;
+        b.finish_into(sink)?;
     }
     if let Some(k) = &d.kernel {
-        let def = &explorer::KERNEL_INSTRUCTIONS;
-        let c = |n| def.col(n);
-        let mut e = Emitter::new(def, sink);
+        let mut b = TableBuilder::new(&explorer::KERNEL_INSTRUCTIONS);
         for r in &k.insts {
-            e.b.str(
-                c("kernel_instruction_name"),
-                Some(&r.kernel_instruction_name),
-            );
-            e.b.i64(c("stack_frame_id"), r.frame);
-            e.b.i64(c("stack_frame_depth"), Some(r.frame_depth));
-            e.b.i64(c("iteration_variables_id"), r.iter);
-            e.b.i64(c("iteration_variable_depth"), Some(r.iter_depth));
-            e.b.i64(c("pcore_idx"), Some(r.pcore_idx));
-            e.b.str(c("file_path"), r.file.as_deref());
-            e.b.i64(c("line_number"), r.line);
-            e.end_row()?;
+            b.set(kinst::NAME, r.kernel_instruction_name.as_str());
+            b.set(kinst::FRAME, r.frame);
+            b.set(kinst::FRAME_DEPTH, r.frame_depth);
+            b.set(kinst::ITER, r.iter);
+            b.set(kinst::ITER_DEPTH, r.iter_depth);
+            b.set(kinst::PCORE, r.pcore_idx);
+            b.set(kinst::FILE, r.file.as_deref());
+            b.set(kinst::LINE, r.line);
+            b.end_row_into(sink)?;
         }
-        e.finish()?;
-        let def = &explorer::KERNEL_STACK_FRAMES;
-        let c = |n| def.col(n);
-        let mut e = Emitter::new(def, sink);
+        b.finish_into(sink)?;
+        let mut b = TableBuilder::new(&explorer::KERNEL_STACK_FRAMES);
         for r in &k.frames {
-            e.b.i64(c("stack_frame_id"), Some(r.id));
-            e.b.str(c("fully_qualified_function_name"), Some(&r.name));
-            e.b.i64(c("parent_stack_frame_id"), r.parent);
-            e.b.i64(c("pcore_idx"), Some(r.pcore_idx));
-            e.b.str(c("file_path"), r.file.as_deref());
-            e.b.i64(c("line_number"), r.line);
-            e.end_row()?;
+            b.set(kframe::ID, r.id);
+            b.set(kframe::NAME, r.name.as_str());
+            b.set(kframe::PARENT, r.parent);
+            b.set(kframe::PCORE, r.pcore_idx);
+            b.set(kframe::FILE, r.file.as_deref());
+            b.set(kframe::LINE, r.line);
+            b.end_row_into(sink)?;
         }
-        e.finish()?;
-        let def = &explorer::KERNEL_ITERATION_VARIABLES;
-        let c = |n| def.col(n);
-        let mut e = Emitter::new(def, sink);
+        b.finish_into(sink)?;
+        let mut b = TableBuilder::new(&explorer::KERNEL_ITERATION_VARIABLES);
         for r in &k.iters {
-            e.b.i64(c("iteration_variable_id"), Some(r.id));
-            e.b.str(c("variable_name"), Some(&r.var));
-            e.b.i64(c("variable_value"), r.value);
-            e.b.i64(c("parent_iteration_variable_id"), r.parent);
-            e.b.i64(c("pcore_idx"), Some(r.pcore_idx));
-            e.b.str(c("file_path"), r.file.as_deref());
-            e.b.i64(c("line_number"), r.line);
-            e.end_row()?;
+            b.set(kiter::ID, r.id);
+            b.set(kiter::VAR, r.var.as_str());
+            b.set(kiter::VALUE, r.value);
+            b.set(kiter::PARENT, r.parent);
+            b.set(kiter::PCORE, r.pcore_idx);
+            b.set(kiter::FILE, r.file.as_deref());
+            b.set(kiter::LINE, r.line);
+            b.end_row_into(sink)?;
         }
-        e.finish()?;
+        b.finish_into(sink)?;
     }
     Ok(())
 }

@@ -5,7 +5,40 @@
 use std::collections::BTreeSet;
 
 use crate::error::Result;
-use crate::tables::{explorer, Emitter, TableSink};
+use crate::tables::{explorer, TableBuilder, TableSink};
+
+crate::cols!(mod header = crate::tables::explorer::NEFF_HEADER {
+    NAME: Str = "network_name",
+    UUID: Str = "uuid",
+    HASH: Str = "hash",
+    FEATURES: Str = "enabled_features",
+    HEADER_SIZE: I64 = "header_size",
+    DATA_SIZE: I64 = "data_size",
+    MAJOR: I64 = "major_version",
+    MINOR: I64 = "minor_version",
+    PACKAGE: Str = "package_version",
+    BUILD: Str = "build_version",
+    LNC_COUNT: I64 = "logical_neuroncore_count",
+    PCORES_PER_LNC: I64 = "pcore_count_per_lnc",
+});
+crate::cols!(mod tensor = crate::tables::explorer::TENSOR_INFO {
+    NAME: Str = "variable_name",
+    TYPE: Str = "type",
+    FORMAT: Str = "format",
+    SHAPE: Str = "shape",
+    SIZE: I64 = "size",
+    NODE: I64 = "node",
+    PCORE: I64 = "pcore_idx",
+});
+crate::cols!(mod queue = crate::tables::explorer::DMA_QUEUES_INFO {
+    NAME: Str = "name",
+    TYPE: Str = "type",
+    PCORE: I64 = "pcore_idx",
+    NEFF_NAME: Str = "nscope_neff_queue_name",
+    OWNER: Str = "nscope_owner",
+    NUM_QUEUES: I64 = "nscope_num_queues",
+    SEMAPHORES: ListI64 = "nscope_semaphore_set",
+});
 
 use super::{Neff, TensorMapEntry, Var};
 
@@ -28,24 +61,22 @@ pub fn write_tables(neff: &Neff, sink: &mut dyn TableSink) -> Result<()> {
 /// `number_of_logical_neuroncores` / `number_of_neuroncores_per_lnc`). `cc_participant_count`
 /// and `neuroncore_count` have no known source and stay null.
 pub fn write_neff_header(neff: &Neff, sink: &mut dyn TableSink) -> Result<()> {
-    let def = &explorer::NEFF_HEADER;
     let h = &neff.header;
-    let mut e = Emitter::new(def, sink);
-    let c = |n| def.col(n);
-    e.b.str(c("network_name"), Some(&h.name));
-    e.b.str(c("uuid"), Some(&h.uuid_hex()));
-    e.b.str(c("hash"), Some(&h.hash_hex()));
-    e.b.str(c("enabled_features"), Some(&h.enabled_features()));
-    e.b.i64(c("header_size"), i64::try_from(h.header_size).ok());
-    e.b.i64(c("data_size"), i64::try_from(h.data_size).ok());
-    e.b.i64(c("major_version"), i64::try_from(h.major_version).ok());
-    e.b.i64(c("minor_version"), i64::try_from(h.minor_version).ok());
-    e.b.str(c("package_version"), Some(&h.pkg_version.to_string()));
-    e.b.str(c("build_version"), Some(&h.build_version));
-    e.b.i64(c("logical_neuroncore_count"), Some(i64::from(h.num_tpb)));
-    e.b.i64(c("pcore_count_per_lnc"), Some(i64::from(h.lnc_size)));
-    e.end_row()?;
-    e.finish()?;
+    let mut b = TableBuilder::new(&explorer::NEFF_HEADER);
+    b.set(header::NAME, h.name.as_str());
+    b.set(header::UUID, h.uuid_hex().as_str());
+    b.set(header::HASH, h.hash_hex().as_str());
+    b.set(header::FEATURES, h.enabled_features().as_str());
+    b.set(header::HEADER_SIZE, i64::try_from(h.header_size).ok());
+    b.set(header::DATA_SIZE, i64::try_from(h.data_size).ok());
+    b.set(header::MAJOR, i64::try_from(h.major_version).ok());
+    b.set(header::MINOR, i64::try_from(h.minor_version).ok());
+    b.set(header::PACKAGE, h.pkg_version.to_string().as_str());
+    b.set(header::BUILD, h.build_version.as_str());
+    b.set(header::LNC_COUNT, i64::from(h.num_tpb));
+    b.set(header::PCORES_PER_LNC, i64::from(h.lnc_size));
+    b.end_row_into(sink)?;
+    b.finish_into(sink)?;
     Ok(())
 }
 
@@ -87,17 +118,6 @@ pub fn tensor_map_entry<'a>(
 /// `node` = the `neff.json` node index of the subgraph's kelf, `pcore_idx` = subgraph position.
 /// The SBUF-load statistics need the device trace and stay null.
 pub fn write_tensor_info(neff: &Neff, sink: &mut dyn TableSink) -> Result<()> {
-    let def = &explorer::TENSOR_INFO;
-    let c = |n| def.col(n);
-    let (vn, ty, fmt, shp, sz, node, pc) = (
-        c("variable_name"),
-        c("type"),
-        c("format"),
-        c("shape"),
-        c("size"),
-        c("node"),
-        c("pcore_idx"),
-    );
     let mut rows = Vec::new();
     let mut seen = BTreeSet::new();
     for sg in &neff.subgraphs {
@@ -113,18 +133,21 @@ pub fn write_tensor_info(neff: &Neff, sink: &mut dyn TableSink) -> Result<()> {
         }
     }
     rows.sort_by(|a, b| (a.0, &a.1.name).cmp(&(b.0, &b.1.name)));
-    let mut e = Emitter::new(def, sink);
+    let mut b = TableBuilder::new(&explorer::TENSOR_INFO);
     for (_, v, t, tm, sg) in rows {
-        e.b.str(vn, Some(&v.name));
-        e.b.str(ty, Some(t));
-        e.b.str(fmt, tm.and_then(|m| m.tf_format.as_deref()));
-        e.b.str(shp, tm.map(|m| shape_text(&m.tf_shape)).as_deref());
-        e.b.i64(sz, v.size.and_then(|s| i64::try_from(s).ok()));
-        e.b.i64(node, sg.node.and_then(|n| i64::try_from(n).ok()));
-        e.b.i64(pc, Some(i64::from(sg.pcore_idx)));
-        e.end_row()?;
+        b.set(tensor::NAME, v.name.as_str());
+        b.set(tensor::TYPE, t);
+        b.set(tensor::FORMAT, tm.and_then(|m| m.tf_format.as_deref()));
+        b.set(
+            tensor::SHAPE,
+            tm.map(|m| shape_text(&m.tf_shape)).as_deref(),
+        );
+        b.set(tensor::SIZE, v.size.and_then(|s| i64::try_from(s).ok()));
+        b.set(tensor::NODE, sg.node.and_then(|n| i64::try_from(n).ok()));
+        b.set(tensor::PCORE, i64::from(sg.pcore_idx));
+        b.end_row_into(sink)?;
     }
-    e.finish()?;
+    b.finish_into(sink)?;
     Ok(())
 }
 
@@ -135,35 +158,27 @@ pub fn write_tensor_info(neff: &Neff, sink: &mut dyn TableSink) -> Result<()> {
 /// runtime assignments (NTFF, ntff.md §3.3.2) and stay null. Extras: `nscope_neff_queue_name`,
 /// `nscope_owner`, `nscope_num_queues`, `nscope_semaphore_set`.
 pub fn write_dma_queues_info(neff: &Neff, sink: &mut dyn TableSink) -> Result<()> {
-    let def = &explorer::DMA_QUEUES_INFO;
-    let c = |n| def.col(n);
-    let (name, ty, pc, raw, owner, nq, sems) = (
-        c("name"),
-        c("type"),
-        c("pcore_idx"),
-        c("nscope_neff_queue_name"),
-        c("nscope_owner"),
-        c("nscope_num_queues"),
-        c("nscope_semaphore_set"),
-    );
-    let mut e = Emitter::new(def, sink);
+    let mut b = TableBuilder::new(&explorer::DMA_QUEUES_INFO);
     for sg in &neff.subgraphs {
         for q in &sg.dma_queues {
-            e.b.str(name, Some(&q.explorer_name()));
-            e.b.str(ty, Some(&q.kind));
-            e.b.i64(pc, Some(i64::from(sg.pcore_idx)));
-            e.b.str(raw, Some(&q.name));
-            e.b.str(owner, q.owner.as_deref());
-            e.b.i64(nq, q.num_queues.and_then(|n| i64::try_from(n).ok()));
+            b.set(queue::NAME, q.explorer_name().as_str());
+            b.set(queue::TYPE, q.kind.as_str());
+            b.set(queue::PCORE, i64::from(sg.pcore_idx));
+            b.set(queue::NEFF_NAME, q.name.as_str());
+            b.set(queue::OWNER, q.owner.as_deref());
+            b.set(
+                queue::NUM_QUEUES,
+                q.num_queues.and_then(|n| i64::try_from(n).ok()),
+            );
             let s: Vec<i64> = q
                 .semaphore_set
                 .iter()
                 .filter_map(|&x| i64::try_from(x).ok())
                 .collect();
-            e.b.list_i64(sems, &s);
-            e.end_row()?;
+            b.set(queue::SEMAPHORES, s.as_slice());
+            b.end_row_into(sink)?;
         }
     }
-    e.finish()?;
+    b.finish_into(sink)?;
     Ok(())
 }

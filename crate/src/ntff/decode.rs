@@ -15,7 +15,7 @@ use super::{opcode, read_info, CodeBlock, NtffInfo, SubgraphInfo, TraceBuffer};
 use crate::engine::Engine;
 use crate::error::{Error, Problem, Result, Severity};
 use crate::source::ByteSource;
-use crate::tables::{explorer, Memo, TableBuilder, TableDef, TableSink, PROFILE_SCHEMA_VERSION};
+use crate::tables::{explorer, Memo, TableBuilder, TableSink, PROFILE_SCHEMA_VERSION};
 
 /// Bytes read per request when streaming a buffer (a multiple of 16 and of 64).
 pub const CHUNK: usize = 4 * 1024 * 1024;
@@ -310,27 +310,14 @@ impl<'a> Out<'a> {
     fn new(sink: &'a mut dyn TableSink) -> Self {
         Out {
             sink,
-            ins: TableBuilder::new(&explorer::INSTRUCTION),
-            sem: TableBuilder::new(&explorer::SEMAPHORE_UPDATE),
+            ins: TableBuilder::new(&explorer::INSTRUCTION).always_written(),
+            sem: TableBuilder::new(&explorer::SEMAPHORE_UPDATE).always_written(),
         }
-    }
-    fn end_ins(&mut self) -> Result<()> {
-        if let Some(b) = self.ins.end_row()? {
-            self.sink.batch(self.ins.def(), b)?;
-        }
-        Ok(())
-    }
-    fn end_sem(&mut self) -> Result<()> {
-        if let Some(b) = self.sem.end_row()? {
-            self.sink.batch(self.sem.def(), b)?;
-        }
-        Ok(())
     }
     fn finish(mut self) -> Result<()> {
-        let b = self.ins.take_batch()?;
-        self.sink.batch(&explorer::INSTRUCTION, b)?;
-        let b = self.sem.take_batch()?;
-        self.sink.batch(&explorer::SEMAPHORE_UPDATE, b)
+        self.ins.finish_into(self.sink)?;
+        self.sem.finish_into(self.sink)?;
+        Ok(())
     }
 }
 
@@ -914,7 +901,7 @@ pub fn decode<S: ByteSource + ?Sized>(
                 if let Some(a) = &mut attr {
                     a.fill(b, e, pc);
                 }
-                out.end_ins()?;
+                out.ins.end_row_into(out.sink)?;
                 next_id = next_id.wrapping_add(1);
                 if let Some(x) = cs.instructions_per_engine.get_mut(e) {
                     *x += 1;
@@ -981,7 +968,7 @@ pub fn decode<S: ByteSource + ?Sized>(
                 b.set(sem::INDEX, n as i32);
                 b.set(sem::W0, i64::from(r.w0));
                 b.set_memo(sem::SG, &sg.name, &mut sg_memo);
-                out.end_sem()?;
+                out.sem.end_row_into(out.sink)?;
                 cs.semaphore_updates += 1;
                 Ok(())
             })?;
@@ -1066,16 +1053,33 @@ pub fn decode<S: ByteSource + ?Sized>(
     Ok(report)
 }
 
-fn write_one(def: &'static TableDef, b: &mut TableBuilder, sink: &mut dyn TableSink) -> Result<()> {
-    if let Some(batch) = b.end_row()? {
-        sink.batch(def, batch)?;
-    }
-    let batch = b.take_batch()?;
-    if batch.num_rows() > 0 {
-        sink.batch(def, batch)?;
-    }
-    Ok(())
-}
+crate::cols!(mod meta = crate::tables::explorer::METADATA {
+    SCHEMA: Str = "profile_schema_version",
+    VERSION: I32 = "ntff_version",
+    CORES: I32 = "num_physical_cores",
+    VNC: Bool = "vnc_enabled",
+    FIRST_HW: I64 = "first_hw_timestamp",
+    LAST_HW: I64 = "last_hw_timestamp",
+    FIRST_TS: Str = "first_ts",
+    LAST_TS: Str = "last_ts",
+    DMA_BW: F32 = "dma_ddr_bandwidth",
+    DMA_ENGINES: I32 = "num_dma_engines_per_neuroncore",
+    HBM_BW: F32 = "hbm_ddr_bandwidth",
+    PE_ROWS: I64 = "tensor_engine_num_rows",
+    PE_COLS: I64 = "tensor_engine_num_cols",
+    PE_CLOCK: F32 = "tensor_engine_clock_freq",
+    VE_CLOCK: F32 = "vector_engine_clock_freq",
+    SE_CLOCK: F32 = "scalar_engine_clock_freq",
+    GPSIMD_CLOCK: F32 = "gpsimd_engine_clock_freq",
+    CORE_CLOCK: F32 = "neuroncore_clock_freq",
+    TICKS_PER_NS: I64 = "ticks_per_nanosec",
+    INSTANCE: Str = "instance_type",
+    RUNTIME: Str = "runtime_version",
+    COLLECTIVES: Str = "collectives_version",
+    DRIVER: Str = "driver_version",
+    COMPILER: Str = "compiler_version",
+    SIMULATION: Bool = "is_simulation",
+});
 
 fn write_metadata(
     info: &NtffInfo,
@@ -1084,48 +1088,54 @@ fn write_metadata(
     hw: Hw,
     sink: &mut dyn TableSink,
 ) -> Result<()> {
-    let def = &explorer::METADATA;
-    let mut b = TableBuilder::new(def);
-    let c = |n| def.col(n);
+    let mut b = TableBuilder::new(&explorer::METADATA);
     let cores = if info.subgraphs.is_empty() {
         info.physical_cores
     } else {
         info.subgraphs.len() as u32
     };
-    b.str(c("profile_schema_version"), Some(PROFILE_SCHEMA_VERSION));
-    b.i32(c("ntff_version"), Some(info.version as i32));
-    b.i32(c("num_physical_cores"), Some(cores as i32));
-    b.bool(c("vnc_enabled"), Some(cores > 1));
-    b.i64(c("first_hw_timestamp"), Some(0));
-    b.i64(c("last_hw_timestamp"), Some(r.last_hw_timestamp_ns));
-    b.str(c("first_ts"), Some(&rfc3339_ns(0)));
-    b.str(c("last_ts"), Some(&rfc3339_ns(r.last_hw_timestamp_ns)));
-    b.f64(c("dma_ddr_bandwidth"), hw.dma_ddr_bw);
-    b.i32(c("num_dma_engines_per_neuroncore"), Some(16));
-    b.f64(c("hbm_ddr_bandwidth"), hw.hbm_bw);
-    b.i64(c("tensor_engine_num_rows"), hw.pe_rows_cols);
-    b.i64(c("tensor_engine_num_cols"), hw.pe_rows_cols);
-    b.f64(c("tensor_engine_clock_freq"), hw.pe_clock.map(f64::from));
-    let others = Some(f64::from(hw.clock_others));
-    b.f64(c("vector_engine_clock_freq"), others);
-    b.f64(c("scalar_engine_clock_freq"), others);
-    b.f64(c("gpsimd_engine_clock_freq"), others);
-    b.f64(c("neuroncore_clock_freq"), others);
-    b.i64(c("ticks_per_nanosec"), Some(r.ticks_per_nanosec));
-    b.str(
-        c("instance_type"),
+    b.set(meta::SCHEMA, PROFILE_SCHEMA_VERSION);
+    b.set(meta::VERSION, info.version as i32);
+    b.set(meta::CORES, cores as i32);
+    b.set(meta::VNC, cores > 1);
+    b.set(meta::FIRST_HW, 0i64);
+    b.set(meta::LAST_HW, r.last_hw_timestamp_ns);
+    b.set(meta::FIRST_TS, rfc3339_ns(0).as_str());
+    b.set(meta::LAST_TS, rfc3339_ns(r.last_hw_timestamp_ns).as_str());
+    b.set(meta::DMA_BW, hw.dma_ddr_bw.map(|v| v as f32));
+    b.set(meta::DMA_ENGINES, 16);
+    b.set(meta::HBM_BW, hw.hbm_bw.map(|v| v as f32));
+    b.set(meta::PE_ROWS, hw.pe_rows_cols);
+    b.set(meta::PE_COLS, hw.pe_rows_cols);
+    b.set(meta::PE_CLOCK, hw.pe_clock);
+    let others = hw.clock_others;
+    b.set(meta::VE_CLOCK, others);
+    b.set(meta::SE_CLOCK, others);
+    b.set(meta::GPSIMD_CLOCK, others);
+    b.set(meta::CORE_CLOCK, others);
+    b.set(meta::TICKS_PER_NS, r.ticks_per_nanosec);
+    b.set(
+        meta::INSTANCE,
         (!info.instance_type.is_empty()).then_some(info.instance_type.as_str()),
     );
-    b.str(c("runtime_version"), info.runtime_version.as_deref());
-    b.str(
-        c("collectives_version"),
-        info.collectives_version.as_deref(),
-    );
-    b.str(c("driver_version"), info.driver_version.as_deref());
-    b.str(c("compiler_version"), ctx.compiler_version.as_deref());
-    b.bool(c("is_simulation"), Some(false));
-    write_one(def, &mut b, sink)
+    b.set(meta::RUNTIME, info.runtime_version.as_deref());
+    b.set(meta::COLLECTIVES, info.collectives_version.as_deref());
+    b.set(meta::DRIVER, info.driver_version.as_deref());
+    b.set(meta::COMPILER, ctx.compiler_version.as_deref());
+    b.set(meta::SIMULATION, false);
+    b.end_row_into(sink)?;
+    b.finish_into(sink)?;
+    Ok(())
 }
+
+crate::cols!(mod exec = crate::tables::explorer::EXECUTION_INFO {
+    INDEX: I32 = "execution_index",
+    NEFF: Str = "neff_name",
+    START: I64 = "execution_start_ts",
+    END: I64 = "execution_end_ts",
+    SUBGRAPHS: I32 = "num_subgraphs",
+    ROWS: I64 = "row_count",
+});
 
 fn write_execution_info(
     info: &NtffInfo,
@@ -1133,37 +1143,29 @@ fn write_execution_info(
     window: Window,
     sink: &mut dyn TableSink,
 ) -> Result<()> {
-    let def = &explorer::EXECUTION_INFO;
-    let mut b = TableBuilder::new(def);
-    let c = |n| def.col(n);
+    let mut b = TableBuilder::new(&explorer::EXECUTION_INFO);
     let rows = (r.instructions + r.semaphore_updates) as i64;
     let nsg = info.subgraphs.len() as i32;
     if info.executions.is_empty() {
-        b.i32(c("execution_index"), Some(0));
-        b.str(c("neff_name"), Some(&info.neff_name));
-        b.i32(c("num_subgraphs"), Some(nsg));
-        b.i64(c("row_count"), Some(rows));
-        return write_one(def, &mut b, sink);
+        b.set(exec::INDEX, 0);
+        b.set(exec::NEFF, info.neff_name.as_str());
+        b.set(exec::SUBGRAPHS, nsg);
+        b.set(exec::ROWS, rows);
+        b.end_row_into(sink)?;
     }
     let n = info.executions.len();
     for (i, x) in info.executions.iter().enumerate() {
-        b.i32(c("execution_index"), Some(i as i32));
-        b.str(c("neff_name"), Some(&info.neff_name));
-        b.i64(
-            c("execution_start_ts"),
-            Some(window.ns(x.start as i128 * 1000)),
-        );
-        b.i64(c("execution_end_ts"), Some(window.ns(x.end as i128 * 1000)));
-        b.i32(c("num_subgraphs"), Some(nsg));
+        b.set(exec::INDEX, i as i32);
+        b.set(exec::NEFF, info.neff_name.as_str());
+        b.set(exec::START, window.ns(x.start as i128 * 1000));
+        b.set(exec::END, window.ns(x.end as i128 * 1000));
+        b.set(exec::SUBGRAPHS, nsg);
         // Rows are only attributed when there is a single execution.
-        b.i64(c("row_count"), (n == 1).then_some(rows));
-        if i + 1 < n {
-            if let Some(batch) = b.end_row()? {
-                sink.batch(def, batch)?;
-            }
-        }
+        b.set(exec::ROWS, (n == 1).then_some(rows));
+        b.end_row_into(sink)?;
     }
-    write_one(def, &mut b, sink)
+    b.finish_into(sink)?;
+    Ok(())
 }
 
 /// RFC 3339 text of `ns` nanoseconds after the Unix epoch, fraction without trailing zeros, as

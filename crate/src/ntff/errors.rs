@@ -11,7 +11,7 @@
 
 use crate::error::{Problem, Result};
 use crate::source::ByteSource;
-use crate::tables::{explorer, Emitter, TableSink};
+use crate::tables::{explorer, TableBuilder, TableSink};
 
 use super::decode::{stream_buffer, Window};
 use super::NtffInfo;
@@ -19,6 +19,15 @@ use super::NtffInfo;
 /// `Error.description` of every row until the layout is known.
 pub const UNDECODED: &str =
     "undecoded error record (layout undocumented; raw words in metadata_hex)";
+
+crate::cols!(mod err = crate::tables::explorer::ERROR {
+    DESCRIPTION: Str = "description",
+    TYPE_ID: I32 = "error_type_id",
+    HEX: Str = "metadata_hex",
+    PCORE: I64 = "pcore_idx",
+    TS: I64 = "timestamp",
+    TYPE: Str = "type",
+});
 
 /// Writes the `Error` rows of every core; returns the row count.
 pub(super) fn decode_errors<S: ByteSource + ?Sized>(
@@ -30,17 +39,7 @@ pub(super) fn decode_errors<S: ByteSource + ?Sized>(
     progress: &mut dyn FnMut(u64),
     sink: &mut dyn TableSink,
 ) -> Result<u64> {
-    let def = &explorer::ERROR;
-    let mut em = Emitter::new(def, sink);
-    let c = |n| def.col(n);
-    let (cd, cid, chex, cp, ct, cty) = (
-        c("description"),
-        c("error_type_id"),
-        c("metadata_hex"),
-        c("pcore_idx"),
-        c("timestamp"),
-        c("type"),
-    );
+    let mut b = TableBuilder::new(&explorer::ERROR);
     for (pcore, sg) in info.subgraphs.iter().enumerate() {
         for buf in sg
             .buffers
@@ -57,15 +56,15 @@ pub(super) fn decode_errors<S: ByteSource + ?Sized>(
                 if !window.contains(fs) {
                     return Ok(());
                 }
-                em.b.str(cd, Some(UNDECODED));
-                em.b.i32(cid, Some((r.w0 & 0xFF) as i32));
-                em.b.str(chex, Some(&format!("{:08x} {:08x}", r.w0, r.w1)));
-                em.b.i64(cp, Some(pcore as i64));
-                em.b.i64(ct, Some(window.ns(fs)));
-                em.b.str(cty, Some(ty));
-                em.end_row()
+                b.set(err::DESCRIPTION, UNDECODED);
+                b.set(err::TYPE_ID, (r.w0 & 0xFF) as i32);
+                b.set(err::HEX, format!("{:08x} {:08x}", r.w0, r.w1).as_str());
+                b.set(err::PCORE, pcore as i64);
+                b.set(err::TS, window.ns(fs));
+                b.set(err::TYPE, ty);
+                b.end_row_into(sink)
             })?;
         }
     }
-    em.finish()
+    b.finish_into(sink)
 }

@@ -420,18 +420,22 @@ pub fn ipc_of(schema: &arrow_schema::Schema, batches: &[RecordBatch]) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tables::{explorer, Emitter};
+    use crate::tables::{explorer, TableBuilder};
+
+    crate::cols!(mod warning = crate::tables::explorer::WARNING {
+        MESSAGE: Str = "message",
+        CATEGORY: Str = "category",
+    });
 
     #[test]
     fn parquet_and_ipc_roundtrip() {
         let mut t = Tables::default();
         {
-            let mut e = Emitter::new(&explorer::WARNING, &mut t);
-            let (m, c) = (e.b.col("message"), e.b.col("category"));
-            e.b.str(m, Some("hello"));
-            e.b.str(c, Some("Missing Data"));
-            e.end_row().unwrap();
-            e.finish().unwrap();
+            let mut b = TableBuilder::new(&explorer::WARNING);
+            b.set(warning::MESSAGE, "hello");
+            b.set(warning::CATEGORY, "Missing Data");
+            b.end_row_into(&mut t).unwrap();
+            b.finish_into(&mut t).unwrap();
         }
         let batches = t.get("Warning").unwrap();
         let pq = parquet_bytes(&explorer::WARNING, batches).unwrap();

@@ -13,7 +13,7 @@
 //!   fails the object is sanitised (raw control characters escaped, invalid escapes kept as a
 //!   literal backslash, invalid UTF-8 → U+FFFD, lone surrogates → U+FFFD) and parsed again; an
 //!   unparsable event is skipped and counted;
-//! - rows leave in 64 Ki-row batches through the [`Emitter`]. A finished row is held back in a
+//! - rows leave in 64 Ki-row batches through a [`TableBuilder`]. A finished row is held back in a
 //!   window of [`WINDOW`] rows so flow events (`s`/`t`/`f`) written after their slice can still
 //!   bind to it; `B` rows wait on a per-thread stack (at most [`MAX_OPEN`] deep, [`MAX_OPEN_TOTAL`]
 //!   over all threads) until their `E`; a flow that finds no slice waits in a per-thread queue of at
@@ -34,8 +34,9 @@ use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAcces
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use super::ev;
 use crate::error::{Error, Problem, Result, Severity};
-use crate::tables::{explorer, Emitter, TableSink};
+use crate::tables::{explorer, TableBuilder, TableSink};
 
 /// Bytes read from the input per call.
 const READ_CHUNK: usize = 1 << 20;
@@ -966,8 +967,9 @@ struct Reader<'s, 'f> {
     names: FxHashSet<Rc<str>>,
     /// Scratch for the extras JSON of the row being emitted.
     out: String,
-    em: Emitter<'s>,
-    cols: [usize; 11],
+    /// `SystemProfileEvents` rows; batches go to `sink`.
+    b: TableBuilder,
+    sink: &'s mut dyn TableSink,
 }
 
 /// Reads a Kineto / Chrome trace from `input` (already decompressed) and writes its events as
@@ -987,8 +989,6 @@ pub fn read_trace(
     sink: &mut dyn TableSink,
     progress: &mut dyn FnMut(u64),
 ) -> Result<KinetoReport> {
-    let def = &explorer::SYSTEM_PROFILE_EVENTS;
-    let c = |n: &str| def.col(n);
     let mut r = Reader {
         file,
         instance_id,
@@ -1004,20 +1004,8 @@ pub fn read_trace(
         tnames: FxHashMap::default(),
         names: FxHashSet::default(),
         out: String::new(),
-        em: Emitter::new(def, sink),
-        cols: [
-            c("id"),
-            c("name"),
-            c("start_ts"),
-            c("end_ts"),
-            c("duration_ns"),
-            c("trace_event_source"),
-            c("instance_id"),
-            c("process_id"),
-            c("thread_id"),
-            c("flow_id"),
-            c("extra_attributes_json"),
-        ],
+        b: TableBuilder::new(&explorer::SYSTEM_PROFILE_EVENTS),
+        sink,
     };
     let mut st = Scan::default();
     let mut buf = vec![0u8; READ_CHUNK];
@@ -1203,24 +1191,22 @@ impl Reader<'_, '_> {
     }
 
     fn emit(&mut self, r: Row) -> Result<()> {
-        let cols = self.cols;
-        let b = &mut self.em.b;
+        let b = &mut self.b;
         let (s, e) = (
             r.start.saturating_add(self.base),
             r.end.saturating_add(self.base),
         );
-        b.i64(cols[0], Some(r.id));
-        b.str(cols[1], Some(&r.name));
-        b.i64(cols[2], Some(s));
-        b.i64(cols[3], Some(e));
-        b.i64(cols[4], Some(e.saturating_sub(s)));
-        b.str(cols[5], Some("framework"));
-        b.str(cols[6], Some(self.instance_id));
-        b.i64(cols[7], Some(r.pid));
-        b.i64(cols[8], Some(r.tid));
+        b.set(ev::ID, r.id);
+        b.set(ev::NAME, &*r.name);
+        b.set(ev::START, s);
+        b.set(ev::END, e);
+        b.set(ev::DURATION, e.saturating_sub(s));
+        b.set(ev::SOURCE, "framework");
+        b.set(ev::INSTANCE, self.instance_id);
+        b.set(ev::PID, r.pid);
+        b.set(ev::TID, r.tid);
         if !r.flows.is_empty() {
-            let f: Vec<&str> = r.flows.iter().map(String::as_str).collect();
-            b.list_str(cols[9], &f);
+            b.set(ev::FLOW, r.flows.as_slice());
         }
         let pname = self.pnames.get(&r.pid);
         let tname = self.tnames.get(&(r.pid, r.tid));
@@ -1251,9 +1237,9 @@ impl Reader<'_, '_> {
                 out.push_str(val);
             }
             out.push('}');
-            b.str(cols[10], Some(out));
+            b.set(ev::EXTRA, out.as_str());
         }
-        self.em.end_row()
+        b.end_row_into(self.sink)
     }
 
     /// Closes what is still open (`B` without `E` → zero-length rows, in id order), emits the
@@ -1280,7 +1266,7 @@ impl Reader<'_, '_> {
             self.emit(r)?;
         }
         let mut rep = std::mem::take(&mut self.rep);
-        rep.rows = self.em.finish()?;
+        rep.rows = self.b.finish_into(self.sink)?;
         rep.process_names = self.pnames.into_iter().collect();
         rep.thread_names = self
             .tnames

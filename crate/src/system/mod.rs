@@ -19,7 +19,7 @@ use prost::Message;
 use crate::error::{Error, Problem, Result, Severity};
 use crate::inventory::Profile;
 use crate::source::ByteSource;
-use crate::tables::{explorer, Emitter, TableSink};
+use crate::tables::{explorer, kind, TableBuilder, TableSink, C};
 use decode::{FrameReader, NtraceRecord, Phase, TraceInfo};
 
 /// Opens a file of the drop by its path (as listed in [`Profile::system_files`] / devices).
@@ -127,30 +127,92 @@ const HW_GROUP: [&str; 7] = [
 /// Attributes with a dedicated `SystemProfileEvents` column.
 const COLUMN_ATTRS: [&str; 3] = ["nc_idx", "worker_gid", "device_core_idx"];
 
+/// The int64 column `name` of `SystemProfileHbmUsage` (resolved at compile time).
+const fn hbm_col(name: &str) -> C<kind::I64> {
+    C::of(&explorer::SYSTEM_PROFILE_HBM_USAGE, name)
+}
+
 /// `usage_type` → `SystemProfileHbmUsage` column (system-profile.md §8).
-const HBM_COLUMNS: [(&str, &str); 21] = [
-    ("generic", "generic_bytes"),
-    ("pe", "tensor_instructions_bytes"),
-    ("act", "scalar_instructions_bytes"),
-    ("pool", "gpsimd_instructions_bytes"),
-    ("io", "io_bytes"),
-    ("spill", "dram_spill_bytes"),
-    ("weight", "weights_bytes"),
-    ("profiler buffers", "profiler_buffers_bytes"),
-    ("act table", "scalar_table_bytes"),
-    ("dve", "vector_instructions_bytes"),
-    ("sp", "sync_instructions_bytes"),
-    ("shared scratchpad", "shared_scratchpad_bytes"),
-    ("tensor", "tensors_bytes"),
-    ("ucode", "ucode_lib_bytes"),
-    ("pool stdio", "gpsimd_stdio_bytes"),
-    ("collectives", "collectives_bytes"),
-    ("scratchpad", "scratchpad_bytes"),
-    ("dma rings runtime", "dma_rings_runtime_bytes"),
-    ("dma rings spill", "dma_rings_spill_bytes"),
-    ("dma rings io", "dma_rings_io_bytes"),
-    ("dma rings collectives", "dma_rings_collectives_bytes"),
+const HBM_COLUMNS: [(&str, C<kind::I64>); 21] = [
+    ("generic", hbm_col("generic_bytes")),
+    ("pe", hbm_col("tensor_instructions_bytes")),
+    ("act", hbm_col("scalar_instructions_bytes")),
+    ("pool", hbm_col("gpsimd_instructions_bytes")),
+    ("io", hbm_col("io_bytes")),
+    ("spill", hbm_col("dram_spill_bytes")),
+    ("weight", hbm_col("weights_bytes")),
+    ("profiler buffers", hbm_col("profiler_buffers_bytes")),
+    ("act table", hbm_col("scalar_table_bytes")),
+    ("dve", hbm_col("vector_instructions_bytes")),
+    ("sp", hbm_col("sync_instructions_bytes")),
+    ("shared scratchpad", hbm_col("shared_scratchpad_bytes")),
+    ("tensor", hbm_col("tensors_bytes")),
+    ("ucode", hbm_col("ucode_lib_bytes")),
+    ("pool stdio", hbm_col("gpsimd_stdio_bytes")),
+    ("collectives", hbm_col("collectives_bytes")),
+    ("scratchpad", hbm_col("scratchpad_bytes")),
+    ("dma rings runtime", hbm_col("dma_rings_runtime_bytes")),
+    ("dma rings spill", hbm_col("dma_rings_spill_bytes")),
+    ("dma rings io", hbm_col("dma_rings_io_bytes")),
+    (
+        "dma rings collectives",
+        hbm_col("dma_rings_collectives_bytes"),
+    ),
 ];
+
+crate::cols!(mod ev = crate::tables::explorer::SYSTEM_PROFILE_EVENTS {
+    ID: I64 = "id",
+    NAME: Str = "name",
+    START: I64 = "start_ts",
+    END: I64 = "end_ts",
+    DURATION: I64 = "duration_ns",
+    SOURCE: Str = "trace_event_source",
+    INSTANCE: Str = "instance_id",
+    PID: I64 = "process_id",
+    TID: I64 = "thread_id",
+    NC: I64 = "nc_idx",
+    PCORE: I64 = "pcore_idx",
+    WORKER: I64 = "worker_gid",
+    FLOW: ListStr = "flow_id",
+    EXTRA: Str = "extra_attributes_json",
+});
+crate::cols!(mod hbm = crate::tables::explorer::SYSTEM_PROFILE_HBM_USAGE {
+    TS: I64 = "timestamp",
+    TOTAL: I64 = "total_bytes",
+    UNKNOWN: I64 = "unknown_bytes",
+    DEVICE: I64 = "device_idx",
+    HBM: I64 = "hbm_idx",
+    INSTANCE: Str = "instance_id",
+});
+crate::cols!(mod cpu_usage = crate::tables::explorer::CPU_USAGE {
+    TS: I64 = "timestamp",
+    UTIL: F32 = "util_percent",
+    CPU: Str = "cpu_id",
+    INSTANCE: Str = "instance_id",
+});
+crate::cols!(mod host_mem = crate::tables::explorer::HOST_MEM_USAGE {
+    TS: I64 = "timestamp",
+    USED: I64 = "used_bytes",
+    PERCENT: F32 = "used_percent",
+    INSTANCE: Str = "instance_id",
+});
+crate::cols!(mod meta = crate::tables::explorer::SYSTEM_PROFILE_METADATA {
+    FIRST_TS: Str = "first_ts",
+    LAST_TS: Str = "last_ts",
+    FIRST_NS: Str = "first_ts_ns",
+    LAST_NS: Str = "last_ts_ns",
+    NTFF_VERSION: I64 = "ntff_version",
+    HBM_CAPACITY: I64 = "hbm_capacity_bytes",
+});
+crate::cols!(mod dev = crate::tables::explorer::DEVICE_PROFILE_LIST {
+    NAME: Str = "device_profile_name",
+    INSTANCE: Str = "instance_id",
+    PID: I64 = "process_id",
+    NC: I64 = "nc_id",
+    SESSION: I64 = "session_id",
+    MODEL: I64 = "model_id",
+    LINK: Str = "nscope_link",
+});
 
 /// One `SystemProfileEvents` row before emission: a start/stop pair, an instant, or an orphan.
 #[derive(Debug, Clone)]
@@ -673,26 +735,7 @@ fn emit_events(
     sink: &mut dyn TableSink,
     rep: &mut SystemReport,
 ) -> Result<()> {
-    let def = &explorer::SYSTEM_PROFILE_EVENTS;
-    let c = |n: &str| def.col(n);
-    let (c_id, c_name, c_start, c_end, c_dur, c_src, c_inst, c_pid, c_tid) = (
-        c("id"),
-        c("name"),
-        c("start_ts"),
-        c("end_ts"),
-        c("duration_ns"),
-        c("trace_event_source"),
-        c("instance_id"),
-        c("process_id"),
-        c("thread_id"),
-    );
-    let (c_nc, c_pcore, c_worker, c_extra) = (
-        c("nc_idx"),
-        c("pcore_idx"),
-        c("worker_gid"),
-        c("extra_attributes_json"),
-    );
-    let mut em = Emitter::new(def, sink);
+    let mut b = TableBuilder::new(&explorer::SYSTEM_PROFILE_EVENTS);
     for e in events {
         let name = info.event_name(e.type_id);
         let hw = HW_GROUP.contains(&name.as_str()) || e.start_nc.is_some() || e.end_nc.is_some();
@@ -704,30 +747,29 @@ fn emit_events(
             *rep.exec_spans_per_core.entry(core).or_default() += 1;
         }
         *rep.event_counts.entry(name.clone()).or_default() += 1;
-        let b = &mut em.b;
-        b.i64(c_id, Some(ts_i64(e.id)));
-        b.str(c_name, Some(&name));
-        b.i64(c_start, Some(start));
-        b.i64(c_end, Some(end));
-        b.i64(c_dur, Some(end.saturating_sub(start)));
-        b.str(c_src, Some(if hw { "neuron_hw" } else { "neuron_rt" }));
-        b.str(c_inst, Some(instance_id));
-        b.i64(c_pid, pid.map(ts_i64));
-        b.i64(c_tid, Some(ts_i64(e.thread)));
+        b.set(ev::ID, ts_i64(e.id));
+        b.set(ev::NAME, name.as_str());
+        b.set(ev::START, start);
+        b.set(ev::END, end);
+        b.set(ev::DURATION, end.saturating_sub(start));
+        b.set(ev::SOURCE, if hw { "neuron_hw" } else { "neuron_rt" });
+        b.set(ev::INSTANCE, instance_id);
+        b.set(ev::PID, pid.map(ts_i64));
+        b.set(ev::TID, ts_i64(e.thread));
         let mut extra = serde_json::Map::new();
-        let mut col_attr = |key: &str, col: usize, b: &mut crate::tables::TableBuilder| {
+        let mut col_attr = |key: &str, col: C<kind::I64>, b: &mut TableBuilder| {
             if let Some(v) = e.attr(key) {
                 match v.trim().parse::<i64>() {
-                    Ok(n) => b.i64(col, Some(n)),
+                    Ok(n) => b.set(col, n),
                     Err(_) => {
                         extra.insert(key.into(), v.into());
                     }
                 }
             }
         };
-        col_attr("nc_idx", c_nc, b);
-        col_attr("worker_gid", c_worker, b);
-        col_attr("device_core_idx", c_pcore, b);
+        col_attr("nc_idx", ev::NC, &mut b);
+        col_attr("worker_gid", ev::WORKER, &mut b);
+        col_attr("device_core_idx", ev::PCORE, &mut b);
         // Merged attributes: the last value of a key wins (stop over start).
         for (k, v) in &e.attrs {
             if !COLUMN_ATTRS.contains(&k.as_str()) {
@@ -739,12 +781,12 @@ fn emit_events(
         }
         if !extra.is_empty() {
             let j = serde_json::Value::Object(extra).to_string();
-            b.str(c_extra, Some(&j));
+            b.set(ev::EXTRA, j.as_str());
         }
-        em.end_row()?;
+        b.end_row_into(sink)?;
     }
-    let n = em.finish()?;
-    rep.rows.insert(def.name.into(), n);
+    let n = b.finish_into(sink)?;
+    rep.rows.insert(b.def().name.into(), n);
     Ok(())
 }
 
@@ -759,19 +801,9 @@ fn emit_hbm(
     sink: &mut dyn TableSink,
     rep: &mut SystemReport,
 ) -> Result<()> {
-    let def = &explorer::SYSTEM_PROFILE_HBM_USAGE;
-    let cols: Vec<usize> = HBM_COLUMNS.iter().map(|(_, c)| def.col(c)).collect();
-    let c_unknown = def.col("unknown_bytes");
-    let (c_ts, c_total, c_dev, c_hbm, c_inst) = (
-        def.col("timestamp"),
-        def.col("total_bytes"),
-        def.col("device_idx"),
-        def.col("hbm_idx"),
-        def.col("instance_id"),
-    );
     // (hbm, worker, column slot) → bytes; slot = HBM_COLUMNS index, or len for unknown.
     let mut state: BTreeMap<(i64, i64, usize), i64> = BTreeMap::new();
-    let mut em = Emitter::new(def, sink);
+    let mut b = TableBuilder::new(&explorer::SYSTEM_PROFILE_HBM_USAGE);
     for e in events {
         // Memory events are recognised by their attributes (§5.2), not by type id.
         let alloc = e.attr("allocated_bytes").is_some();
@@ -827,25 +859,24 @@ fn emit_hbm(
                 }
             }
         }
-        let b = &mut em.b;
-        b.i64(c_ts, Some(ts_i64(e.end)));
+        b.set(hbm::TS, ts_i64(e.end));
         let mut total = 0i64;
-        for (i, &c) in cols.iter().enumerate() {
+        for (i, &(_, c)) in HBM_COLUMNS.iter().enumerate() {
             let v = sums.get(i).copied().unwrap_or(0);
             total = total.saturating_add(v);
-            b.i64(c, Some(v));
+            b.set(c, v);
         }
         let unk = sums.last().copied().unwrap_or(0);
-        b.i64(c_unknown, Some(unk));
-        b.i64(c_total, Some(total.saturating_add(unk)));
-        b.i64(c_dev, Some(0));
-        b.i64(c_hbm, Some(hbm));
-        b.str(c_inst, Some(instance_id));
-        em.end_row()?;
+        b.set(hbm::UNKNOWN, unk);
+        b.set(hbm::TOTAL, total.saturating_add(unk));
+        b.set(hbm::DEVICE, 0i64);
+        b.set(hbm::HBM, hbm);
+        b.set(hbm::INSTANCE, instance_id);
+        b.end_row_into(sink)?;
     }
-    let n = em.finish()?;
+    let n = b.finish_into(sink)?;
     if n > 0 {
-        rep.rows.insert(def.name.into(), n);
+        rep.rows.insert(b.def().name.into(), n);
     }
     Ok(())
 }
@@ -954,32 +985,22 @@ fn emit_cpu(
     let Some(src) = open_or_problem(path, open, rep) else {
         return Ok(());
     };
-    let def = &explorer::CPU_USAGE;
-    let (c_ts, c_util, c_cpu, c_inst) = (
-        def.col("timestamp"),
-        def.col("util_percent"),
-        def.col("cpu_id"),
-        def.col("instance_id"),
-    );
-    let mut em = Emitter::new(def, sink);
+    let mut b = TableBuilder::new(&explorer::CPU_USAGE);
     // (timestamp, sum, n) of the sample being accumulated.
     let mut acc: Option<(u64, f64, u64)> = None;
     let mut out_of_range = 0u64;
     let mut range = (i64::MAX, i64::MIN);
-    fn avg_row(
-        em: &mut Emitter,
-        c: [usize; 4],
-        inst: &str,
-        (ts, sum, n): (u64, f64, u64),
-    ) -> Result<()> {
-        let b = &mut em.b;
-        b.i64(c[0], Some(ts_i64(ts)));
-        b.f64(c[1], Some(if n > 0 { sum / n as f64 } else { 0.0 }));
-        b.str(c[2], Some("average"));
-        b.str(c[3], Some(inst));
-        em.end_row()
-    }
-    let cols = [c_ts, c_util, c_cpu, c_inst];
+    let avg_row =
+        |b: &mut TableBuilder, sink: &mut dyn TableSink, (ts, sum, n): (u64, f64, u64)| {
+            b.set(cpu_usage::TS, ts_i64(ts));
+            b.set(
+                cpu_usage::UTIL,
+                (if n > 0 { sum / n as f64 } else { 0.0 }) as f32,
+            );
+            b.set(cpu_usage::CPU, "average");
+            b.set(cpu_usage::INSTANCE, instance_id);
+            b.end_row_into(sink)
+        };
     stream_frames(path, &*src, expected, rep, progress, &mut |off, bytes| {
         let (ts, cpu, util) = decode::decode_cpu(bytes, off)?;
         if !(0.0..=100.0).contains(&util) {
@@ -991,24 +1012,23 @@ fn emit_cpu(
             Some((ats, sum, n)) if ats == ts => acc = Some((ats, sum + f64::from(util), n + 1)),
             prev => {
                 if let Some(p) = prev {
-                    avg_row(&mut em, cols, instance_id, p)?;
+                    avg_row(&mut b, &mut *sink, p)?;
                 }
                 acc = Some((ts, f64::from(util), 1));
             }
         }
-        let b = &mut em.b;
-        b.i64(c_ts, Some(t));
-        b.f64(c_util, Some(f64::from(util)));
-        b.str(c_cpu, Some(&cpu.to_string()));
-        b.str(c_inst, Some(instance_id));
-        em.end_row()
+        b.set(cpu_usage::TS, t);
+        b.set(cpu_usage::UTIL, util);
+        b.set(cpu_usage::CPU, cpu.to_string().as_str());
+        b.set(cpu_usage::INSTANCE, instance_id);
+        b.end_row_into(sink)
     })?;
     if let Some(p) = acc {
-        avg_row(&mut em, cols, instance_id, p)?;
+        avg_row(&mut b, &mut *sink, p)?;
     }
-    let n = em.finish()?;
+    let n = b.finish_into(sink)?;
     if n > 0 {
-        rep.rows.insert(def.name.into(), n);
+        rep.rows.insert(b.def().name.into(), n);
     }
     if range.0 <= range.1 {
         rep.widen(range.0);
@@ -1042,29 +1062,24 @@ fn emit_mem(
     let Some(src) = open_or_problem(path, open, rep) else {
         return Ok(());
     };
-    let def = &explorer::HOST_MEM_USAGE;
-    let (c_ts, c_used, c_pct, c_inst) = (
-        def.col("timestamp"),
-        def.col("used_bytes"),
-        def.col("used_percent"),
-        def.col("instance_id"),
-    );
-    let mut em = Emitter::new(def, sink);
+    let mut b = TableBuilder::new(&explorer::HOST_MEM_USAGE);
     let mut range = (i64::MAX, i64::MIN);
     stream_frames(path, &*src, expected, rep, progress, &mut |off, bytes| {
         let (ts, used) = decode::decode_mem(bytes, off)?;
         let t = ts_i64(ts);
         range = (range.0.min(t), range.1.max(t));
-        let b = &mut em.b;
-        b.i64(c_ts, Some(t));
-        b.i64(c_used, Some(ts_i64(used)));
-        b.f64(c_pct, (ram > 0).then(|| used as f64 / ram as f64 * 100.0));
-        b.str(c_inst, Some(instance_id));
-        em.end_row()
+        b.set(host_mem::TS, t);
+        b.set(host_mem::USED, ts_i64(used));
+        b.set(
+            host_mem::PERCENT,
+            (ram > 0).then(|| (used as f64 / ram as f64 * 100.0) as f32),
+        );
+        b.set(host_mem::INSTANCE, instance_id);
+        b.end_row_into(sink)
     })?;
-    let n = em.finish()?;
+    let n = b.finish_into(sink)?;
     if n > 0 {
-        rep.rows.insert(def.name.into(), n);
+        rep.rows.insert(b.def().name.into(), n);
     }
     if range.0 <= range.1 {
         rep.widen(range.0);
@@ -1108,27 +1123,20 @@ fn emit_metadata(
     let (Some(first), Some(last)) = (first, last) else {
         return Ok(());
     };
-    let def = &explorer::SYSTEM_PROFILE_METADATA;
-    let mut em = Emitter::new(def, sink);
-    let b = &mut em.b;
-    b.str(
-        def.col("first_ts"),
-        Some(&crate::ntff::decode::rfc3339_ns(first)),
-    );
-    b.str(
-        def.col("last_ts"),
-        Some(&crate::ntff::decode::rfc3339_ns(last)),
-    );
-    b.str(def.col("first_ts_ns"), Some(&first.to_string()));
-    b.str(def.col("last_ts_ns"), Some(&last.to_string()));
-    b.i64(def.col("ntff_version"), ntff_version.map(i64::from));
-    b.i64(
-        def.col("hbm_capacity_bytes"),
+    let mut b = TableBuilder::new(&explorer::SYSTEM_PROFILE_METADATA);
+    let text = |ns| crate::ntff::decode::rfc3339_ns(ns);
+    b.set(meta::FIRST_TS, text(first).as_str());
+    b.set(meta::LAST_TS, text(last).as_str());
+    b.set(meta::FIRST_NS, first.to_string().as_str());
+    b.set(meta::LAST_NS, last.to_string().as_str());
+    b.set(meta::NTFF_VERSION, ntff_version.map(i64::from));
+    b.set(
+        meta::HBM_CAPACITY,
         hbm_capacity_per_core(&info.instance_type),
     );
-    em.end_row()?;
-    let n = em.finish()?;
-    rep.rows.insert(def.name.into(), n);
+    b.end_row_into(sink)?;
+    let n = b.finish_into(sink)?;
+    rep.rows.insert(b.def().name.into(), n);
     Ok(())
 }
 
@@ -1172,8 +1180,7 @@ fn emit_devices(
             nc_range = Some(nc_range.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
         }
     }
-    let def = &explorer::DEVICE_PROFILE_LIST;
-    let mut em = Emitter::new(def, sink);
+    let mut b = TableBuilder::new(&explorer::DEVICE_PROFILE_LIST);
     for d in &profile.devices {
         let Some(ntff) = &d.ntff else { continue };
         let mut link = DeviceLink {
@@ -1238,15 +1245,14 @@ fn emit_devices(
         };
         let name = base_name(ntff).trim_end_matches(".ntff");
         let nc = d.nc.or(link.cores.first().copied());
-        let b = &mut em.b;
-        b.str(def.col("device_profile_name"), Some(name));
-        b.str(def.col("instance_id"), Some(instance_id));
-        b.i64(def.col("process_id"), pid.map(ts_i64));
-        b.i64(def.col("nc_id"), nc.map(i64::from));
-        b.i64(def.col("session_id"), d.session.map(i64::from));
-        b.i64(def.col("model_id"), link.model_id.map(ts_i64));
-        b.str(def.col("nscope_link"), Some(&link.link));
-        em.end_row()?;
+        b.set(dev::NAME, name);
+        b.set(dev::INSTANCE, instance_id);
+        b.set(dev::PID, pid.map(ts_i64));
+        b.set(dev::NC, nc.map(i64::from));
+        b.set(dev::SESSION, d.session.map(i64::from));
+        b.set(dev::MODEL, link.model_id.map(ts_i64));
+        b.set(dev::LINK, link.link.as_str());
+        b.end_row_into(sink)?;
         if link.link != "same capture" {
             rep.problems.push(Problem::new(
                 Severity::Info,
@@ -1257,9 +1263,9 @@ fn emit_devices(
         }
         rep.devices.push(link);
     }
-    let n = em.finish()?;
+    let n = b.finish_into(sink)?;
     if n > 0 {
-        rep.rows.insert(def.name.into(), n);
+        rep.rows.insert(b.def().name.into(), n);
     }
     Ok(())
 }

@@ -846,6 +846,26 @@ impl Cell<kind::Str> for &str {
         }
     }
 }
+impl Cell<kind::ListI64> for &[i64] {
+    #[inline]
+    fn put(self, col: &mut Col) {
+        if let Col::ListI64(b) = col {
+            b.values().append_slice(self);
+            b.append(true)
+        }
+    }
+}
+impl<S: AsRef<str>> Cell<kind::ListStr> for &[S] {
+    #[inline]
+    fn put(self, col: &mut Col) {
+        if let Col::ListStr(b) = col {
+            for s in self {
+                b.values().append_value(s.as_ref());
+            }
+            b.append(true)
+        }
+    }
+}
 impl Cell<kind::Str> for Option<&str> {
     #[inline]
     fn put(self, col: &mut Col) {
@@ -883,6 +903,10 @@ pub struct TableBuilder {
     dict: bool,
     /// Batch number (from 1), the validity stamp of [`Memo`]s.
     batch: u32,
+    /// Rows closed since the builder was made, all batches ([`TableBuilder::finish_into`]).
+    total: u64,
+    /// Written by [`TableBuilder::finish_into`] even without rows ([`TableBuilder::always_written`]).
+    always: bool,
     cols: Vec<Col>,
     rows: usize,
     batch_rows: usize,
@@ -904,11 +928,20 @@ impl TableBuilder {
             tys: def.all_fields().map(|f| f.ty).collect(),
             dict: dict_table(def.name),
             batch: 1,
+            total: 0,
+            always: false,
             cols: def.all_fields().map(|_| Col::Unset).collect(),
             null_full: def.all_fields().map(|_| None).collect(),
             rows: 0,
             batch_rows: batch_rows.max(1),
         }
+    }
+    /// This builder's table is written by [`Self::finish_into`] even when no row was added: the
+    /// event tables of a decoded NTFF, which the page and the CLI list for every device profile.
+    /// Every other table exists only if the profile contains that kind of activity (Explorer).
+    pub fn always_written(mut self) -> Self {
+        self.always = true;
+        self
     }
     /// The table this builder fills.
     pub fn def(&self) -> &'static TableDef {
@@ -1062,9 +1095,29 @@ impl TableBuilder {
             None => {}
         }
     }
+    /// Closes the row (unset cells are null) and sends the batch to `sink` when `batch_rows` rows
+    /// are full. The one way rows leave a builder, with [`Self::finish_into`].
+    #[inline]
+    pub fn end_row_into(&mut self, sink: &mut dyn TableSink) -> Result<()> {
+        if let Some(batch) = self.end_row()? {
+            sink.batch(self.def, batch)?;
+        }
+        Ok(())
+    }
+    /// Sends the unfinished batch to `sink`: when it has rows, or when nothing was written yet
+    /// and the table is [`Self::always_written`]. Returns the rows this builder has closed in
+    /// all batches. The builder stays usable (a new batch starts).
+    pub fn finish_into(&mut self, sink: &mut dyn TableSink) -> Result<u64> {
+        if self.rows > 0 || (self.always && self.total == 0) {
+            let batch = self.take_batch()?;
+            sink.batch(self.def, batch)?;
+        }
+        Ok(self.total)
+    }
     /// Closes the row (unset cells are null). Returns a batch when `batch_rows` rows are full.
     #[inline]
     pub fn end_row(&mut self) -> Result<Option<RecordBatch>> {
+        self.total += 1;
         self.rows += 1;
         if self.rows >= self.batch_rows {
             return self.take_batch().map(Some);
@@ -1183,39 +1236,38 @@ impl TableSink for Tables {
     }
 }
 
+crate::cols!(mod sf = crate::tables::explorer::SCHEMA_FIELDS {
+    TABLE: Str = "table_name",
+    TABLE_DESC: Str = "table_description",
+    FIELD: Str = "field_name",
+    FIELD_DESC: Str = "field_description",
+    TYPE: Str = "field_type",
+    REQUIRED: Bool = "field_required",
+    FORMAT: Str = "field_format",
+    UNIT: Str = "field_unit",
+    ENUM: Str = "field_enum_values",
+});
+
 /// Writes the `SchemaFields` rows describing `tables` (every field of each, extras included).
 pub fn schema_fields(tables: &[&'static TableDef], sink: &mut dyn TableSink) -> Result<u64> {
-    let def = &explorer::SCHEMA_FIELDS;
-    let mut e = Emitter::new(def, sink);
-    let c = |n| def.col(n);
-    let (tn, td, fname, fd, ft, freq, ff, fu, fe) = (
-        c("table_name"),
-        c("table_description"),
-        c("field_name"),
-        c("field_description"),
-        c("field_type"),
-        c("field_required"),
-        c("field_format"),
-        c("field_unit"),
-        c("field_enum_values"),
-    );
+    let mut b = TableBuilder::new(&explorer::SCHEMA_FIELDS);
     for t in tables {
         for f in t.all_fields() {
             let (ty, fmt) = f.ty.openapi();
-            e.b.str(tn, Some(t.name));
-            e.b.str(td, Some(t.description));
-            e.b.str(fname, Some(f.name));
-            e.b.str(fd, Some(f.description));
-            e.b.str(ft, Some(ty));
-            e.b.bool(freq, Some(f.required));
-            e.b.str(ff, (!fmt.is_empty()).then_some(fmt));
-            e.b.str(fu, (!f.unit.is_empty()).then_some(f.unit));
+            b.set(sf::TABLE, t.name);
+            b.set(sf::TABLE_DESC, t.description);
+            b.set(sf::FIELD, f.name);
+            b.set(sf::FIELD_DESC, f.description);
+            b.set(sf::TYPE, ty);
+            b.set(sf::REQUIRED, f.required);
+            b.set(sf::FORMAT, (!fmt.is_empty()).then_some(fmt));
+            b.set(sf::UNIT, (!f.unit.is_empty()).then_some(f.unit));
             let ev = enum_values(f.enum_name);
-            e.b.str(fe, (!ev.is_empty()).then_some(ev));
-            e.end_row()?;
+            b.set(sf::ENUM, (!ev.is_empty()).then_some(ev));
+            b.end_row_into(sink)?;
         }
     }
-    e.finish()
+    b.finish_into(sink)
 }
 
 #[cfg(test)]
