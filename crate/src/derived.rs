@@ -24,7 +24,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 use arrow_array::{Array, Float32Array, RecordBatch};
 
 use crate::engine::Engine;
-use crate::error::{Problem, Result, Severity};
+use crate::error::{Code, Problem, Result};
 use crate::ntff::DecodeReport;
 use crate::summary::{IntCol, Union};
 use crate::tables::{explorer, Emitter, StrCol, TableDef, TableSink};
@@ -37,7 +37,7 @@ pub const MSG_MISSING_COMPILER_METRICS: &str =
 /// Explorer's HLO-stats warning (the 7 v6 exports, whose NEFFs have no `hlo_stats.json`).
 pub const MSG_MISSING_HLO_STATS: &str = "Missing HLO stats in the NEFF, `model_flops` and `mfu_hlo_estimated_percent` summary metrics will not be available. Consider the metrics (hardware_flops - transpose_flops) and mfu_inst_estimated_percent instead.";
 /// `Warning.category` of the three messages above.
-pub const CATEGORY_MISSING_DATA: &str = "Missing Data";
+pub const CATEGORY_MISSING_DATA: &str = Code::MissingData.as_str();
 
 /// Minimum spacing of two `DmaUsage` samples, ps: a change point is written when it lies at
 /// least this far after the last written one (fitted: 11 477 / 11 477 v6 rows).
@@ -444,14 +444,7 @@ pub fn explorer_warnings(
     file: &str,
 ) -> Vec<Problem> {
     let mut out = Vec::new();
-    let warn = |m: &str| {
-        Problem::new(
-            Severity::Warning,
-            CATEGORY_MISSING_DATA,
-            Some(file),
-            m.to_string(),
-        )
-    };
+    let warn = |m: &str| Problem::new(Code::MissingData, Some(file), m.to_string());
     if report.cores.iter().all(|c| c.dge_notifications == 0) {
         out.push(warn(MSG_MISSING_DGE));
     }

@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+pub use crate::problem::Code;
+
 /// A decoding error. Offsets are absolute byte offsets in the file being decoded.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Error {
@@ -102,13 +104,14 @@ pub enum Severity {
 }
 
 /// A user-facing problem: which file, where, what. Shown in the profile list and written to the
-/// `Warning` table. `code` reuses Explorer's status names where the meaning matches
-/// (explorer-schema.md §7), e.g. `ERROR_PROCESS_INCOMPLETE`.
+/// `Warning` table. The [`Code`] (declared in [`crate::problem`]) fixes the severity and the
+/// `Warning` category; it serialises as its string, e.g. `ERROR_PROCESS_INCOMPLETE`.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Problem {
+    /// The code's severity ([`Code::severity`]).
     pub severity: Severity,
-    /// Machine-readable code, e.g. `ERROR_PROCESS_INCOMPLETE`, `MISSING_NEFF`, `EMPTY_NTFF`.
-    pub code: String,
+    /// What kind of problem; serialised as [`Code::as_str`] (`MISSING_NEFF`, `EMPTY_NTFF`, …).
+    pub code: Code,
     /// Path of the file concerned (relative to the picked folder), if any.
     pub file: Option<String>,
     /// Byte offset in that file, if known.
@@ -118,24 +121,30 @@ pub struct Problem {
 }
 
 impl Problem {
-    /// A problem about `file`, taking the offset from `err` when it has one.
-    pub fn from_error(severity: Severity, code: &str, file: &str, err: &Error) -> Self {
+    /// A problem about `file`, taking the offset from `err` when it has one; the message is
+    /// `file: err`.
+    pub fn from_error(code: Code, file: &str, err: &Error) -> Self {
         Problem {
-            severity,
-            code: code.to_string(),
+            severity: code.severity(),
+            code,
             file: Some(file.to_string()),
             offset: err.offset(),
             message: format!("{file}: {err}"),
         }
     }
     /// A problem with a free-text message.
-    pub fn new(severity: Severity, code: &str, file: Option<&str>, message: String) -> Self {
+    pub fn new(code: Code, file: Option<&str>, message: String) -> Self {
         Problem {
-            severity,
-            code: code.to_string(),
+            severity: code.severity(),
+            code,
             file: file.map(str::to_string),
             offset: None,
             message,
         }
+    }
+    /// The problem at byte `offset` of its file.
+    pub fn at(mut self, offset: u64) -> Self {
+        self.offset = Some(offset);
+        self
     }
 }

@@ -18,7 +18,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::error::{Problem, Result, Severity};
+use crate::error::{Code, Problem, Result};
 use crate::pairing::{
     self, base_name, dir_name, NeffCandidate, NtffCandidate, NtffIds, PairOutcome,
 };
@@ -376,8 +376,7 @@ pub fn build(
         if f.kind == FileKind::Ntff && !no_info {
             if let Err((offset, reason)) = crate::sniff::ntff_shape(&head, len) {
                 let mut p = Problem::new(
-                    Severity::Error,
-                    "ERROR_PROCESS_INCOMPLETE",
+                    Code::ProcessIncomplete,
                     Some(&f.path),
                     format!(
                         "{} looks like {}, not an NTFF ({reason})",
@@ -402,12 +401,7 @@ pub fn build(
                 let r = match open(&f.path).and_then(|s| crate::neff::read_header(&s)) {
                     Ok(h) => Read::Ok(h),
                     Err(e) => {
-                        let mut p = Problem::from_error(
-                            Severity::Error,
-                            "ERROR_PROCESS_INCOMPLETE",
-                            &f.path,
-                            &e,
-                        );
+                        let mut p = Problem::from_error(Code::ProcessIncomplete, &f.path, &e);
                         p.message = match &f.content {
                             Some(c) if *c != Sniffed::Neff => {
                                 format!("{} looks like {}, not a NEFF ({e})", f.path, c.describe())
@@ -429,12 +423,7 @@ pub fn build(
                     Ok(Ok(Some(ids))) => Read::Ok(ids),
                     Ok(Ok(None)) => Read::Empty,
                     Ok(Err(e)) => {
-                        let mut p = Problem::from_error(
-                            Severity::Error,
-                            "ERROR_PROCESS_INCOMPLETE",
-                            &f.path,
-                            &e,
-                        );
+                        let mut p = Problem::from_error(Code::ProcessIncomplete, &f.path, &e);
                         p.message = format!("{}: not a readable NTFF ({e})", f.path);
                         Read::Failed(e.to_string(), p)
                     }
@@ -614,8 +603,7 @@ pub fn build(
     }
     if profiles.is_empty() {
         global_problems.push(Problem::new(
-            Severity::Info,
-            "NO_PROFILE",
+            Code::NoProfile,
             None,
             "no profile found: pick a folder holding .ntff/.neff files or a capture directory \
              with trace_info.pb"
@@ -655,8 +643,7 @@ fn ntff_device(
             dev.ntff_version = Some(ids.version);
             if crate::ntff::is_unverified_version(ids.version) {
                 unverified = Some(Problem::new(
-                    Severity::Warning,
-                    "NTFF_VERSION_UNVERIFIED",
+                    Code::NtffVersionUnverified,
                     Some(path),
                     crate::ntff::unverified_version_warning(path, ids.version),
                 ));
@@ -678,8 +665,7 @@ fn ntff_device(
         Some(Read::Empty) => {
             dev.pairing = PairStatus::EmptyNtff;
             Some(Problem::new(
-                Severity::Info,
-                "EMPTY_NTFF",
+                Code::EmptyNtff,
                 Some(path),
                 format!(
                     "{path}: empty device trace (under the 128-byte header, or an info section of \
@@ -776,8 +762,7 @@ fn content_problem(f: &InputFile, c: &Sniffed) -> Option<Problem> {
                 _ => return None,
             };
             return Some(Problem::new(
-                Severity::Info,
-                "FILE_MISNAMED",
+                Code::FileMisnamed,
                 Some(&f.path),
                 format!(
                     "{} looks like {}; it is used only when named {rename}",
@@ -789,8 +774,7 @@ fn content_problem(f: &InputFile, c: &Sniffed) -> Option<Problem> {
     };
     (!fits).then(|| {
         Problem::new(
-            Severity::Warning,
-            "CONTENT_MISMATCH",
+            Code::ContentMismatch,
             Some(&f.path),
             format!(
                 "{} is named like a {} file but looks like {}",
@@ -826,8 +810,7 @@ fn capture_checks(
     let dir = if p.root.is_empty() { "." } else { &p.root };
     if !info_dirs.contains(&p.root) {
         p.problems.push(Problem::new(
-            Severity::Warning,
-            "MISSING_TRACE_INFO",
+            Code::MissingTraceInfo,
             Some(dir),
             format!(
                 "{dir}: ntrace.pb without trace_info.pb; the system trace is decoded but event \
@@ -838,8 +821,7 @@ fn capture_checks(
     }
     if !ntrace_dirs.contains(&p.root) {
         p.problems.push(Problem::new(
-            Severity::Warning,
-            "MISSING_NTRACE",
+            Code::MissingNtrace,
             Some(dir),
             format!(
                 "{dir}: trace_info.pb without ntrace.pb; the system timeline will be empty \
@@ -875,8 +857,7 @@ fn capture_checks(
             format!("process {pid}")
         };
         p.problems.push(Problem::new(
-            Severity::Info,
-            "DIFFERENT_CAPTURE",
+            Code::DifferentCapture,
             Some(path),
             format!(
                 "{path}: recorded by {by} (NTFF header), not by this capture's {this}: same NEFF, \
@@ -889,6 +870,7 @@ fn capture_checks(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Severity;
 
     #[test]
     fn classify_by_name() {

@@ -212,7 +212,10 @@ fn cmd_scan(args: &ScanArgs) -> Result<Outcome> {
         }
     }
     for pr in &inv.problems {
-        if pr.severity != Severity::Info || cli::verbose() || pr.code == "NO_PROFILE" {
+        if pr.severity != Severity::Info
+            || cli::verbose()
+            || pr.code == neuronscope::Code::NoProfile
+        {
             say!("{:?}: {}", pr.severity, pr.message);
         }
     }

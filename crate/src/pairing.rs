@@ -7,7 +7,7 @@
 //! meant when no uuid matches, which turns "missing" into "mismatch" ([`PairStatus::UuidMismatch`]).
 //! The whole decision for a drop is [`pair_all`]; [`crate::inventory::build`] feeds it.
 
-use crate::error::{Error, Problem, Result, Severity};
+use crate::error::{Code, Error, Problem, Result};
 use crate::pb;
 use crate::source::ByteSource;
 use crate::util::hex;
@@ -725,12 +725,7 @@ fn pair_by_uuid(t: &NtffCandidate, neffs: &[NeffCandidate], hints: &[NameHints])
     PairOutcome {
         status: PairStatus::Ambiguous { candidates },
         neff: None,
-        problem: Some(Problem::new(
-            Severity::Warning,
-            "AMBIGUOUS_NEFF",
-            Some(&t.path),
-            message,
-        )),
+        problem: Some(Problem::new(Code::AmbiguousNeff, Some(&t.path), message)),
     }
 }
 
@@ -784,8 +779,7 @@ fn explain_missing(
             },
             neff: Some(i),
             problem: Some(Problem::new(
-                Severity::Error,
-                "ERROR_PROCESS_INCOMPLETE",
+                Code::ProcessIncomplete,
                 Some(&t.path),
                 message,
             )),
@@ -805,12 +799,7 @@ fn explain_missing(
     PairOutcome {
         status: PairStatus::MissingNeff,
         neff: None,
-        problem: Some(Problem::new(
-            Severity::Warning,
-            "MISSING_NEFF",
-            Some(&t.path),
-            message,
-        )),
+        problem: Some(Problem::new(Code::MissingNeff, Some(&t.path), message)),
     }
 }
 
@@ -818,6 +807,7 @@ fn explain_missing(
 mod tests {
     use super::*;
     use crate::pb::{put_bytes, put_uint};
+    use crate::Severity;
 
     fn ntff(name: &str) -> NameHints {
         parse_ntff_name(name)

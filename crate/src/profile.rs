@@ -10,11 +10,11 @@ use arrow_array::RecordBatch;
 use serde::Serialize;
 
 use crate::engine::Engine;
-use crate::error::{Error, Problem, Result, Severity};
+use crate::error::{Code, Error, Problem, Result};
 use crate::inventory::{DeviceProfile, Inventory, Profile};
 use crate::pairing::PairStatus;
 use crate::source::ByteSource;
-use crate::tables::{self, explorer, Emitter, TableDef, TableSink};
+use crate::tables::{self, explorer, TableBuilder, TableDef, TableSink};
 
 /// Opens a picked file by its relative path (native file, browser Blob, or bytes).
 pub type Opener<'a> = &'a dyn Fn(&str) -> Result<Box<dyn ByteSource>>;
@@ -231,8 +231,7 @@ pub fn process_device(
                     .collect();
                 for w in &neff.warnings {
                     problems.push(Problem::new(
-                        Severity::Warning,
-                        "NEFF",
+                        Code::NeffWarning,
                         Some(path),
                         format!("{path}: {w}"),
                     ));
@@ -246,7 +245,7 @@ pub fn process_device(
                     crate::neff::write_tables(&neff, &mut sink)
                 };
                 if let Err(e) = written {
-                    problems.push(Problem::from_error(Severity::Error, "NEFF", path, &e));
+                    problems.push(Problem::from_error(Code::NeffTables, path, &e));
                 }
                 // Debug info names instructions (BIR → Penguin → HLO → framework, NKI lines);
                 // without it the rows keep their timing and the reason is a Warning.
@@ -257,16 +256,14 @@ pub fn process_device(
                         const SHOWN: usize = 3;
                         for w in d.warnings.iter().take(SHOWN) {
                             problems.push(Problem::new(
-                                Severity::Warning,
-                                "NEFF_DEBUG_INFO",
+                                Code::NeffDebugInfo,
                                 Some(path),
                                 format!("{path}: {w}"),
                             ));
                         }
                         if d.warnings.len() > SHOWN {
                             problems.push(Problem::new(
-                                Severity::Warning,
-                                "NEFF_DEBUG_INFO",
+                                Code::NeffDebugInfo,
                                 Some(path),
                                 format!(
                                     "{path}: {} more debug-info problems of the same kind; \
@@ -276,24 +273,14 @@ pub fn process_device(
                             ));
                         }
                         if let Err(e) = crate::neff::debug::write_debug_tables(&d, &mut sink) {
-                            problems.push(Problem::from_error(Severity::Error, "NEFF", path, &e));
+                            problems.push(Problem::from_error(Code::NeffTables, path, &e));
                         }
                         ctx.attribution = Some(std::sync::Arc::new(d));
                     }
-                    Err(e) => problems.push(Problem::from_error(
-                        Severity::Warning,
-                        "NEFF_DEBUG_INFO",
-                        path,
-                        &e,
-                    )),
+                    Err(e) => problems.push(Problem::from_error(Code::NeffDebugInfo, path, &e)),
                 }
             }
-            Err(e) => problems.push(Problem::from_error(
-                Severity::Error,
-                "ERROR_PROCESS_INCOMPLETE",
-                path,
-                &e,
-            )),
+            Err(e) => problems.push(Problem::from_error(Code::ProcessIncomplete, path, &e)),
         }
         progress("NEFF", 1, 1);
     }
@@ -348,8 +335,7 @@ pub fn process_device(
                     let odd = c.foreign_records + c.unpaired_ends;
                     if odd > 0 {
                         problems.push(Problem::new(
-                            Severity::Info,
-                            "NTFF_RECORDS_DROPPED",
+                            Code::NtffRecordsDropped,
                             Some(path),
                             format!(
                                 "{path}: {} instruction records of {} point outside its code \
@@ -362,8 +348,7 @@ pub fn process_device(
                 }
                 if rep.instructions == 0 {
                     problems.push(Problem::new(
-                        Severity::Warning,
-                        "Missing Data",
+                        Code::MissingData,
                         Some(path),
                         format!(
                             "{path}: no instruction could be decoded from the trace buffers \
@@ -372,22 +357,17 @@ pub fn process_device(
                     ));
                 }
                 if let Err(e) = crate::summary::write_gathered(kept, &rep, &mut sink) {
-                    problems.push(Problem::from_error(Severity::Error, "SUMMARY", path, &e));
+                    problems.push(Problem::from_error(Code::SummaryFailed, path, &e));
                 }
                 // ActiveTime, PendingDma, DmaUsage, HbmUsageSummaryByType and Explorer's
                 // Missing Data warnings (crate::derived).
                 if let Err(e) = crate::derived::write_tables(derived, &rep, &mut sink) {
-                    problems.push(Problem::from_error(Severity::Error, "DERIVED", path, &e));
+                    problems.push(Problem::from_error(Code::DerivedFailed, path, &e));
                 }
                 problems.extend(crate::derived::explorer_warnings(&rep, neff_facts, path));
                 problems.extend(rep.problems);
             }
-            Err(e) => problems.push(Problem::from_error(
-                Severity::Error,
-                "ERROR_PROCESS_INCOMPLETE",
-                path,
-                &e,
-            )),
+            Err(e) => problems.push(Problem::from_error(Code::ProcessIncomplete, path, &e)),
         }
     }
 
@@ -403,24 +383,21 @@ pub fn process_device(
     })
 }
 
-/// `Warning` rows (explorer-schema.md §5.9) from the problems; categories follow Explorer's
-/// wording where one exists.
+crate::cols!(mod warning = crate::tables::explorer::WARNING {
+    MESSAGE: Str = "message",
+    CATEGORY: Str = "category",
+});
+
+/// `Warning` rows (explorer-schema.md §5.9) from the problems, the category from the code
+/// ([`crate::problem::Code::category`]: Explorer's wording where one exists).
 fn write_warnings(problems: &[Problem], sink: &mut dyn TableSink) -> Result<()> {
-    let def = &explorer::WARNING;
-    let mut e = Emitter::new(def, sink);
-    let (m, c) = (def.col("message"), def.col("category"));
+    let mut b = TableBuilder::new(&explorer::WARNING);
     for p in problems {
-        let cat = match (p.severity, p.code.as_str()) {
-            (_, "MISSING_NEFF") | (_, "Missing Data") => "Missing Data",
-            (Severity::Error, _) => "Error",
-            (Severity::Warning, _) => "Warning",
-            (Severity::Info, _) => "Info",
-        };
-        e.b.str(m, Some(&p.message));
-        e.b.str(c, Some(cat));
-        e.end_row()?;
+        b.set(warning::MESSAGE, p.message.as_str());
+        b.set(warning::CATEGORY, p.code.category());
+        b.end_row_into(sink)?;
     }
-    e.finish()?;
+    b.finish_into(sink)?;
     Ok(())
 }
 

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use neuronscope::source::FileSource;
-use neuronscope::{ByteSource, Error, Problem, Result, Severity};
+use neuronscope::{ByteSource, Code, Error, Problem, Result};
 
 /// One command-line input: the name its files are listed under and where it is on disk.
 pub struct Root {
@@ -99,8 +99,7 @@ pub fn pick(inputs: &[PathBuf]) -> Result<Picked> {
         } else {
             if let Some(first) = seen.get(&real) {
                 picked.problems.push(Problem::new(
-                    Severity::Info,
-                    "INPUT_REPEATED",
+                    Code::InputRepeated,
                     Some(&name),
                     format!(
                         "{}: already listed as {first}; not listed again",
@@ -129,8 +128,7 @@ fn walk_dir(real: &Path, virt: &str, seen: &mut HashMap<PathBuf, String>, picked
             Ok(e) => e,
             Err(e) => {
                 picked.problems.push(Problem::new(
-                    Severity::Warning,
-                    "UNREADABLE_DIR",
+                    Code::UnreadableDir,
                     Some(&vdir),
                     format!("{vdir}: folder not readable ({e}); its files are not listed"),
                 ));
@@ -154,14 +152,13 @@ fn walk_dir(real: &Path, virt: &str, seen: &mut HashMap<PathBuf, String>, picked
                         .unwrap_or_else(|_| "?".into());
                     let (code, what) = if is_link {
                         (
-                            "DANGLING_LINK",
+                            Code::DanglingLink,
                             format!("symbolic link to {target} that cannot be followed ({e})"),
                         )
                     } else {
-                        ("UNREADABLE_FILE", format!("not readable ({e})"))
+                        (Code::UnreadableFile, format!("not readable ({e})"))
                     };
                     picked.problems.push(Problem::new(
-                        Severity::Warning,
                         code,
                         Some(&vpath),
                         format!("{vpath}: {what}; skipped"),
@@ -184,17 +181,16 @@ fn walk_dir(real: &Path, virt: &str, seen: &mut HashMap<PathBuf, String>, picked
                 // elsewhere would list (and convert) its files twice.
                 let (code, what) = if canon.starts_with(&target) {
                     (
-                        "LINK_LOOP",
+                        Code::LinkLoop,
                         format!("link back to its own ancestor {first} (a loop)"),
                     )
                 } else {
                     (
-                        "LINK_REPEATED",
+                        Code::LinkRepeated,
                         format!("the same folder as {first}, already listed"),
                     )
                 };
                 picked.problems.push(Problem::new(
-                    Severity::Info,
                     code,
                     Some(&vpath),
                     format!("{vpath}: {what}; not entered"),

@@ -28,7 +28,7 @@ pub mod write;
 
 use std::collections::HashMap;
 
-use crate::error::{Problem, Result, Severity};
+use crate::error::{Code, Problem, Result};
 use crate::source::ByteSource;
 use crate::tables::{FieldDef, TableBuilder, TableDef, TableSink, Ty};
 use crate::util::i32_cell;
@@ -775,8 +775,7 @@ impl Cuts {
                 n => format!(" ({} more values like it)", n - 1),
             };
             let mut p = Problem::new(
-                Severity::Warning,
-                "MEMORY_SNAPSHOT_VALUE_CUT",
+                Code::MemorySnapshotValueCut,
                 Some(file),
                 format!("{file}: {what}: the value{at} {why}; shown cut short with '...'{more}"),
             );
@@ -827,8 +826,7 @@ impl Budget {
         };
         let at = off.map(|o| format!(" at offset {o}")).unwrap_or_default();
         let mut p = Problem::new(
-            Severity::Warning,
-            "MEMORY_SNAPSHOT_AMPLIFIED",
+            Code::MemorySnapshotAmplified,
             Some(file),
             format!(
                 "{file}: {section}{at}: the snapshot refers to its shared objects more often than \
@@ -883,18 +881,14 @@ pub fn process_with(
         ..MemSnapReport::default()
     };
     if let Some(e) = &parsed.error {
-        report.problems.push(Problem::from_error(
-            Severity::Error,
-            "ERROR_PROCESS_INCOMPLETE",
-            file_name,
-            e,
-        ));
+        report
+            .problems
+            .push(Problem::from_error(Code::ProcessIncomplete, file_name, e));
     }
     let root = parsed.root.filter(|r| a.kind(*r) == Some(Kind::Dict));
     if root.is_none() && parsed.error.is_none() {
         report.problems.push(Problem::new(
-            Severity::Error,
-            "ERROR_PROCESS_INCOMPLETE",
+            Code::ProcessIncomplete,
             Some(file_name),
             format!("{file_name}: the pickle does not hold a dict (not a memory snapshot)"),
         ));
@@ -1052,8 +1046,7 @@ pub fn process_with(
         };
         if ba < 0 || br < 0 {
             report.problems.push(Problem::new(
-                Severity::Warning,
-                "MEMORY_SNAPSHOT_INCONSISTENT",
+                Code::MemorySnapshotInconsistent,
                 Some(file_name),
                 format!(
                     "{file_name}: device {d}: the trace frees more than the segments account for \

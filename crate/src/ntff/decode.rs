@@ -13,7 +13,7 @@ use rustc_hash::FxHashMap;
 use super::dma::{decode_dma_core, decode_throttles, dma_bytes_total, DmaCoreStats};
 use super::{opcode, read_info, CodeBlock, NtffInfo, SubgraphInfo, TraceBuffer};
 use crate::engine::Engine;
-use crate::error::{Error, Problem, Result, Severity};
+use crate::error::{Code, Error, Problem, Result};
 use crate::source::ByteSource;
 use crate::tables::{explorer, Memo, TableBuilder, TableSink, PROFILE_SCHEMA_VERSION};
 
@@ -360,8 +360,7 @@ pub(super) fn stream_buffer<S: ByteSource + ?Sized>(
 ) -> Result<()> {
     let Some(start) = blob.checked_add(buf.offset) else {
         problems.push(Problem::new(
-            Severity::Warning,
-            "NTFF_BAD_BUFFER",
+            Code::NtffBadBuffer,
             Some(file),
             format!("{file}: trace buffer offset {} overflows", buf.offset),
         ));
@@ -377,25 +376,21 @@ pub(super) fn stream_buffer<S: ByteSource + ?Sized>(
         };
         // The file ends inside a buffer its info section declares: it was cut off. An error
         // (the CLI exits non-zero), with the records before the end kept.
-        problems.push(Problem::from_error(
-            Severity::Error,
-            "NTFF_TRUNCATED",
-            file,
-            &e,
-        ));
+        problems.push(Problem::from_error(Code::NtffTruncated, file, &e));
         size = avail;
     }
     if !size.is_multiple_of(16) {
-        problems.push(Problem {
-            severity: Severity::Warning,
-            code: "NTFF_BAD_BUFFER".into(),
-            file: Some(file.into()),
-            offset: Some(start),
-            message: format!(
-                "{file}: trace buffer at offset {start} has {size} bytes, not a multiple of 16; the last {} bytes are ignored",
-                size % 16
-            ),
-        });
+        problems.push(
+            Problem::new(
+                Code::NtffBadBuffer,
+                Some(file),
+                format!(
+                    "{file}: trace buffer at offset {start} has {size} bytes, not a multiple of 16; the last {} bytes are ignored",
+                    size % 16
+                ),
+            )
+            .at(start),
+        );
         size -= size % 16;
     }
     let mut chunk = vec![0u8; (size.min(CHUNK as u64)) as usize];
@@ -406,12 +401,7 @@ pub(super) fn stream_buffer<S: ByteSource + ?Sized>(
             break;
         };
         if let Err(e) = src.read_at(start + done, piece) {
-            problems.push(Problem::from_error(
-                Severity::Warning,
-                "NTFF_BAD_BUFFER",
-                file,
-                &e,
-            ));
+            problems.push(Problem::from_error(Code::NtffBadBuffer, file, &e));
             return Ok(());
         }
         for r in piece.chunks_exact(16) {
@@ -470,12 +460,7 @@ fn load_code<S: ByteSource + ?Sized>(
             break;
         };
         if let Err(e) = src.read_at(start.saturating_add(done), piece) {
-            problems.push(Problem::from_error(
-                Severity::Warning,
-                "NTFF_BAD_CODE_BLOCK",
-                file,
-                &e,
-            ));
+            problems.push(Problem::from_error(Code::NtffBadCodeBlock, file, &e));
             break;
         }
         code.ops.extend(piece.chunks(64).map(|s| s[0]));
@@ -566,25 +551,23 @@ fn find_v5_origin<S: ByteSource + ?Sized>(
         }
     }
     if let Some((pc, executions, t)) = found {
-        let (sev, what) = if executions == 1 {
-            (Severity::Info, "its end".to_string())
+        let (code, what) = if executions == 1 {
+            (Code::NtffTimeOriginNotify, "its end".to_string())
         } else {
             (
-                Severity::Warning,
+                Code::NtffTimeOrigin,
                 format!("the end of the last of its {executions} executions"),
             )
         };
         problems.push(Problem::new(
-            sev,
-            "NTFF_TIME_ORIGIN",
+            code,
             Some(file),
             format!("{file}: no execution record (NTFF v4/v5); times are relative to the PE start-of-execution NOTIFY at runtime pc {pc}, {what} (the inf2 JSON exports use this origin; ntff.md §5.3)"),
         ));
         return Ok((t, TimeOrigin::StartNotify { pc, executions }));
     }
     problems.push(Problem::new(
-        Severity::Warning,
-        "NTFF_TIME_ORIGIN",
+        Code::NtffTimeOrigin,
         Some(file),
         match earliest {
             Some(_) => format!("{file}: no PE start-of-execution NOTIFY found (NTFF v4/v5); times are relative to the earliest instruction start instead"),
@@ -669,8 +652,7 @@ pub fn decode<S: ByteSource + ?Sized>(
     };
     let Some(info) = read_info(src)? else {
         report.problems.push(Problem::new(
-            Severity::Info,
-            "EMPTY_NTFF",
+            Code::EmptyNtff,
             Some(file),
             format!("{file}: empty NTFF (no trace data), skipped"),
         ));
@@ -681,8 +663,7 @@ pub fn decode<S: ByteSource + ?Sized>(
     let (hw, hw_note) = hardware(&info);
     if let Some(n) = hw_note {
         problems.push(Problem::new(
-            Severity::Warning,
-            "NTFF_HARDWARE",
+            Code::NtffHardware,
             Some(file),
             format!("{file}: {n}"),
         ));
@@ -752,8 +733,7 @@ pub fn decode<S: ByteSource + ?Sized>(
         let span = x.end.saturating_sub(x.start);
         if span != sg.total_time_ps {
             problems.push(Problem::new(
-                Severity::Warning,
-                "NTFF_CLOCK",
+                Code::NtffClock,
                 Some(file),
                 format!(
                     "{file}: execution window is {span} ticks but {} records {} ps; assuming 1000 ticks per ns",
@@ -999,8 +979,7 @@ pub fn decode<S: ByteSource + ?Sized>(
         }
         if cs.unpaired_starts > 1 || cs.unpaired_ends > 0 {
             problems.push(Problem::new(
-                Severity::Info,
-                "NTFF_UNPAIRED",
+                Code::NtffUnpaired,
                 Some(file),
                 format!(
                     "{file}: {}: {} start records without an end, {} end records without a start",

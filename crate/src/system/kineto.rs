@@ -35,7 +35,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::ev;
-use crate::error::{Error, Problem, Result, Severity};
+use crate::error::{Code, Error, Problem, Result};
 use crate::tables::{explorer, TableBuilder, TableSink};
 
 /// Bytes read from the input per call.
@@ -1018,8 +1018,7 @@ pub fn read_trace(
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
                 r.rep.problems.push(Problem::from_error(
-                    Severity::Warning,
-                    "ERROR_PROCESS_INCOMPLETE",
+                    Code::ReadIncomplete,
                     file,
                     &Error::format(off, "readable trace bytes", e.to_string()),
                 ));
@@ -1052,28 +1051,27 @@ pub fn read_trace(
     } else if r.rep.base_time_ns.is_none() && seen.is_some() {
         r.rep.base_after_events = true;
         r.rep.problems.push(Problem::new(
-            Severity::Warning,
-            "ERROR_PROCESS_INCOMPLETE",
+            Code::ReadIncomplete,
             Some(file),
             format!("{file}: baseTimeNanoseconds follows the events; times are on the trace's own clock"),
         ));
     }
     if st.events_depth.is_some() && !st.events_closed {
         r.rep.truncated = true;
-        r.rep.problems.push(Problem {
-            severity: Severity::Warning,
-            code: "TRUNCATED_TRACE".into(),
-            file: Some(file.into()),
-            offset: Some(off),
-            message: format!(
-                "{file}: the event array is not closed (missing `]` or a cut file); events up to byte {off} kept"
-            ),
-        });
+        r.rep.problems.push(
+            Problem::new(
+                Code::TruncatedTrace,
+                Some(file),
+                format!(
+                    "{file}: the event array is not closed (missing `]` or a cut file); events up to byte {off} kept"
+                ),
+            )
+            .at(off),
+        );
     }
     if st.events_depth.is_none() {
         r.rep.problems.push(Problem::new(
-            Severity::Warning,
-            "NO_TRACE_EVENTS",
+            Code::NoTraceEvents,
             Some(file),
             format!("{file}: no `traceEvents` array found"),
         ));
@@ -1275,8 +1273,7 @@ impl Reader<'_, '_> {
             .collect();
         if rep.skipped > 10 {
             rep.problems.push(Problem::new(
-                Severity::Warning,
-                "ERROR_PROCESS_INCOMPLETE",
+                Code::ReadIncomplete,
                 Some(self.file),
                 format!(
                     "{}: {} events could not be parsed (first 10 listed)",
@@ -1309,8 +1306,7 @@ impl Reader<'_, '_> {
                         rep.skipped += 1;
                         if rep.skipped <= 10 {
                             rep.problems.push(Problem::from_error(
-                                Severity::Warning,
-                                "ERROR_PROCESS_INCOMPLETE",
+                                Code::ReadIncomplete,
                                 self.file,
                                 &Error::format(off, "a trace event object", e.to_string()),
                             ));

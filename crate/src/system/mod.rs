@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use prost::Message;
 
-use crate::error::{Error, Problem, Result, Severity};
+use crate::error::{Code, Error, Problem, Result};
 use crate::inventory::Profile;
 use crate::source::ByteSource;
 use crate::tables::{explorer, kind, TableBuilder, TableSink, C};
@@ -324,16 +324,12 @@ pub fn process(
                 info = ti;
                 rep.trace_info = Some(info.clone());
             }
-            Err(e) => rep.problems.push(Problem::from_error(
-                Severity::Error,
-                "ERROR_PROCESS_INCOMPLETE",
-                &path,
-                &e,
-            )),
+            Err(e) => rep
+                .problems
+                .push(Problem::from_error(Code::ProcessIncomplete, &path, &e)),
         },
         None => rep.problems.push(Problem::new(
-            Severity::Error,
-            "ERROR_NO_METADATA",
+            Code::NoMetadata,
             None,
             "No metadata found for system profile: trace_info.pb is missing".into(),
         )),
@@ -360,8 +356,7 @@ pub fn process(
         }
         None => {
             rep.problems.push(Problem::new(
-                Severity::Error,
-                "ERROR_NO_METADATA",
+                Code::NoMetadata,
                 None,
                 "No metadata found for system profile: ntrace.pb is missing".into(),
             ));
@@ -491,12 +486,8 @@ fn read_events(
     let src = match open(path) {
         Ok(s) => s,
         Err(e) => {
-            rep.problems.push(Problem::from_error(
-                Severity::Error,
-                "ERROR_PROCESS_INCOMPLETE",
-                path,
-                &e,
-            ));
+            rep.problems
+                .push(Problem::from_error(Code::ProcessIncomplete, path, &e));
             return Vec::new();
         }
     };
@@ -513,12 +504,8 @@ fn read_events(
             Ok(Some(f)) => f,
             Ok(None) => break,
             Err(e) => {
-                rep.problems.push(Problem::from_error(
-                    Severity::Warning,
-                    "ERROR_PROCESS_INCOMPLETE",
-                    path,
-                    &e,
-                ));
+                rep.problems
+                    .push(Problem::from_error(Code::ReadIncomplete, path, &e));
                 break;
             }
         };
@@ -528,12 +515,8 @@ fn read_events(
             Err(e) => {
                 bad += 1;
                 if bad <= 10 {
-                    rep.problems.push(Problem::from_error(
-                        Severity::Warning,
-                        "ERROR_PROCESS_INCOMPLETE",
-                        path,
-                        &e,
-                    ));
+                    rep.problems
+                        .push(Problem::from_error(Code::ReadIncomplete, path, &e));
                 }
                 continue;
             }
@@ -571,8 +554,7 @@ fn read_events(
     progress(path, fr.position(), total);
     if bad > 10 {
         rep.problems.push(Problem::new(
-            Severity::Warning,
-            "ERROR_PROCESS_INCOMPLETE",
+            Code::ReadIncomplete,
             Some(path),
             format!("{path}: {bad} records could not be decoded (first 10 listed)"),
         ));
@@ -585,32 +567,34 @@ fn read_events(
     rep.unpaired_starts += orphan_starts.len() as u64;
     rep.unpaired_stops += orphan_stops.len() as u64;
     if let Some(r) = orphan_starts.first() {
-        rep.problems.push(Problem {
-            severity: Severity::Warning,
-            code: "UNPAIRED_EVENT".into(),
-            file: Some(path.into()),
-            offset: Some(r.offset),
-            message: format!(
-                "{path}: {} start records have no stop (first: {} at offset {}); kept as zero-length events",
-                orphan_starts.len(),
-                info.event_name(r.event_type),
-                r.offset
-            ),
-        });
+        rep.problems.push(
+            Problem::new(
+                Code::UnpairedEvent,
+                Some(path),
+                format!(
+                    "{path}: {} start records have no stop (first: {} at offset {}); kept as zero-length events",
+                    orphan_starts.len(),
+                    info.event_name(r.event_type),
+                    r.offset
+                ),
+            )
+            .at(r.offset),
+        );
     }
     if let Some(r) = orphan_stops.first() {
-        rep.problems.push(Problem {
-            severity: Severity::Warning,
-            code: "UNPAIRED_EVENT".into(),
-            file: Some(path.into()),
-            offset: Some(r.offset),
-            message: format!(
-                "{path}: {} stop records have no start (first: {} at offset {}); kept as zero-length events",
-                orphan_stops.len(),
-                info.event_name(r.event_type),
-                r.offset
-            ),
-        });
+        rep.problems.push(
+            Problem::new(
+                Code::UnpairedEvent,
+                Some(path),
+                format!(
+                    "{path}: {} stop records have no start (first: {} at offset {}); kept as zero-length events",
+                    orphan_stops.len(),
+                    info.event_name(r.event_type),
+                    r.offset
+                ),
+            )
+            .at(r.offset),
+        );
     }
     out.extend(orphan_starts.into_iter().map(single));
     out.extend(orphan_stops.into_iter().map(single));
@@ -618,8 +602,7 @@ fn read_events(
     if let Some(exp) = expected {
         if exp != records {
             rep.problems.push(Problem::new(
-                Severity::Warning,
-                "COUNT_MISMATCH",
+                Code::CountMismatch,
                 Some(path),
                 format!("{path}: {records} records, trace_info.pb says {exp}"),
             ));
@@ -889,12 +872,8 @@ fn open_or_problem(
     match open(path) {
         Ok(s) => Some(s),
         Err(e) => {
-            rep.problems.push(Problem::from_error(
-                Severity::Error,
-                "ERROR_PROCESS_INCOMPLETE",
-                path,
-                &e,
-            ));
+            rep.problems
+                .push(Problem::from_error(Code::ProcessIncomplete, path, &e));
             None
         }
     }
@@ -919,12 +898,8 @@ fn stream_frames(
             Ok(Some(f)) => each(f.offset, f.bytes),
             Ok(None) => break,
             Err(e) => {
-                rep.problems.push(Problem::from_error(
-                    Severity::Warning,
-                    "ERROR_PROCESS_INCOMPLETE",
-                    path,
-                    &e,
-                ));
+                rep.problems
+                    .push(Problem::from_error(Code::ReadIncomplete, path, &e));
                 break;
             }
         };
@@ -934,12 +909,8 @@ fn stream_frames(
             Err(e @ Error::Format { .. }) => {
                 bad += 1;
                 if bad <= 10 {
-                    rep.problems.push(Problem::from_error(
-                        Severity::Warning,
-                        "ERROR_PROCESS_INCOMPLETE",
-                        path,
-                        &e,
-                    ));
+                    rep.problems
+                        .push(Problem::from_error(Code::ReadIncomplete, path, &e));
                 }
             }
             Err(e) => return Err(e),
@@ -954,8 +925,7 @@ fn stream_frames(
     if let Some(exp) = expected {
         if exp != records {
             rep.problems.push(Problem::new(
-                Severity::Warning,
-                "COUNT_MISMATCH",
+                Code::CountMismatch,
                 Some(path),
                 format!("{path}: {records} records, trace_info.pb says {exp}"),
             ));
@@ -1037,8 +1007,7 @@ fn emit_cpu(
     rep.cpu_out_of_range = out_of_range;
     if out_of_range > 0 {
         rep.problems.push(Problem::new(
-            Severity::Warning,
-            "VALUE_OUT_OF_RANGE",
+            Code::ValueOutOfRange,
             Some(path),
             format!("{path}: {out_of_range} CPU samples outside 0–100 %"),
         ));
@@ -1255,8 +1224,7 @@ fn emit_devices(
         b.end_row_into(sink)?;
         if link.link != "same capture" {
             rep.problems.push(Problem::new(
-                Severity::Info,
-                "DEVICE_PROFILE_NOT_LINKED",
+                Code::DeviceProfileNotLinked,
                 Some(ntff),
                 format!("{ntff}: {} — not placed on the system timeline", link.link),
             ));
