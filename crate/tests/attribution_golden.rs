@@ -6,6 +6,8 @@
 //! `--nocapture` to see the match rates.
 
 mod common;
+#[path = "common/mutate.rs"]
+mod mutate;
 use common::samples;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -375,11 +377,10 @@ fn corrupted_dbg_never_panics() {
     let good = debug::from_members(&n, &|m| n.kept.get(m).map(Vec::as_slice));
     assert!(good.warnings.is_empty());
     for (name, bytes) in &n.kept {
-        for cut in (0..bytes.len()).step_by(7) {
+        for cut in mutate::offsets(bytes.len(), 7) {
             let mut s = debug::Interner::default();
             let _ = debug::parse_dbg(&bytes[..cut], name, &mut s);
-            let mut flipped = bytes.clone();
-            flipped[cut] ^= 0xA5;
+            let flipped = mutate::edited(bytes, cut, |b| b ^ 0xA5);
             let _ = debug::parse_dbg(&flipped, name, &mut s);
             let kept: BTreeMap<String, Vec<u8>> = [(name.clone(), flipped)].into();
             let d = debug::from_members(&n, &|m| {
@@ -405,9 +406,8 @@ fn corrupted_kernel_debug_never_panics() {
     let n = neff::open_with(&src, &opts).unwrap();
     for (name, bytes) in &n.kept {
         let step = (bytes.len() / 24).max(1);
-        for cut in (0..bytes.len()).step_by(step) {
-            let mut flipped = bytes.clone();
-            flipped[cut] ^= 0x5A;
+        for cut in mutate::offsets(bytes.len(), step) {
+            let flipped = mutate::edited(bytes, cut, |b| b ^ 0x5A);
             for b in [flipped, bytes[..cut].to_vec()] {
                 if name.contains(".dbg") {
                     let mut s = debug::Interner::default();

@@ -7,6 +7,8 @@
 mod common;
 #[path = "common/exports.rs"]
 mod exports;
+#[path = "common/mutate.rs"]
+mod mutate;
 use common::samples;
 
 use std::collections::BTreeMap;
@@ -467,17 +469,16 @@ fn garbage_exports_never_panic() {
     .unwrap();
     let bytes = std::fs::read(&export).unwrap();
     let n = bytes.len();
-    for cut in (0..n).step_by(n / 61 + 1) {
+    for cut in mutate::offsets(n, n / 61 + 1) {
         let _ = conform::conform(&t, &bytes[..cut]);
     }
-    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let mut rng = mutate::Xorshift(0x9E37_79B9_7F4A_7C15);
     for _ in 0..60 {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        let mut b = bytes.clone();
+        let seed = rng.next();
         let pos = (seed as usize) % n;
-        b[pos] = b"0123456789\"{}[],:-.eE tfn"[(seed >> 40) as usize % 25];
+        let b = mutate::edited(&bytes, pos, |_| {
+            b"0123456789\"{}[],:-.eE tfn"[(seed >> 40) as usize % 25]
+        });
         let _ = conform::conform(&t, &b);
     }
     for odd in [

@@ -3,6 +3,8 @@
 //! KevGomes System+Device capture and the whole-pipeline robustness on corrupted input.
 
 mod common;
+#[path = "common/mutate.rs"]
+mod mutate;
 use common::samples;
 
 use std::collections::BTreeMap;
@@ -286,14 +288,6 @@ fn swapped_neff_is_rejected_with_both_names() {
     assert_eq!(t.rows("NeffHeader"), 0);
 }
 
-/// Deterministic xorshift for the corruption test.
-fn rng(seed: &mut u64) -> u64 {
-    *seed ^= *seed << 13;
-    *seed ^= *seed >> 7;
-    *seed ^= *seed << 17;
-    *seed
-}
-
 #[test]
 fn corrupted_captures_never_panic() {
     let demo = neuronscope::synth::demo_capture().unwrap();
@@ -312,7 +306,7 @@ fn corrupted_captures_never_panic() {
             })
             .collect(),
     );
-    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let mut rng = mutate::Xorshift(0x9E37_79B9_7F4A_7C15);
     let mut runs = 0;
     for cap in &captures {
         for victim in 0..cap.len() {
@@ -321,20 +315,20 @@ fn corrupted_captures_never_panic() {
                 let bytes = &mut files[victim].1;
                 let len = bytes.len() as u64;
                 match round % 4 {
-                    0 => bytes.truncate((rng(&mut seed) % len.max(1)) as usize),
+                    0 => bytes.truncate((rng.next() % len.max(1)) as usize),
                     1 | 2 => {
                         for _ in 0..1 + round / 4 {
-                            let i = (rng(&mut seed) % len.max(1)) as usize;
+                            let i = (rng.next() % len.max(1)) as usize;
                             if let Some(b) = bytes.get_mut(i) {
-                                *b ^= 1 << (rng(&mut seed) % 8);
+                                *b ^= 1 << (rng.next() % 8);
                             }
                         }
                     }
                     _ => {
                         // corrupt the headers, where lengths and offsets live
-                        let i = (rng(&mut seed) % 1200.min(len.max(1))) as usize;
+                        let i = (rng.next() % 1200.min(len.max(1))) as usize;
                         if let Some(b) = bytes.get_mut(i) {
-                            *b = rng(&mut seed) as u8;
+                            *b = rng.next() as u8;
                         }
                     }
                 }

@@ -3,6 +3,9 @@
 //! synthetic traces from our own writer (`system::write`). No sample is needed: no trace.json
 //! exists in ../shared/samples.
 
+#[path = "common/mutate.rs"]
+mod mutate;
+
 use arrow_array::{Array, Int64Array, ListArray, RecordBatch, StringArray};
 use neuronscope::system::kineto::{self, KinetoReport};
 use neuronscope::system::write::{write_kineto, SystemSpec};
@@ -244,7 +247,7 @@ fn synthetic_writer_trace_streams_with_small_state() {
         assert!(start.value(i) >= base, "row {i} on the capture's clock");
     }
     // Every truncation point of the first 20 kB never panics and never invents rows.
-    for cut in (0..20_000).step_by(97) {
+    for cut in mutate::offsets(20_000, 97) {
         let (r, _) = run(&v[..cut]);
         assert!(r.rows <= st.rows);
     }

@@ -2,6 +2,9 @@
 //! realistic `torch.cuda.memory._snapshot()` dict shapes (crate/tests/fixtures/make_snapshots.py,
 //! run at test time; no torch needed), checked against the ground truth that script computes.
 
+#[path = "common/mutate.rs"]
+mod mutate;
+
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -373,7 +376,7 @@ fn truncated_and_bit_flipped_input_never_panics() {
     let full = run("snapshot_p4.pickle").0;
     let step = (data.len() / 200).max(1);
     let mut partial = 0;
-    for cut in (0..data.len()).step_by(step) {
+    for cut in mutate::offsets(data.len(), step) {
         let mut t = Tables::default();
         let r = memsnap::process(&SliceSource(&data[..cut]), "cut", &mut t).unwrap();
         assert!(!r.problems.is_empty(), "cut at {cut} must be reported");
@@ -383,13 +386,14 @@ fn truncated_and_bit_flipped_input_never_panics() {
         }
     }
     assert!(partial > 60, "rows before the fault are kept ({partial})");
-    for (i, pos) in (0..data.len()).step_by(step).enumerate() {
-        let mut d = data.clone();
-        if i % 3 == 2 {
-            d[pos] = 0xFF; // huge lengths, refused opcodes
-        } else {
-            d[pos] ^= 1 << (i % 8);
-        }
+    for (i, pos) in mutate::offsets(data.len(), step).enumerate() {
+        let d = mutate::edited(&data, pos, |b| {
+            if i % 3 == 2 {
+                0xFF // huge lengths, refused opcodes
+            } else {
+                b ^ 1 << (i % 8)
+            }
+        });
         let mut t = Tables::default();
         memsnap::process(&SliceSource(&d), "flip", &mut t).unwrap();
     }

@@ -5,6 +5,8 @@
 mod common;
 #[path = "common/exports.rs"]
 mod exports;
+#[path = "common/mutate.rs"]
+mod mutate;
 use common::samples;
 
 use std::collections::BTreeMap;
@@ -609,18 +611,14 @@ fn dma_garbage_never_panics() {
             &mut |_, _| {},
         );
     };
-    let mut seed = 0x2545_F491_4F6C_DD1Du64;
+    let mut rng = mutate::Xorshift(0x2545_F491_4F6C_DD1D);
     for &(off, size) in &bufs {
         for i in 0..40u64 {
             run(&bytes[..(off + size * i / 40) as usize]);
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
+            rng.next();
             let mut b = bytes.clone();
             for _ in 0..64 {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
+                let seed = rng.next();
                 let pos = (off + seed % size) as usize;
                 b[pos] = (seed >> 40) as u8;
             }

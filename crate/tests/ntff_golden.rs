@@ -7,6 +7,8 @@
 mod common;
 #[path = "common/exports.rs"]
 mod exports;
+#[path = "common/mutate.rs"]
+mod mutate;
 use common::samples;
 
 use std::collections::{BTreeMap, HashMap};
@@ -726,26 +728,24 @@ fn truncated_and_flipped_never_panic() {
             );
         };
         let n = bytes.len();
-        let mut cuts: Vec<usize> = (0..300).chain((0..n).step_by(n / 97 + 1)).collect();
+        let mut cuts: Vec<usize> = (0..300).chain(mutate::offsets(n, n / 97 + 1)).collect();
         cuts.push(n - 1);
         for cut in cuts {
             run(&bytes[..cut.min(n)]);
         }
-        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut rng = mutate::Xorshift(0x9E37_79B9_7F4A_7C15);
         let info_end = 128 + u64::from_le_bytes(bytes[1..9].try_into().unwrap()) as usize;
         for i in 0..400 {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            let mut b = bytes.clone();
+            let seed = rng.next();
             // Half the flips inside header + info section, where structure lives.
             let pos = if i % 2 == 0 {
                 (seed as usize) % info_end.min(n)
             } else {
                 (seed as usize) % n
             };
-            b[pos] ^= 1 << ((seed >> 32) % 8);
-            run(&b);
+            run(&mutate::edited(&bytes, pos, |b| {
+                b ^ 1 << ((seed >> 32) % 8)
+            }));
         }
     }
 }

@@ -2,6 +2,8 @@
 //! ground truth (docs/format/pairing.md §4.3: 38 pairs, 12 NTFFs without a NEFF).
 
 mod common;
+#[path = "common/mutate.rs"]
+mod mutate;
 use common::samples;
 
 use std::collections::BTreeMap;
@@ -606,39 +608,23 @@ fn allenkchau_folder_alone_is_a_device_profile() {
     assert!(p.problems.is_empty(), "{:#?}", p.problems);
 }
 
-/// Tiny deterministic generator for the garbage tests.
-struct Lcg(u64);
-impl Lcg {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        self.0 >> 33
-    }
-}
-
 #[test]
 fn garbage_and_truncated_inputs_never_panic() {
     let a = samples().join("allenkchau-trainium-kernel-fusion/profiling/artifacts/fused_bf16_s512");
     let ntff = std::fs::read(a.join("fused_exec_2.ntff")).expect("read");
     let neff = std::fs::read(a.join("fused.neff")).expect("read");
     let info_end = 128 + u64::from_le_bytes(ntff[1..9].try_into().expect("8")) as usize;
-    let mut rng = Lcg(7);
+    let mut rng = mutate::Lcg(7);
     let mut variants: Vec<Vec<u8>> = Vec::new();
     // Truncations through the header and info section, and a few beyond.
-    for cut in (0..info_end.min(ntff.len()))
-        .step_by(97)
-        .chain([info_end, info_end + 1])
-    {
+    for cut in mutate::offsets(info_end.min(ntff.len()), 97).chain([info_end, info_end + 1]) {
         variants.push(ntff[..cut.min(ntff.len())].to_vec());
     }
     // Bit flips in the header and info section.
     for _ in 0..400 {
-        let mut v = ntff[..(info_end + 64).min(ntff.len())].to_vec();
-        let at = (rng.next() as usize) % v.len();
-        v[at] ^= 1 << (rng.next() % 8);
-        variants.push(v);
+        let head = &ntff[..(info_end + 64).min(ntff.len())];
+        let at = (rng.next() as usize) % head.len();
+        variants.push(mutate::edited(head, at, |b| b ^ 1 << (rng.next() % 8)));
     }
     // Pure garbage with plausible version bytes and huge / tiny info lengths.
     for i in 0..50 {
@@ -665,10 +651,12 @@ fn garbage_and_truncated_inputs_never_panic() {
     ];
     for (i, v) in variants.iter().enumerate().step_by(7) {
         files.push((format!("g/v{i}.ntff"), v.clone()));
-        let mut n = neff[..(1024 + i).min(neff.len())].to_vec();
-        let at = (rng.next() as usize) % n.len();
-        n[at] ^= 0xff;
-        files.push((format!("g/v{i}.neff"), n));
+        let head = &neff[..(1024 + i).min(neff.len())];
+        let at = (rng.next() as usize) % head.len();
+        files.push((
+            format!("g/v{i}.neff"),
+            mutate::edited(head, at, |b| b ^ 0xff),
+        ));
     }
     let list: Vec<(String, u64)> = files
         .iter()

@@ -36,6 +36,51 @@ impl Rng {
     }
 }
 
+/// xorshift64 with shifts (13, 7, 17), unscrambled: the generator of the older per-decoder loops
+/// (NTFF, DMA, conform, whole-capture); kept so their mutants stay exactly what they were.
+pub struct Xorshift(pub u64);
+
+impl Xorshift {
+    /// The next state (also the output).
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+}
+
+/// Knuth's MMIX linear congruential generator, top 31 bits out: the pairing garbage test's.
+pub struct Lcg(pub u64);
+
+impl Lcg {
+    /// The next 31 random bits.
+    pub fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+}
+
+/// Offsets `0, step, 2·step, …` below `len` (`step` at least 1): where the strided loops cut or
+/// flip.
+pub fn offsets(len: usize, step: usize) -> std::iter::StepBy<std::ops::Range<usize>> {
+    (0..len).step_by(step.max(1))
+}
+
+/// `data` with byte `pos` replaced by `f(byte)` (unchanged when `pos` is past the end).
+pub fn edited(data: &[u8], pos: usize, f: impl FnOnce(u8) -> u8) -> Vec<u8> {
+    let mut v = data.to_vec();
+    if let Some(b) = v.get_mut(pos) {
+        *b = f(*b);
+    }
+    v
+}
+
 /// How one mutant was made (for assertion messages).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Mutation {
