@@ -819,20 +819,27 @@ crate::cols!(mod kiter = crate::tables::explorer::KERNEL_ITERATION_VARIABLES {
 pub fn write_debug_tables(d: &NeffDebug, sink: &mut dyn TableSink) -> Result<()> {
     let id = |i: usize| (i + 1).to_string();
     if let Some(s) = &d.stack_frames {
-        let mut b = TableBuilder::new(&explorer::STACK_FRAME_FILE_NAME);
-        for (i, n) in s.file_names.iter().enumerate() {
-            b.set(file_name::ID, id(i).as_str());
-            b.set(file_name::NAME, n.as_str());
-            b.end_row_into(sink)?;
+        // Two (id, name) tables of the same shape.
+        for (def, [cid, cname], names) in [
+            (
+                &explorer::STACK_FRAME_FILE_NAME,
+                [file_name::ID, file_name::NAME],
+                &s.file_names,
+            ),
+            (
+                &explorer::STACK_FRAME_FUNCTION_NAME,
+                [function_name::ID, function_name::NAME],
+                &s.function_names,
+            ),
+        ] {
+            let mut b = TableBuilder::new(def);
+            for (i, n) in names.iter().enumerate() {
+                b.set(cid, id(i).as_str());
+                b.set(cname, n.as_str());
+                b.end_row_into(sink)?;
+            }
+            b.finish_into(sink)?;
         }
-        b.finish_into(sink)?;
-        let mut b = TableBuilder::new(&explorer::STACK_FRAME_FUNCTION_NAME);
-        for (i, n) in s.function_names.iter().enumerate() {
-            b.set(function_name::ID, id(i).as_str());
-            b.set(function_name::NAME, n.as_str());
-            b.end_row_into(sink)?;
-        }
-        b.finish_into(sink)?;
         let mut b = TableBuilder::new(&explorer::STACK_FRAME_FILE_LOCATION);
         for (i, &(f, func, line)) in s.locations.iter().enumerate() {
             b.set(location::ID, id(i).as_str());

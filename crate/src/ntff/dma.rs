@@ -133,6 +133,56 @@ crate::cols!(mod pk = crate::tables::explorer::DMA_PACKET {
     RAW_S: I64 = "nscope_raw_start_ticks",
     RAW_E: I64 = "nscope_raw_end_ticks",
 });
+crate::cols!(mod agg = crate::tables::explorer::DMA_PACKET_AGGREGATED {
+    START: I64 = "start_ts",
+    END: I64 = "end_ts",
+    DURATION: I64 = "duration_ns",
+    ID: I64 = "id",
+    PCORE: I64 = "pcore_idx",
+    QIDX: I64 = "queue_idx",
+    QNAME: Str = "queue_name",
+    QTYPE: Str = "queue_type",
+    READ: I64 = "read_bytes",
+    WRITE: I64 = "write_bytes",
+    TRANSFER: I64 = "transfer_bytes",
+    THROUGHPUT: F32 = "throughput",
+    SG: Str = "nscope_subgraph",
+    ENGINE: I64 = "nscope_engine_idx",
+    CRC: I64 = "nscope_crc",
+    PACKETS: I64 = "nscope_packets",
+});
+crate::cols!(mod thr = crate::tables::explorer::THROTTLE {
+    DURATION: I64 = "duration",
+    K: I32 = "k",
+    N: I32 = "n",
+    TS: I64 = "timestamp",
+    TYPE: Str = "type",
+    PCORE: I64 = "pcore_idx",
+    SG: Str = "nscope_subgraph",
+    CODE: I32 = "nscope_type_code",
+    W0: I64 = "nscope_raw_w0",
+});
+crate::cols!(mod tsum = crate::tables::explorer::THROTTLE_SUMMARY {
+    NC: I32 = "nc_idx",
+    TYPE: Str = "throttle_type",
+    TIME: I64 = "throttle_active_time_ns",
+    PERCENT: F32 = "throttle_active_time_percent",
+    UTIL: F32 = "max_achievable_util_with_throttling_percent",
+});
+crate::cols!(mod queue = crate::tables::explorer::DMA_QUEUES_INFO {
+    NAME: Str = "name",
+    TYPE: Str = "type",
+    PCORE: I64 = "pcore_idx",
+    IDX: I64 = "idx",
+    ENGINE: I64 = "engine_idx",
+    AXI_PORT: I64 = "axi_port",
+    DRAM_CHANNEL: I64 = "dram_channel",
+    NEFF_NAME: Str = "nscope_neff_queue_name",
+    SG: Str = "nscope_subgraph",
+    TYPE_CODE: I32 = "nscope_queue_type_code",
+    EVENT_ID: I64 = "nscope_event_id",
+    ENGINES: ListI64 = "nscope_engine_indices",
+});
 
 /// One (engine, queue) stream of a core.
 struct Stream {
@@ -372,41 +422,34 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
 /// packet start to last packet end (ps relative to t0, floored to ns), bytes = the data packets
 /// (completion packets left out), throughput as the packets' float32 rule.
 fn write_aggregated(aggs: &[Agg], pcore: usize, sg: &str, sink: &mut dyn TableSink) -> Result<u64> {
-    let def = &explorer::DMA_PACKET_AGGREGATED;
-    let col = |n| def.col(n);
-    let mut b = TableBuilder::new(def);
+    let mut b = TableBuilder::new(&explorer::DMA_PACKET_AGGREGATED);
     for a in aggs {
         let start = clamp_i64(a.start_ps.div_euclid(1000));
         let span = a.end_ps.saturating_sub(a.start_ps);
         let dur = clamp_i64(span.div_euclid(1000));
         let by = Some(a.bytes as i64);
-        b.i64(col("start_ts"), Some(start));
-        b.i64(col("end_ts"), Some(start.saturating_add(dur)));
-        b.i64(col("duration_ns"), Some(dur));
-        b.i64(col("id"), Some(a.id));
-        b.i64(col("pcore_idx"), Some(pcore as i64));
-        b.i64(col("queue_idx"), Some(i64::from(a.queue)));
-        b.str(col("queue_name"), Some(&a.name));
-        b.str(col("queue_type"), Some(a.queue_type));
-        b.i64(col("read_bytes"), by);
-        b.i64(col("write_bytes"), by);
-        b.i64(col("transfer_bytes"), by);
-        b.f64(
-            col("throughput"),
-            throughput(a.bytes, span.saturating_mul(1000)).map(f64::from),
+        b.set(agg::START, start);
+        b.set(agg::END, start.saturating_add(dur));
+        b.set(agg::DURATION, dur);
+        b.set(agg::ID, a.id);
+        b.set(agg::PCORE, pcore as i64);
+        b.set(agg::QIDX, i64::from(a.queue));
+        b.set(agg::QNAME, a.name.as_str());
+        b.set(agg::QTYPE, a.queue_type);
+        b.set(agg::READ, by);
+        b.set(agg::WRITE, by);
+        b.set(agg::TRANSFER, by);
+        b.set(
+            agg::THROUGHPUT,
+            throughput(a.bytes, span.saturating_mul(1000)),
         );
-        b.str(col("nscope_subgraph"), Some(sg));
-        b.i64(col("nscope_engine_idx"), Some(a.engine));
-        b.i64(col("nscope_crc"), Some(a.crc));
-        b.i64(col("nscope_packets"), Some(a.packets));
-        if let Some(batch) = b.end_row()? {
-            sink.batch(def, batch)?;
-        }
+        b.set(agg::SG, sg);
+        b.set(agg::ENGINE, a.engine);
+        b.set(agg::CRC, a.crc);
+        b.set(agg::PACKETS, a.packets);
+        b.end_row_into(sink)?;
     }
-    let batch = b.take_batch()?;
-    if batch.num_rows() > 0 {
-        sink.batch(def, batch)?;
-    }
+    b.finish_into(sink)?;
     Ok(aggs.len() as u64)
 }
 
@@ -475,20 +518,7 @@ pub(super) fn decode_throttle_core<S: ByteSource + ?Sized>(
     sink: &mut dyn TableSink,
     stats: &mut DmaCoreStats,
 ) -> Result<ThrottleTotals> {
-    let def = &explorer::THROTTLE;
-    let mut b = TableBuilder::new(def);
-    let col = |n| def.col(n);
-    let (c_dur, c_k, c_n, c_ts, c_type, c_pc, c_sg, c_code, c_w0) = (
-        col("duration"),
-        col("k"),
-        col("n"),
-        col("timestamp"),
-        col("type"),
-        col("pcore_idx"),
-        col("nscope_subgraph"),
-        col("nscope_type_code"),
-        col("nscope_raw_w0"),
-    );
+    let mut b = TableBuilder::new(&explorer::THROTTLE);
     let mut totals: ThrottleTotals = Vec::new();
     let mut pending: Option<Ham> = None;
     let mut emit = |b: &mut TableBuilder, h: Ham, end: ThrottleEnd| -> Result<()> {
@@ -497,18 +527,16 @@ pub(super) fn decode_throttle_core<S: ByteSource + ?Sized>(
             ThrottleEnd::None => None,
         }
         .map(|d| d.max(0));
-        b.i64(c_dur, dur);
-        b.i32(c_k, Some(h.k));
-        b.i32(c_n, Some(h.n));
-        b.i64(c_ts, Some(window.ns(h.fs)));
-        b.str(c_type, Some(throttle_type(h.code)));
-        b.i64(c_pc, Some(pcore as i64));
-        b.str(c_sg, Some(&sg.name));
-        b.i32(c_code, Some(h.code));
-        b.i64(c_w0, Some(i64::from(h.w0)));
-        if let Some(batch) = b.end_row()? {
-            sink.batch(def, batch)?;
-        }
+        b.set(thr::DURATION, dur);
+        b.set(thr::K, h.k);
+        b.set(thr::N, h.n);
+        b.set(thr::TS, window.ns(h.fs));
+        b.set(thr::TYPE, throttle_type(h.code));
+        b.set(thr::PCORE, pcore as i64);
+        b.set(thr::SG, sg.name.as_str());
+        b.set(thr::CODE, h.code);
+        b.set(thr::W0, i64::from(h.w0));
+        b.end_row_into(sink)?;
         stats.throttles += 1;
         let d = dur.unwrap_or(0).max(0);
         let frac = if h.n > 0 {
@@ -567,10 +595,7 @@ pub(super) fn decode_throttle_core<S: ByteSource + ?Sized>(
     if let Some(p) = pending {
         emit(&mut b, p, last_end)?;
     }
-    let batch = b.take_batch()?;
-    if batch.num_rows() > 0 {
-        sink.batch(def, batch)?;
-    }
+    b.finish_into(sink)?;
     Ok(totals)
 }
 
@@ -581,16 +606,7 @@ pub(super) fn write_throttle_summary(
     span_ns: i64,
     sink: &mut dyn TableSink,
 ) -> Result<()> {
-    let def = &explorer::THROTTLE_SUMMARY;
-    let mut b = TableBuilder::new(def);
-    let col = |n| def.col(n);
-    let (c_nc, c_ty, c_t, c_p, c_u) = (
-        col("nc_idx"),
-        col("throttle_type"),
-        col("throttle_active_time_ns"),
-        col("throttle_active_time_percent"),
-        col("max_achievable_util_with_throttling_percent"),
-    );
+    let mut b = TableBuilder::new(&explorer::THROTTLE_SUMMARY);
     let pct = |ns: i64| (span_ns > 0).then(|| ns as f64 * 100.0 / span_ns as f64);
     for (nc, totals) in rows {
         if totals.is_empty() {
@@ -600,14 +616,12 @@ pub(super) fn write_throttle_summary(
         let all_t: i64 = totals.iter().fold(0i64, |a, t| a.saturating_add(t.1));
         let all_w: f64 = totals.iter().map(|t| t.2).sum();
         let mut put = |b: &mut TableBuilder, ty: &str, t: i64, w: f64| -> Result<()> {
-            b.i32(c_nc, i32::try_from(*nc).ok());
-            b.str(c_ty, Some(ty));
-            b.i64(c_t, Some(t));
-            b.f64(c_p, pct(t));
-            b.f64(c_u, (t > 0).then(|| w / t as f64 * 100.0));
-            if let Some(batch) = b.end_row()? {
-                sink.batch(def, batch)?;
-            }
+            b.set(tsum::NC, i32::try_from(*nc).ok());
+            b.set(tsum::TYPE, ty);
+            b.set(tsum::TIME, t);
+            b.set(tsum::PERCENT, pct(t).map(|v| v as f32));
+            b.set(tsum::UTIL, (t > 0).then(|| (w / t as f64 * 100.0) as f32));
+            b.end_row_into(sink)?;
             Ok(())
         };
         for t in totals {
@@ -615,10 +629,7 @@ pub(super) fn write_throttle_summary(
         }
         put(&mut b, "all", all_t, all_w)?;
     }
-    let batch = b.take_batch()?;
-    if batch.num_rows() > 0 {
-        sink.batch(def, batch)?;
-    }
+    b.finish_into(sink)?;
     Ok(())
 }
 
@@ -628,10 +639,7 @@ pub(super) fn write_throttle_summary(
 /// `dram_channel` = field 7, `axi_port` = 0 (docs/formats.md: no NTFF field found; 0 in every
 /// export).
 pub(super) fn write_dma_queues_info(info: &NtffInfo, sink: &mut dyn TableSink) -> Result<u64> {
-    let def = &explorer::DMA_QUEUES_INFO;
-    let mut b = TableBuilder::new(def);
-    let col = |n| def.col(n);
-    let mut rows = 0u64;
+    let mut b = TableBuilder::new(&explorer::DMA_QUEUES_INFO);
     for (pcore, sg) in info.subgraphs.iter().enumerate() {
         let mut names: Vec<&str> = Vec::new();
         for q in &sg.dma_queues {
@@ -643,33 +651,23 @@ pub(super) fn write_dma_queues_info(info: &NtffInfo, sink: &mut dyn TableSink) -
             let entries: Vec<&super::DmaQueueInfo> =
                 sg.dma_queues.iter().filter(|q| q.name == name).collect();
             let Some(last) = entries.last() else { continue };
-            b.str(col("name"), Some(&explorer_queue_name(name)));
-            b.str(col("type"), Some(queue_info_type(last.queue_type)));
-            b.i64(col("pcore_idx"), Some(pcore as i64));
-            b.i64(col("idx"), Some(i64::from(last.queue)));
-            b.i64(col("engine_idx"), Some(i64::from(last.engine)));
-            b.i64(col("axi_port"), Some(0));
-            b.i64(col("dram_channel"), Some(i64::from(last.dram_channel)));
-            b.str(col("nscope_neff_queue_name"), Some(name));
-            b.str(col("nscope_subgraph"), Some(&sg.name));
-            b.i32(
-                col("nscope_queue_type_code"),
-                i32::try_from(last.queue_type).ok(),
-            );
-            b.i64(col("nscope_event_id"), Some(last.event_id));
+            b.set(queue::NAME, explorer_queue_name(name).as_str());
+            b.set(queue::TYPE, queue_info_type(last.queue_type));
+            b.set(queue::PCORE, pcore as i64);
+            b.set(queue::IDX, i64::from(last.queue));
+            b.set(queue::ENGINE, i64::from(last.engine));
+            b.set(queue::AXI_PORT, 0i64);
+            b.set(queue::DRAM_CHANNEL, i64::from(last.dram_channel));
+            b.set(queue::NEFF_NAME, name);
+            b.set(queue::SG, sg.name.as_str());
+            b.set(queue::TYPE_CODE, i32::try_from(last.queue_type).ok());
+            b.set(queue::EVENT_ID, last.event_id);
             let engines: Vec<i64> = entries.iter().map(|q| i64::from(q.engine)).collect();
-            b.list_i64(col("nscope_engine_indices"), &engines);
-            if let Some(batch) = b.end_row()? {
-                sink.batch(def, batch)?;
-            }
-            rows += 1;
+            b.set(queue::ENGINES, engines.as_slice());
+            b.end_row_into(sink)?;
         }
     }
-    let batch = b.take_batch()?;
-    if batch.num_rows() > 0 {
-        sink.batch(def, batch)?;
-    }
-    Ok(rows)
+    b.finish_into(sink)
 }
 
 /// Trace-buffer bytes of the DMA and throttle buffers (progress total).
