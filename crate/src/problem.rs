@@ -179,6 +179,12 @@ mod tests {
         assert_eq!(Code::ProcessIncomplete.category(), "Error");
         assert_eq!(Code::ReadIncomplete.category(), "Warning");
         assert_eq!(Code::EmptyNtff.category(), "Info");
+        // The page reads problems as JSON: the code is its string, the severity lowercase.
+        let p = crate::error::Problem::new(Code::MissingNeff, Some("a.ntff"), "m".into()).at(7);
+        assert_eq!(
+            serde_json::to_string(&p).unwrap(),
+            r#"{"severity":"warning","code":"MISSING_NEFF","file":"a.ntff","offset":7,"message":"m"}"#
+        );
         // Variants sharing a string differ in severity, never in anything else readers see.
         for a in Code::ALL {
             for b in Code::ALL {
