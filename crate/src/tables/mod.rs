@@ -122,8 +122,9 @@ impl TableDef {
             .collect();
         Arc::new(Schema::new(fields))
     }
-    /// Column index of `name`. Panics only on a programming error (a name not in the table),
-    /// which the unit tests of every builder exercise.
+    /// Column index of `name`. Panics only on a programming error (a name not in the table).
+    /// Old by-name path: only `derived.rs` and `summary.rs` still use it (with the untyped
+    /// setters and [`Emitter`]) until they move to [`cols!`] ids; delete it with them.
     pub fn col(&self, name: &str) -> usize {
         self.all_fields()
             .position(|f| f.name == name)
@@ -888,13 +889,14 @@ pub struct Memo {
     key: i32,
 }
 
-/// Builds one table column by column, a row at a time. Set the cells you know, by typed id
-/// ([`TableBuilder::set`], ids from [`cols!`]) or by index (the untyped setters, index from
-/// [`TableDef::col`]); [`TableBuilder::end_row`] is O(1): cells not set stay null, padded in
-/// bulk when the column is next touched or the batch is cut, and a column no row of a batch
-/// sets is one null array. A full batch is returned every [`BATCH_ROWS`] rows. Setting a cell
-/// twice in a row, or with the wrong type through an untyped setter, is a programming error
-/// (debug builds assert; release keeps the first value / leaves it null).
+/// Builds one table column by column, a row at a time. Set the cells you know by typed id
+/// ([`TableBuilder::set`], ids from [`cols!`]); rows leave through
+/// [`TableBuilder::end_row_into`] (a full batch every [`BATCH_ROWS`] rows goes to the sink) and
+/// [`TableBuilder::finish_into`] (the rest). Closing a row is O(1): cells not set stay null,
+/// padded in bulk when the column is next touched or the batch is cut, and a column no row of a
+/// batch sets is one null array. Setting a cell twice in a row is a programming error (debug
+/// builds assert; release keeps the first value). The untyped setters (`i64`, `f64`, `str` by
+/// index) remain only for `derived.rs` and `summary.rs`, whose rewrite moves them to typed ids.
 pub struct TableBuilder {
     def: &'static TableDef,
     schema: SchemaRef,
@@ -946,10 +948,6 @@ impl TableBuilder {
     /// The table this builder fills.
     pub fn def(&self) -> &'static TableDef {
         self.def
-    }
-    /// Column index by name (see [`TableDef::col`]).
-    pub fn col(&self, name: &str) -> usize {
-        self.def.col(name)
     }
     /// Rows in the current (unfinished) batch.
     pub fn pending_rows(&self) -> usize {
@@ -1023,10 +1021,6 @@ impl TableBuilder {
             None => {}
         }
     }
-    /// Sets an int32 cell.
-    pub fn i32(&mut self, c: usize, v: Option<i32>) {
-        self.i64(c, v.map(i64::from))
-    }
     /// Sets a float cell (float32 or double column).
     pub fn f64(&mut self, c: usize, v: Option<f64>) {
         match self.slot(c) {
@@ -1034,17 +1028,6 @@ impl TableBuilder {
             Some(Col::F64(b)) => b.append_option(v),
             Some(other) => {
                 debug_assert!(false, "f64 into non-float column {c}");
-                other.nulls(1)
-            }
-            None => {}
-        }
-    }
-    /// Sets a bool cell.
-    pub fn bool(&mut self, c: usize, v: Option<bool>) {
-        match self.slot(c) {
-            Some(Col::Bool(b)) => b.append_option(v),
-            Some(other) => {
-                debug_assert!(false, "bool into non-bool column {c}");
                 other.nulls(1)
             }
             None => {}
@@ -1060,36 +1043,6 @@ impl TableBuilder {
             },
             Some(other) => {
                 debug_assert!(false, "str into non-string column {c}");
-                other.nulls(1)
-            }
-            None => {}
-        }
-    }
-    /// Sets a list<int64> cell.
-    pub fn list_i64(&mut self, c: usize, v: &[i64]) {
-        match self.slot(c) {
-            Some(Col::ListI64(b)) => {
-                b.values().append_slice(v);
-                b.append(true)
-            }
-            Some(other) => {
-                debug_assert!(false, "list<int64> into another column {c}");
-                other.nulls(1)
-            }
-            None => {}
-        }
-    }
-    /// Sets a list<string> cell.
-    pub fn list_str(&mut self, c: usize, v: &[&str]) {
-        match self.slot(c) {
-            Some(Col::ListStr(b)) => {
-                for s in v {
-                    b.values().append_value(s);
-                }
-                b.append(true)
-            }
-            Some(other) => {
-                debug_assert!(false, "list<string> into another column {c}");
                 other.nulls(1)
             }
             None => {}
@@ -1158,6 +1111,8 @@ pub trait TableSink {
 }
 
 /// Feeds rows into a builder and forwards full batches to a sink; `finish` flushes the rest.
+/// Superseded by [`TableBuilder::end_row_into`] / [`TableBuilder::finish_into`]: only
+/// `derived.rs` still uses it; delete it with that use.
 pub struct Emitter<'s> {
     pub b: TableBuilder,
     sink: &'s mut dyn TableSink,
@@ -1281,25 +1236,23 @@ mod tests {
         let ins = table_def("Instruction").unwrap();
         assert_eq!(ins.fields[0].name, "start_ts");
         assert_eq!(ins.fields[0].unit, "ns");
-        assert_eq!(
-            ins.schema().field(ins.col("pc")).data_type(),
-            &DataType::Int64
-        );
+        const PC: C<kind::I64> = C::of(&explorer::INSTRUCTION, "pc");
+        assert_eq!(ins.schema().field(PC.idx()).data_type(), &DataType::Int64);
     }
 
     #[test]
     fn builder_nulls_and_batches() {
         let def = &explorer::SEMAPHORE_UPDATE;
+        const TS: C<kind::I64> = C::of(&explorer::SEMAPHORE_UPDATE, "timestamp");
+        const ID: C<kind::Str> = C::of(&explorer::SEMAPHORE_UPDATE, "id");
         let mut b = TableBuilder::with_batch_rows(def, 2);
-        let ts = b.col("timestamp");
-        let id = b.col("id");
-        b.i64(ts, Some(5));
+        b.set(TS, 5i64);
         assert!(b.end_row().unwrap().is_none());
-        b.str(id, Some("S[3]"));
+        b.set(ID, "S[3]");
         let batch = b.end_row().unwrap().unwrap();
         assert_eq!(batch.num_rows(), 2);
-        assert_eq!(batch.column(ts).null_count(), 1);
-        assert_eq!(batch.column(id).null_count(), 1);
+        assert_eq!(batch.column(TS.idx()).null_count(), 1);
+        assert_eq!(batch.column(ID.idx()).null_count(), 1);
         let mut t = Tables::default();
         schema_fields(&[def], &mut t).unwrap();
         assert_eq!(t.rows("SchemaFields"), def.all_fields().count());
