@@ -77,6 +77,8 @@ export interface Job {
   rows: number;
   /** Parquet bytes stored (when done). */
   storedBytes: number;
+  /** The worker's wasm memory after the decode (bytes, when done; its high-water mark). */
+  wasmMemory: number;
   /** performance.now() at the start and at the end (ms). */
   started: number;
   ended: number | null;
@@ -345,7 +347,13 @@ export class CoreClient {
     });
     if (crash === null) {
       for (const p of queued) {
-        void slot.ready.then(() => this.send(slot, p));
+        void slot.ready
+          .then(async () => {
+            const k = keyOf(p.req);
+            if (k !== null && slot.lost.has(k)) await this.redo(slot, k);
+            this.send(slot, p);
+          })
+          .catch((e: unknown) => p.reject(e instanceof Error ? e : new Error(String(e))));
       }
     }
   }
@@ -502,6 +510,7 @@ export class CoreClient {
       total: 0,
       rows: 0,
       storedBytes: 0,
+      wasmMemory: 0,
       started: now,
       ended: null,
       stageStarted: now,
@@ -533,6 +542,7 @@ export class CoreClient {
       const v = value as StoredInfo & { tables?: { rows: number }[] };
       job.rows = (v.tables ?? []).reduce((n, t) => n + t.rows, 0);
       job.storedBytes = (v.stored ?? []).reduce((n, t) => n + t.bytes, 0);
+      job.wasmMemory = v.wasm_memory_bytes ?? 0;
     }
     this.onJobs(this.jobList);
   }

@@ -59,6 +59,7 @@ export function mountJobs(root: HTMLElement, client: CoreClient): void {
       .finally(() => clear.removeAttribute('disabled'));
   });
   root.replaceChildren(store, list, clear);
+  store.dataset['store'] = client.store;
 
   const storeLine = (): string => {
     if (client.store === 'memory') return `Tables in memory: ${client.storeNote ?? 'no local file storage'}.`;
@@ -76,7 +77,8 @@ export function mountJobs(root: HTMLElement, client: CoreClient): void {
         const cancel = j.state === 'running'
           ? h('button', { class: 'btn small', 'data-testid': 'job-cancel', onclick: () => client.cancel(j.id) }, 'Cancel')
           : null;
-        return h('li', { 'data-testid': 'job', 'data-state': j.state, 'data-worker': j.worker, title: text }, text, ' ', cancel);
+        const attrs = { 'data-testid': 'job', 'data-state': j.state, 'data-worker': j.worker, 'data-file': j.file, 'data-rows': j.rows, 'data-stored-bytes': j.storedBytes, 'data-wasm-memory': j.wasmMemory, title: text };
+        return h('li', attrs, text, ' ', cancel);
       }),
     );
     root.hidden = client.jobs.length === 0 && client.store === 'opfs';
