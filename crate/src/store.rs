@@ -14,7 +14,7 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use bytes::Bytes;
 use parquet::file::reader::{ChunkReader, Length};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// Bytes an OPFS writer gathers before handing them to JS: Parquet's writer emits many small
 /// writes (page headers, thrift), one JS call each would dominate.
@@ -254,7 +254,7 @@ impl FileWrite {
             return Ok(());
         }
         js::write(self.id, self.at, &self.buf)
-            .map_err(|e| Error::Io(format!("storing table {}: {e}", self.table)))?;
+            .map_err(|e| crate::error::Error::Io(format!("storing table {}: {e}", self.table)))?;
         self.at += self.buf.len() as u64;
         self.len = self.len.max(self.at);
         self.buf.clear();
@@ -274,7 +274,7 @@ pub fn zip_tables<'a, W: Write + Seek>(
 /// Errors of the file store carry the file id and offset (`Error::Io`).
 #[cfg(target_arch = "wasm32")]
 mod js {
-    use super::{Error, Result};
+    use crate::error::{Error, Result};
     use std::cell::RefCell;
     use wasm_bindgen::prelude::*;
 
