@@ -1,6 +1,8 @@
 //! The JS-facing API, compiled only for wasm32 and used from a Web Worker (www/src/worker.ts).
 //! Bulk data crosses as `Uint8Array`s (Arrow IPC, Parquet, zip); small metadata as plain JS
 //! objects as JSON (see `to_js`). Nothing here decodes: it wires browser `Blob`s to the core.
+//! Processed tables live in [`crate::store`]: OPFS files of the worker's file store when one is
+//! installed (`set_file_store`), else memory; other code reads them with [`Session::reader`].
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
