@@ -714,7 +714,8 @@ function boot(): void {
     ({ version }) => {
       byId('version').textContent = `core ${version}`;
       const jobs = h('div', { id: 'jobs' });
-      byId('progress').after(jobs);
+      // Below the sticky top bar, not in it: it scrolls away with the page.
+      (byId('progress').closest('header') ?? byId('progress')).after(jobs);
       mountJobs(jobs, client);
       if (document.body.dataset['state'] === 'boot') setState('idle');
     },
