@@ -1,20 +1,39 @@
 // Decode throughput of the wasm core in headless Chromium, on the real user path: files picked
-// through a webkitdirectory input, passed as Blobs to a module Web Worker, read by slices with
-// FileReaderSync, scanned, paired and decoded into Arrow tables (Session.process), then encoded as
-// Parquet (Session.table_parquet for every table).
+// through a webkitdirectory input, passed as Blobs to the app's own module Web Workers
+// (www/src/worker.ts, built into www/dist/assets), read by slices with FileReaderSync, scanned,
+// paired and decoded into Parquet tables that stream to each worker's OPFS directory
+// (Session.process / process_system through the worker protocol, www/src/protocol.ts).
 //
-// System profiles (trace_info.pb / ntrace.pb / cpu_util.pb / host_mem.pb / Kineto trace.json) are
-// decoded the same way (Session.process_system) and reported on a second line per folder.
+// usage: node scripts/bench-wasm.mjs [--pool N] [--store opfs|memory] DIR [DIR...]
+//   (needs `npm run build` first)
+// --pool N: N workers (default 1), each with its own wasm instance; the NTFFs of a folder are
+//   dealt round-robin to them and decoded concurrently.
+// --store memory: tables kept in wasm memory (the fallback without OPFS) instead of OPFS.
 //
-// usage: node scripts/bench-wasm.mjs DIR [DIR...]       (needs `npm run build` first)
-// Prints per folder: input bytes (NTFF, or the system files), the read-only pass over the NTFFs
-// (Blob slices of 4 MiB read with FileReaderSync in the worker: the limit), seconds, MB/s, rows, rows/s, wasm
-// memory high-water mark (bytes; wasm memory never shrinks, so it is the peak of the run).
+// Prints one line per decoded file: the folder's read-only pass over its NTFFs (Blob slices of
+// 4 MiB read with FileReaderSync in one worker: the limit), input bytes, worker, seconds, MB/s,
+// rows, rows/s, the worker's wasm memory after the file (bytes; wasm memory never shrinks, so
+// the high-water mark of that worker so far), the Parquet bytes stored for it and where
+// (opfs|memory); then a line per folder with the wall time of the whole pool and its MB/s.
 
-import { statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { launch, requireBuild, serve } from '../tests/browser/harness.mjs';
+import { DIST, launch, requireBuild, serve } from '../tests/browser/harness.mjs';
+
+const args = process.argv.slice(2);
+let pool = 1;
+let store = 'opfs';
+const dirs = [];
+for (let i = 0; i < args.length; i++) {
+  if (args[i] === '--pool') pool = Math.max(1, Number(args[++i]));
+  else if (args[i] === '--store') store = args[++i];
+  else dirs.push(resolve(args[i]));
+}
+if (dirs.length === 0 || !Number.isFinite(pool) || !['opfs', 'memory'].includes(store)) {
+  console.error('usage: node scripts/bench-wasm.mjs [--pool N] [--store opfs|memory] DIR [DIR...]');
+  process.exit(2);
+}
 
 async function ntffBytes(dir) {
   let n = 0;
@@ -24,27 +43,15 @@ async function ntffBytes(dir) {
   return n;
 }
 
-const SYSTEM = /(^|\/)(ntrace\.pb|trace_info\.pb|cpu_util\.pb|host_mem\.pb|trace\.json(\.gz)?|[^/]*\.pt\.trace\.json(\.gz)?)$/;
-async function systemBytes(dir) {
-  let n = 0;
-  for (const e of await readdir(dir, { recursive: true })) {
-    if (SYSTEM.test(e)) n += statSync(join(dir, e)).size;
-  }
-  return n;
-}
-
-const dirs = process.argv.slice(2).map((d) => resolve(d));
-if (dirs.length === 0) {
-  console.error('usage: node scripts/bench-wasm.mjs DIR [DIR...]');
-  process.exit(2);
-}
 requireBuild();
+const workerAsset = readdirSync(join(DIST, 'assets')).find((f) => /^worker-.*\.js$/.test(f));
+if (workerAsset === undefined) throw new Error(`${DIST}/assets has no worker-*.js: run "npm run build" first`);
 const server = await serve();
 const b = await launch();
 try {
   const { page } = b;
   await page.goto(`${server.origin}/`);
-  console.log('input\tntff_bytes\tread_only_MB/s\tseconds\tMB/s\trows\trows/s\tparquet_s\twasm_memory_bytes');
+  console.log('input\tfile\tworker\tread_only_MB/s\tinput_bytes\tseconds\tMB/s\trows\trows/s\twasm_memory_bytes\tstored_bytes\tstore');
   for (const dir of dirs) {
     await page.evaluate(() => {
       document.querySelector('#nscope-bench')?.remove();
@@ -56,92 +63,100 @@ try {
       document.body.append(i);
     });
     await page.setInputFiles('#nscope-bench', dir);
-    const r = await page.evaluate(async (origin) => {
-      const src = `
-        import init, { Session } from '${origin}/pkg/neuronscope.js';
-        const wasm = await init();
-        self.onmessage = (ev) => {
-          try {
-            // Read-only pass (the limit): every NTFF through Blob slices of the decoder's chunk
-            // size, as the wasm ByteSource reads them.
-            const rd = new FileReaderSync();
-            const tr = performance.now();
-            let sum = 0;
-            for (const f of ev.data) {
-              if (!f.name.endsWith('.ntff')) continue;
-              for (let o = 0; o < f.size; o += 4 << 20) {
-                const b = new Uint8Array(rd.readAsArrayBuffer(f.slice(o, o + (4 << 20))));
-                sum += b[0] | 0;
-              }
-            }
-            const readMs = performance.now() - tr;
-            const s = new Session();
-            for (const f of ev.data) s.add_file(f.webkitRelativePath || f.name, f);
-            const t0 = performance.now();
-            const inv = s.scan();
-            let rows = 0, key = null, tParquet = 0;
-            for (const p of inv.profiles) {
-              p.devices.forEach((d, i) => {
-                if (!d.ntff || !d.pairing || d.pairing.status !== 'Paired') return;
-                const res = s.process(p.id, i, () => {});
-                for (const t of res.tables) rows += t.rows;
-                key = res.key;
-                const tp = performance.now();
-                for (const t of res.tables) s.table_parquet(res.key, t.name);
-                tParquet += performance.now() - tp;
-                s.release(res.key);
-              });
-            }
-            const ms = performance.now() - t0 - tParquet;
-            // System profiles: decode (Session.process_system) then Parquet of every table.
-            let sysRows = 0, sysMs = 0, sysParquet = 0, sys = 0;
-            for (const p of inv.profiles) {
-              if (!(p.system_files || []).some((f) => /(ntrace|trace_info)\.pb$/.test(f))) continue;
-              sys++;
-              const ts = performance.now();
-              const res = s.process_system(p.id, () => {});
-              sysMs += performance.now() - ts;
-              for (const t of res.tables) sysRows += t.rows;
-              const tp = performance.now();
-              for (const t of res.tables) s.table_parquet(res.key, t.name);
-              sysParquet += performance.now() - tp;
-              s.release(res.key);
-            }
-            self.postMessage({ readMs, sum, ms, rows, parquetMs: tParquet, sys, sysMs, sysRows, sysParquetMs: sysParquet, memory: wasm.memory.buffer.byteLength });
-          } catch (e) {
-            self.postMessage({ error: String(e) });
-          }
-        };
-        self.postMessage({ ready: true });`;
-      const url = URL.createObjectURL(new Blob([src], { type: 'text/javascript' }));
-      const w = new Worker(url, { type: 'module' });
+    const r = await page.evaluate(async ({ origin, workerUrl, pool, store }) => {
       const files = Array.from(document.querySelector('#nscope-bench').files);
-      return await new Promise((ok) => {
-        w.onmessage = (ev) => {
-          if (ev.data.ready) w.postMessage(files);
-          else {
-            ok(ev.data);
-            w.terminate();
-          }
-        };
-        w.onerror = (e) => ok({ error: e.message });
+      const picked = files.map((f) => ({ path: f.webkitRelativePath || f.name, file: f }));
+      // Read-only pass (the limit): every NTFF through Blob slices of the decoder's window size.
+      const readSrc = `self.onmessage = (ev) => {
+        const rd = new FileReaderSync();
+        const t = performance.now();
+        let sum = 0;
+        for (const f of ev.data) {
+          if (!f.name.endsWith('.ntff')) continue;
+          for (let o = 0; o < f.size; o += 4 << 20) sum += new Uint8Array(rd.readAsArrayBuffer(f.slice(o, o + (4 << 20))))[0] | 0;
+        }
+        self.postMessage({ ms: performance.now() - t, sum });
+      };`;
+      const rw = new Worker(URL.createObjectURL(new Blob([readSrc], { type: 'text/javascript' })));
+      const read = await new Promise((ok) => {
+        rw.onmessage = (ev) => ok(ev.data);
+        rw.postMessage(files);
       });
-    }, server.origin);
+      rw.terminate();
+      // The app's workers, spoken to through protocol.ts.
+      const workers = [];
+      for (let i = 0; i < pool; i++) {
+        const w = new Worker(workerUrl, { type: 'module' });
+        let next = 1;
+        const waiting = new Map();
+        w.onmessage = (ev) => {
+          const m = ev.data;
+          if (m.kind !== 'reply') return;
+          const p = waiting.get(m.id);
+          waiting.delete(m.id);
+          if (m.ok) p.ok(m.value);
+          else p.fail(new Error(m.error));
+        };
+        const call = (req) => new Promise((ok, fail) => {
+          const id = next++;
+          waiting.set(id, { ok, fail });
+          w.postMessage({ ...req, id });
+        });
+        workers.push({ w, call });
+      }
+      try {
+        const storeDir = store === 'opfs' ? (i) => `bench-${Date.now().toString(36)}-w${i}` : () => null;
+        const inits = await Promise.all(workers.map((w, i) => w.call({ op: 'init', pkgUrl: `${origin}/pkg/neuronscope.js`, fault: null, storeDir: storeDir(i) })));
+        const invs = await Promise.all(workers.map((w) => w.call({ op: 'load', files: picked })));
+        const inv = invs[0];
+        const jobs = [];
+        for (const p of inv.profiles) {
+          p.devices.forEach((d, i) => {
+            if (d.ntff && d.pairing && d.pairing.status === 'Paired') jobs.push({ req: { op: 'process', profileId: p.id, deviceIndex: i }, file: d.ntff });
+          });
+          if ((p.system_files || []).some((f) => /(ntrace|trace_info)\.pb$/.test(f))) jobs.push({ req: { op: 'processSystem', profileId: p.id }, file: `${p.id} (system)`, files: p.system_files });
+        }
+        const size = (path) => inv.files.find((f) => f.path === path)?.size ?? 0;
+        const out = [];
+        const t0 = performance.now();
+        await Promise.all(workers.map(async (w, wi) => {
+          for (let j = wi; j < jobs.length; j += pool) {
+            const job = jobs[j];
+            const t = performance.now();
+            const res = await w.call(job.req);
+            const ms = performance.now() - t;
+            out.push({
+              file: job.file,
+              worker: wi,
+              bytes: job.files ? job.files.reduce((n, f) => n + size(f), 0) : size(job.file),
+              ms,
+              rows: res.tables.reduce((n, t) => n + t.rows, 0),
+              memory: res.wasm_memory_bytes ?? 0,
+              stored: (res.stored ?? []).reduce((n, t) => n + t.bytes, 0),
+              store: [...new Set((res.stored ?? []).map((t) => t.kind))].join('+') || inits[wi].store,
+            });
+          }
+        }));
+        const wallMs = performance.now() - t0;
+        await Promise.all(workers.map((w) => w.call({ op: 'clearStore', key: null })));
+        return { readMs: read.ms, out, wallMs };
+      } catch (e) {
+        return { error: String(e) };
+      } finally {
+        for (const w of workers) w.w.terminate();
+      }
+    }, { origin: server.origin, workerUrl: `${server.origin}/assets/${workerAsset}`, pool, store });
     if (r.error) throw new Error(`${dir}: ${r.error}`);
-    const bytes = await ntffBytes(dir);
-    const s = r.ms / 1000;
-    if (bytes > 0) {
-      console.log(
-        `${dir}\t${bytes}\t${(bytes / 1e6 / (r.readMs / 1000)).toFixed(1)}\t${s.toFixed(3)}\t${(bytes / 1e6 / s).toFixed(1)}\t${r.rows}\t${Math.round(r.rows / s)}\t${(r.parquetMs / 1000).toFixed(3)}\t${r.memory}`,
-      );
+    const nb = await ntffBytes(dir);
+    const readMBs = nb > 0 ? (nb / 1e6 / (r.readMs / 1000)).toFixed(1) : '';
+    let total = 0;
+    for (const o of r.out) {
+      const s = o.ms / 1000;
+      total += o.bytes;
+      console.log(`${dir}\t${o.file}\t${o.worker}\t${readMBs}\t${o.bytes}\t${s.toFixed(3)}\t${(o.bytes / 1e6 / s).toFixed(1)}\t${o.rows}\t${Math.round(o.rows / s)}\t${o.memory}\t${o.stored}\t${o.store}`);
     }
-    if (r.sys > 0) {
-      const sb = await systemBytes(dir);
-      const ss = r.sysMs / 1000;
-      console.log(
-        `${dir} (system)\t${sb}\t\t${ss.toFixed(3)}\t${(sb / 1e6 / ss).toFixed(1)}\t${r.sysRows}\t${Math.round(r.sysRows / ss)}\t${(r.sysParquetMs / 1000).toFixed(3)}\t${r.memory}`,
-      );
-    }
+    const ws = r.wallMs / 1000;
+    console.log(`${dir}\t(all, ${pool} worker${pool > 1 ? 's' : ''})\t\t${readMBs}\t${total}\t${ws.toFixed(3)}\t${(total / 1e6 / ws).toFixed(1)}`);
   }
 } finally {
   await b.close();

@@ -23,6 +23,7 @@ pub mod sink;
 pub mod sniff;
 pub mod source;
 pub mod source_code;
+pub mod store;
 pub mod summary;
 pub mod synth;
 pub mod system;

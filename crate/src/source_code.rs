@@ -542,7 +542,9 @@ impl HeatBuilder {
 
 /// [`SourceHeat`] of an `Instruction` table stored as Parquet, read batch by batch (only
 /// [`HEAT_COLUMNS`]). Errors: the bytes are not a readable Parquet file.
-pub fn heat_of_parquet(parquet: bytes::Bytes) -> Result<SourceHeat> {
+pub fn heat_of_parquet<T: parquet::file::reader::ChunkReader + 'static>(
+    parquet: T,
+) -> Result<SourceHeat> {
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
     use parquet::arrow::ProjectionMask;
     let b = ParquetRecordBatchReaderBuilder::try_new(parquet)?

@@ -1,6 +1,8 @@
 //! The JS-facing API, compiled only for wasm32 and used from a Web Worker (www/src/worker.ts).
 //! Bulk data crosses as `Uint8Array`s (Arrow IPC, Parquet, zip); small metadata as plain JS
 //! objects as JSON (see `to_js`). Nothing here decodes: it wires browser `Blob`s to the core.
+//! Processed tables live in [`crate::store`]: OPFS files of the worker's file store when one is
+//! installed (`set_file_store`), else memory; other code reads them with [`Session::reader`].
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -13,6 +15,7 @@ use wasm_bindgen::JsCast;
 use crate::error::{Error, Result};
 use crate::inventory::{self, Inventory};
 use crate::source::{check_range, ByteSource};
+use crate::store::{TableBytes, TableStore, TableWrite};
 
 /// Size of the window a [`BlobSource`] reads at once: small decoder reads (headers, 16-byte
 /// records) are served from it instead of one `FileReaderSync` call each.
@@ -95,24 +98,47 @@ enum Input {
     Bytes(Rc<Vec<u8>>),
 }
 
-/// A processed table kept as an in-memory Parquet file: all-null columns and repeated values
-/// cost almost nothing, so a multi-million-instruction profile fits in wasm32's 4 GiB where
-/// decoded Arrow batches (8 bytes per cell even when null) would not. Views read back only the
-/// columns or rows they show.
+/// A processed table kept as a Parquet file (crate::store): in a file of the worker's OPFS
+/// store when one is installed, so its bytes never sit in wasm memory, else in memory (all-null
+/// columns and repeated values cost almost nothing there). Views read back only the row groups
+/// and columns they show.
 struct StoredTable {
-    parquet: bytes::Bytes,
+    data: TableBytes,
     rows: u64,
 }
 
+/// A processed profile's tables by name.
+type Stored = BTreeMap<String, StoredTable>;
+
 /// A processed profile's stored tables as a [`crate::conform::TableSource`].
-struct StoredTables<'a>(&'a BTreeMap<&'static str, StoredTable>);
+struct StoredTables<'a>(&'a Stored);
 
 impl crate::conform::TableSource for StoredTables<'_> {
     fn table(&self, name: &str) -> Option<arrow_array::RecordBatch> {
         let t = self.0.get(name)?;
-        let (schema, batches) = crate::sink::read_parquet(t.parquet.clone(), None, 0, None).ok()?;
+        let (schema, batches) = crate::sink::read_parquet(t.data.clone(), None, 0, None).ok()?;
         arrow_select::concat::concat_batches(&schema, batches.iter()).ok()
     }
+}
+
+/// A sink whose tables stream into the session's [`TableStore`] under one profile key.
+type StoreSink<'a> =
+    crate::sink::ParquetSink<TableWrite, Box<dyn FnMut(&str) -> Result<TableWrite> + 'a>>;
+
+fn store_sink(key: &str) -> StoreSink<'_> {
+    crate::sink::ParquetSink::new(Box::new(move |t: &str| TableStore.writer(key, t)))
+}
+
+/// Size of the wasm memory now (bytes; it never shrinks, so the high-water mark).
+fn wasm_memory_bytes() -> f64 {
+    wasm_bindgen::memory()
+        .dyn_into::<js_sys::WebAssembly::Memory>()
+        .map(|m| {
+            m.buffer()
+                .unchecked_into::<js_sys::ArrayBuffer>()
+                .byte_length()
+        })
+        .unwrap_or(0) as f64
 }
 
 /// One picked folder: its files, the inventory and the processed results.
@@ -120,7 +146,7 @@ impl crate::conform::TableSource for StoredTables<'_> {
 pub struct Session {
     files: BTreeMap<String, Input>,
     inventory: Option<Inventory>,
-    results: BTreeMap<String, BTreeMap<&'static str, StoredTable>>,
+    results: BTreeMap<String, Stored>,
     /// Source files for the Source view, built on first use (`sources`).
     sources: Option<(
         crate::source_code::SourceIndex,
@@ -141,54 +167,70 @@ fn js_err(e: Error) -> JsError {
     JsError::new(&e.to_string())
 }
 
-/// A JS progress callback `(stage, done, total)` as the core's progress closure.
-fn progress_cb(f: &js_sys::Function) -> impl FnMut(&str, u64, u64) + '_ {
+/// A JS progress callback `(stage, done, total, rows)` as the core's progress closure; `rows`
+/// is what [`RowCount`] has counted so far.
+fn progress_cb<'a>(
+    f: &'a js_sys::Function,
+    rows: &'a std::cell::Cell<u64>,
+) -> impl FnMut(&str, u64, u64) + 'a {
     move |stage: &str, done: u64, total: u64| {
-        let _ = f.call3(
-            &JsValue::NULL,
+        let args = js_sys::Array::of4(
             &JsValue::from_str(stage),
             &JsValue::from_f64(done as f64),
             &JsValue::from_f64(total as f64),
+            &JsValue::from_f64(rows.get() as f64),
         );
+        let _ = f.apply(&JsValue::NULL, &args);
         strike_armed_fault(stage);
     }
 }
 
+/// A sink that counts the rows passing through to `inner` (progress reports carry them).
+struct RowCount<'a> {
+    inner: &'a mut dyn crate::tables::TableSink,
+    rows: &'a std::cell::Cell<u64>,
+}
+
+impl crate::tables::TableSink for RowCount<'_> {
+    fn batch(
+        &mut self,
+        def: &'static crate::tables::TableDef,
+        batch: arrow_array::RecordBatch,
+    ) -> Result<()> {
+        self.rows.set(self.rows.get() + batch.num_rows() as u64);
+        self.inner.batch(def, batch)
+    }
+}
+
 impl Session {
-    /// Keeps a finished sink's Parquet files under `key` and adds the wasm memory high-water
-    /// mark (bytes) to the result object `js`.
+    /// Keeps a finished sink's tables under `key` and adds to the result object `js` the wasm
+    /// memory high-water mark (`wasm_memory_bytes`) and where each table went
+    /// (`stored: [{name, kind: "opfs"|"memory", file, bytes}]`, `file` the file store id).
     fn store(
         &mut self,
         key: &str,
-        sink: crate::sink::ParquetSink<Vec<u8>, impl FnMut(&str) -> Result<Vec<u8>>>,
+        sink: StoreSink<'_>,
         js: &JsValue,
     ) -> std::result::Result<(), JsError> {
-        let stored = sink
-            .into_outputs()
-            .map_err(js_err)?
-            .into_iter()
-            .map(|(name, (bytes, rows))| {
-                (
-                    name,
-                    StoredTable {
-                        parquet: bytes::Bytes::from(bytes),
-                        rows,
-                    },
-                )
-            })
-            .collect();
-        let mem = wasm_bindgen::memory()
-            .dyn_into::<js_sys::WebAssembly::Memory>()
-            .map(|m| {
-                m.buffer()
-                    .unchecked_into::<js_sys::ArrayBuffer>()
-                    .byte_length()
-            })
-            .unwrap_or(0);
+        let mut stored = Stored::new();
+        let list = js_sys::Array::new();
+        for (name, (w, rows)) in sink.into_outputs().map_err(js_err)? {
+            let data = w.finish().map_err(js_err)?;
+            let o = js_sys::Object::new();
+            let _ = js_sys::Reflect::set(&o, &"name".into(), &JsValue::from_str(name));
+            let _ = js_sys::Reflect::set(&o, &"kind".into(), &JsValue::from_str(data.kind()));
+            let file = data.file_id().map_or(JsValue::NULL, JsValue::from);
+            let _ = js_sys::Reflect::set(&o, &"file".into(), &file);
+            let bytes = parquet::file::reader::Length::len(&data) as f64;
+            let _ = js_sys::Reflect::set(&o, &"bytes".into(), &JsValue::from_f64(bytes));
+            list.push(&o);
+            stored.insert(name.to_string(), StoredTable { data, rows });
+        }
+        let _ = js_sys::Reflect::set(js, &"stored".into(), &list);
         let _ = js_sys::Reflect::set(
             js,
             &"wasm_memory_bytes".into(),
-            &JsValue::from_f64(mem as f64),
+            &JsValue::from_f64(wasm_memory_bytes()),
         );
         self.results.insert(key.to_string(), stored);
         Ok(())
@@ -201,11 +243,37 @@ impl Session {
         }
     }
     fn table(&self, key: &str, table: &str) -> std::result::Result<&StoredTable, JsError> {
-        self.results
-            .get(key)
-            .ok_or_else(|| JsError::new(&format!("no processed profile {key}")))?
+        self.profile(key)?
             .get(table)
             .ok_or_else(|| JsError::new(&format!("no table {table}")))
+    }
+    fn profile(&self, key: &str) -> std::result::Result<&Stored, JsError> {
+        self.results
+            .get(key)
+            .ok_or_else(|| JsError::new(&format!("no processed profile {key}")))
+    }
+    /// Table `table` of processed profile `key` as a Parquet [`ChunkReader`]
+    /// (`parquet::file::reader::ChunkReader`; cheap to clone): readers built on it
+    /// (`ParquetRecordBatchReaderBuilder::try_new`, row-group selection, projection) fetch only
+    /// the footer and the column chunks they use, from OPFS or memory. Errors: no such profile
+    /// or table.
+    pub fn reader(&self, key: &str, table: &str) -> std::result::Result<TableBytes, JsError> {
+        Ok(self.table(key, table)?.data.clone())
+    }
+    fn zip_into<W: std::io::Write + std::io::Seek>(
+        &self,
+        key: &str,
+        out: W,
+    ) -> std::result::Result<W, JsError> {
+        let prefix = crate::util::safe_name(key);
+        let tables = self.profile(key)?;
+        crate::store::zip_tables(
+            tables
+                .iter()
+                .map(|(n, t)| (format!("{prefix}/{n}.parquet"), &t.data)),
+            out,
+        )
+        .map_err(js_err)
     }
     fn ipc(
         &self,
@@ -218,7 +286,7 @@ impl Session {
         strike_armed_fault("table");
         let t = self.table(key, table)?;
         let (schema, batches) =
-            crate::sink::read_parquet(t.parquet.clone(), columns, offset, limit).map_err(js_err)?;
+            crate::sink::read_parquet(t.data.clone(), columns, offset, limit).map_err(js_err)?;
         crate::sink::ipc_of(&schema, &batches).map_err(js_err)
     }
 }
@@ -276,47 +344,25 @@ impl Session {
             .inventory
             .as_ref()
             .ok_or_else(|| JsError::new("scan() first"))?;
-        let mut sink = crate::sink::ParquetSink::new(|_t: &str| Ok(Vec::<u8>::new()));
-        let mut cb = progress_cb(progress);
+        let key = format!("{profile_id}#{device_index}");
+        let mut sink = store_sink(&key);
+        let rows = std::cell::Cell::new(0);
+        let mut cb = progress_cb(progress, &rows);
+        let mut counted = RowCount {
+            inner: &mut sink,
+            rows: &rows,
+        };
         let out = crate::profile::process_device(
             inv,
             &profile_id,
             device_index,
             &|p: &str| self.open(p),
-            &mut sink,
+            &mut counted,
             &mut cb,
         )
         .map_err(js_err)?;
-        let stored = sink
-            .into_outputs()
-            .map_err(js_err)?
-            .into_iter()
-            .map(|(name, (bytes, rows))| {
-                (
-                    name,
-                    StoredTable {
-                        parquet: bytes::Bytes::from(bytes),
-                        rows,
-                    },
-                )
-            })
-            .collect();
-        let key = format!("{profile_id}#{device_index}");
         let js = to_js(&out.with_key(&key))?;
-        let mem = wasm_bindgen::memory()
-            .dyn_into::<js_sys::WebAssembly::Memory>()
-            .map(|m| {
-                m.buffer()
-                    .unchecked_into::<js_sys::ArrayBuffer>()
-                    .byte_length()
-            })
-            .unwrap_or(0);
-        let _ = js_sys::Reflect::set(
-            &js,
-            &"wasm_memory_bytes".into(),
-            &JsValue::from_f64(mem as f64),
-        );
-        self.results.insert(key, stored);
+        self.store(&key, sink, &js)?;
         Ok(js)
     }
     /// Decodes the system trace of profile `profile_id` (System or System+Device); its tables are
@@ -331,17 +377,22 @@ impl Session {
             .inventory
             .as_ref()
             .ok_or_else(|| JsError::new("scan() first"))?;
-        let mut sink = crate::sink::ParquetSink::new(|_t: &str| Ok(Vec::<u8>::new()));
-        let mut cb = progress_cb(progress);
+        let key = format!("{profile_id}#system");
+        let mut sink = store_sink(&key);
+        let rows = std::cell::Cell::new(0);
+        let mut cb = progress_cb(progress, &rows);
+        let mut counted = RowCount {
+            inner: &mut sink,
+            rows: &rows,
+        };
         let out = crate::profile::process_system(
             inv,
             &profile_id,
             &|p: &str| self.open(p),
-            &mut sink,
+            &mut counted,
             &mut cb,
         )
         .map_err(js_err)?;
-        let key = format!("{profile_id}#system");
         let js = to_js(&out.with_key(&key))?;
         self.store(&key, sink, &js)?;
         Ok(js)
@@ -354,10 +405,10 @@ impl Session {
             .inventory
             .as_ref()
             .ok_or_else(|| JsError::new("scan() first"))?;
-        let mut sink = crate::sink::ParquetSink::new(|_t: &str| Ok(Vec::<u8>::new()));
+        let key = format!("{path}#memory");
+        let mut sink = store_sink(&key);
         let out = crate::profile::process_memory(inv, &path, &|p: &str| self.open(p), &mut sink)
             .map_err(js_err)?;
-        let key = format!("{path}#memory");
         let js = to_js(&out.with_key(&key))?;
         self.store(&key, sink, &js)?;
         Ok(js)
@@ -391,28 +442,73 @@ impl Session {
     pub fn table_rows(&self, key: &str, table: &str) -> std::result::Result<f64, JsError> {
         Ok(self.table(key, table)?.rows as f64)
     }
-    /// Table `table` of processed profile `key` as Parquet bytes (`<Table>.parquet`).
+    /// Table `table` of processed profile `key` as Parquet bytes (`<Table>.parquet`), copied
+    /// out of its store. For a table on OPFS the worker hands out the file itself instead
+    /// (`table_file`).
     pub fn table_parquet(&self, key: &str, table: &str) -> std::result::Result<Vec<u8>, JsError> {
         strike_armed_fault("table");
-        Ok(self.table(key, table)?.parquet.to_vec())
+        let t = &self.table(key, table)?.data;
+        let mut v = vec![0; parquet::file::reader::Length::len(t) as usize];
+        t.read_at(0, &mut v).map_err(js_err)?;
+        Ok(v)
     }
-    /// Every table of processed profile `key` as Parquet files in one zip.
+    /// The file store id of table `table` of processed profile `key`, when it is on OPFS
+    /// (undefined in memory).
+    pub fn table_file(&self, key: &str, table: &str) -> std::result::Result<Option<u32>, JsError> {
+        strike_armed_fault("table");
+        Ok(self.table(key, table)?.data.file_id())
+    }
+    /// Every table of processed profile `key` as Parquet files in one zip
+    /// (`<key>/<Table>.parquet`, stored), written to a new file of the file store (its id is
+    /// returned) or, without one, to memory (`bundle_zip`; returns undefined here).
+    pub fn bundle_file(&self, key: &str) -> std::result::Result<Option<u32>, JsError> {
+        let w = TableStore.writer(key, "bundle.zip").map_err(js_err)?;
+        if matches!(w, TableWrite::Memory(_)) {
+            return Ok(None);
+        }
+        let out = self.zip_into(key, w)?.finish().map_err(js_err)?;
+        Ok(out.file_id())
+    }
+    /// Every table of processed profile `key` as Parquet files in one zip, in memory.
     pub fn bundle_zip(&self, key: &str) -> std::result::Result<Vec<u8>, JsError> {
-        let tables = self
-            .results
-            .get(key)
-            .ok_or_else(|| JsError::new(&format!("no processed profile {key}")))?;
-        let prefix = crate::util::safe_name(key);
-        let names: Vec<(String, &[u8])> = tables
-            .iter()
-            .map(|(n, t)| (format!("{prefix}/{n}.parquet"), t.parquet.as_ref()))
+        let out = self.zip_into(key, std::io::Cursor::new(Vec::new()))?;
+        Ok(out.into_inner())
+    }
+    /// Registers tables a previous worker stored on OPFS under `key` (a restarted worker:
+    /// www/src/client.ts) so they are read like freshly processed ones. `tables` is
+    /// `[{name, rows, file, bytes}]` (`file`: the id the file store gave the re-opened file).
+    pub fn adopt(&mut self, key: String, tables: JsValue) -> std::result::Result<(), JsError> {
+        #[derive(serde::Deserialize)]
+        struct T {
+            name: String,
+            rows: f64,
+            file: u32,
+            bytes: f64,
+        }
+        let text = js_sys::JSON::stringify(&tables)
+            .map_err(|_| JsError::new("adopt: tables are not JSON"))?
+            .as_string()
+            .unwrap_or_default();
+        let list: Vec<T> =
+            serde_json::from_str(&text).map_err(|e| JsError::new(&format!("adopt: tables {e}")))?;
+        let stored = list
+            .into_iter()
+            .map(|t| {
+                let data = TableBytes::File {
+                    id: t.file,
+                    len: t.bytes as u64,
+                };
+                (
+                    t.name,
+                    StoredTable {
+                        data,
+                        rows: t.rows as u64,
+                    },
+                )
+            })
             .collect();
-        let cur = crate::sink::zip_files(
-            names.iter().map(|(n, b)| (n.as_str(), *b)),
-            std::io::Cursor::new(Vec::new()),
-        )
-        .map_err(js_err)?;
-        Ok(cur.into_inner())
+        self.results.insert(key, stored);
+        Ok(())
     }
     /// Indexes the picked source files (inventory kinds `SourcePy`, `SourceArchive`; archives
     /// streamed) once, and returns `{files: [{path, bytes, lines}], loads: [{file, added,
@@ -490,7 +586,7 @@ impl Session {
     /// lines: [{location, path, line, total_ns, count, engines: [{engine, total_ns, count}]}]}`.
     pub fn source_heat(&self, key: &str) -> std::result::Result<JsValue, JsError> {
         let t = self.table(key, "Instruction")?;
-        let heat = crate::source_code::heat_of_parquet(t.parquet.clone()).map_err(js_err)?;
+        let heat = crate::source_code::heat_of_parquet(t.data.clone()).map_err(js_err)?;
         to_js(&heat)
     }
     /// Compares processed profile `key`'s tables with an AWS `neuron-profile view
@@ -498,14 +594,12 @@ impl Session {
     /// [`crate::conform::ConformReport`]. Each compared table is read back from its stored Parquet
     /// once; exports over [`crate::conform::MAX_EXPORT_BYTES`] are refused.
     pub fn conform(&self, key: &str, export: Vec<u8>) -> std::result::Result<JsValue, JsError> {
-        let stored = self
-            .results
-            .get(key)
-            .ok_or_else(|| JsError::new(&format!("no processed profile {key}")))?;
+        let stored = self.profile(key)?;
         let report = crate::conform::conform(&StoredTables(stored), &export).map_err(js_err)?;
         to_js(&report)
     }
-    /// Drops a processed profile's tables (frees memory).
+    /// Forgets a processed profile's tables (frees their memory; files on OPFS are the file
+    /// store's to close and delete, www/src/worker.ts).
     pub fn release(&mut self, key: &str) {
         self.results.remove(key);
     }

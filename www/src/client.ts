@@ -1,15 +1,28 @@
-// Main-thread proxy for the worker: one promise per request, progress callbacks per request.
+// Main-thread proxy for a pool of workers: one promise per request, progress callbacks per request.
 //
-// Crash containment: when a call breaks the wasm instance (a Rust panic, a trap, an out-of-memory
+// The pool: up to `?workers=N` (default navigator.hardwareConcurrency, capped at MAX_WORKERS)
+// workers, each with its own wasm instance and OPFS directory. Workers are started on demand: a
+// decode goes to a worker that is not decoding, and a new one is started only when every
+// running worker is busy decoding. Every later request about a processed profile (`key`) goes to
+// the worker that holds its tables; requests about the whole capture (sources) go to worker 0.
+// Each decode is a job (`jobs`, views/jobs.ts) with per-stage progress and a cancel.
+//
+// Crash containment: when a call breaks a wasm instance (a Rust panic, a trap, an out-of-memory
 // RangeError; worker.ts reports it with `crash`), the call is rejected with a CoreCrash naming the
-// step and the file, the worker is terminated and a fresh one started, the picked files (File/Blob
-// handles, cheap to post again) are registered with it again, and the profile that was on screen
-// is processed again on its first use. Every other profile is processed on demand as before.
+// step and the file, that worker alone is terminated and a fresh one started in its place, the
+// picked files (File/Blob handles, cheap to post again) are registered with it again, and the
+// profiles it held are re-opened from their OPFS files (or, with tables in memory, processed
+// again) on first use. Other workers and their profiles are untouched. A cancel is the same
+// replacement without the error.
 
-import type { CrashInfo, FaultSpec, FromWorker, PickedFile, ReplyMap, Request } from './protocol.ts';
+import type { CrashInfo, FaultSpec, FromWorker, InitInfo, PickedFile, ReplyMap, Request, StoreInfo, StoredInfo, StoreKind } from './protocol.ts';
 import type { ConformReport, Inventory, MemoryResult, ProcessResult, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SystemResult } from './api.ts';
+import { clearStale, opfsAvailable, STORE_DIR } from './opfs.ts';
 
 type Progress = (stage: string, done: number, total: number) => void;
+
+/** Most workers started, whatever the machine or `?workers=` says (each holds a wasm instance). */
+export const MAX_WORKERS = 8;
 
 interface Pending {
   resolve: (v: unknown) => void;
@@ -18,6 +31,7 @@ interface Pending {
   req: Request;
   /** Last progress report of this request (names how far a failed decode got). */
   last?: { stage: string; done: number; total: number };
+  job?: Job;
 }
 
 /** A call that broke the wasm core: what it was doing, on which file, and what the core said. */
@@ -37,14 +51,63 @@ export class CoreCrash extends Error {
   }
 }
 
+/** A decode the user cancelled (`CoreClient.cancel`). */
+export class Cancelled extends Error {
+  constructor(readonly file: string | null) {
+    super(`cancelled${file !== null ? `: ${file}` : ''}`);
+    this.name = 'Cancelled';
+  }
+}
+
+/** One decode (process, processSystem, processMemory) as views/jobs.ts shows it. */
+export interface Job {
+  id: number;
+  /** What is decoded: the file (NTFF, system files, snapshot). */
+  file: string;
+  /** Input bytes. */
+  bytes: number;
+  /** Worker index. */
+  worker: number;
+  state: 'running' | 'done' | 'failed' | 'cancelled';
+  /** Current stage (core progress: NTFF, NEFF, pairing, …) and its done/total (bytes, or items). */
+  stage: string;
+  done: number;
+  total: number;
+  /** Rows written so far (the core's progress; the final count when done). */
+  rows: number;
+  /** Parquet bytes stored (when done). */
+  storedBytes: number;
+  /** The worker's wasm memory after the decode (bytes, when done; its high-water mark). */
+  wasmMemory: number;
+  /** performance.now() at the start and at the end (ms). */
+  started: number;
+  ended: number | null;
+  /** performance.now() when the current stage began and its `done` then (the ETA's rate). */
+  stageStarted: number;
+  error: string | null;
+}
+
 /** Requests that process something and the key their result is kept under. */
 function producesKey(req: Request): boolean {
   return req.op === 'process' || req.op === 'processSystem' || req.op === 'processMemory';
 }
 
+/** The key the core gives a processing request's result (crate/src/wasm.rs). */
+function keyFor(req: Request): string | null {
+  if (req.op === 'process') return `${req.profileId}#${req.deviceIndex}`;
+  if (req.op === 'processSystem') return `${req.profileId}#system`;
+  if (req.op === 'processMemory') return `${req.path}#memory`;
+  return null;
+}
+
 /** The processed-profile key a request reads, if any. */
 function keyOf(req: Request): string | null {
-  return 'key' in req ? req.key : null;
+  return 'key' in req && typeof req.key === 'string' ? req.key : null;
+}
+
+/** Requests about the capture as a whole: answered by worker 0 (it holds the source index). */
+function onFirst(req: Request): boolean {
+  return req.op === 'sources' || req.op === 'addSources' || req.op === 'sourceText' || req.op === 'sourceResolve';
 }
 
 function sizeText(n: number): string {
@@ -54,62 +117,136 @@ function sizeText(n: number): string {
   return `${n} B`;
 }
 
+/** Pool size from `?workers=N`, else the machine's cores; 1 … MAX_WORKERS. */
+function poolSize(): number {
+  const q = Number(new URLSearchParams(globalThis.location?.search ?? '').get('workers'));
+  const n = Number.isFinite(q) && q >= 1 ? q : (globalThis.navigator?.hardwareConcurrency ?? 1);
+  return Math.max(1, Math.min(MAX_WORKERS, Math.floor(n)));
+}
+
+/** One worker of the pool and what it holds. */
+interface Slot {
+  index: number;
+  worker: Worker;
+  /** Its OPFS directory (kept across restarts, so a replacement re-opens the files). */
+  dir: string;
+  pending: Map<number, Pending>;
+  /** Resolves when the worker is ready for calls (a restart replaces it). */
+  ready: Promise<void>;
+  /** A restart is replaying the session: a crash now is reported, not answered with another restart. */
+  restoring: boolean;
+  initialized: boolean;
+  /** Keys whose tables the worker holds now. */
+  live: Set<string>;
+  /** Keys the previous (crashed or cancelled) worker held: re-opened or processed again on first use. */
+  lost: Set<string>;
+  redoing: Map<string, Promise<void>>;
+  /** Decodes running. */
+  decoding: number;
+}
+
 export class CoreClient {
-  private worker: Worker;
-  private readonly pending = new Map<number, Pending>();
+  private readonly slots: Slot[] = [];
   private nextId = 1;
-  /** Called when the worker dies outside any request (e.g. a failed module load). */
+  /** Called when a worker dies outside any request (e.g. a failed module load). */
   onFatal: (message: string) => void = () => {};
   /** Called after a crash once the replacement worker is being started (`restarts` counts them). */
   onRestart: (crash: CoreCrash) => void = () => {};
-  /** Worker restarts after crashes. */
+  /** Called whenever a job starts, progresses or ends. */
+  onJobs: (jobs: readonly Job[]) => void = () => {};
+  /** Worker restarts after crashes (cancels not counted). */
   restarts = 0;
+  /** Most workers this pool starts. */
+  readonly maxWorkers = poolSize();
+  /** Where tables are kept (from the first worker's init) and why not on disk. */
+  store: StoreKind = 'memory';
+  storeNote: string | null = null;
   private pkgUrl: string | null = null;
   private fault: FaultSpec | null = null;
-  /** A worker has loaded the core: crashes from now on are answered with a restart. */
-  private initialized = false;
+  /** Distinguishes this page load's OPFS directories from other tabs'. */
+  private readonly pageId = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
   /** The requests that built the current session (load or demo, then addSources): replayed into a new worker. */
   private session: Request[] = [];
   private inventory: Inventory | null = null;
-  /** Processed key → the request that produced it (to redo it) and the file it read. */
-  private readonly produced = new Map<string, { req: Request; file: string | null }>();
-  /** Keys held by the current worker (it keeps one processed profile at a time). */
-  private live = new Set<string>();
-  /** Keys the last crashed worker held: processed again on first use. */
-  private lost = new Set<string>();
-  private readonly redoing = new Map<string, Promise<void>>();
-  /** Resolves when the current worker is ready for calls (a restart replaces it). */
-  private ready: Promise<void> = Promise.resolve();
-  /** A restart is replaying the session: a crash now is reported, not answered with another restart. */
-  private restoring = false;
+  /** Processed key → the request that produced it, its result, the file it read and the worker holding it. */
+  private readonly produced = new Map<string, { req: Request; result: unknown; file: string | null; slot: number }>();
+  private readonly jobList: Job[] = [];
 
-  constructor() {
-    this.worker = this.spawn();
+  /** Jobs of this session, oldest first. */
+  get jobs(): readonly Job[] {
+    return this.jobList;
+  }
+  /** Workers running now. */
+  get workers(): number {
+    return this.slots.length;
   }
 
-  private spawn(): Worker {
-    const w = new Worker(new URL('./worker.ts', import.meta.url), { type: 'module', name: 'neuronscope-core' });
-    w.onmessage = (ev: MessageEvent<FromWorker>) => this.receive(ev.data);
+  private spawn(index: number): Worker {
+    const w = new Worker(new URL('./worker.ts', import.meta.url), { type: 'module', name: `neuronscope-core-${index}` });
+    w.onmessage = (ev: MessageEvent<FromWorker>) => this.receive(index, ev.data);
     w.onerror = (ev: ErrorEvent) => {
       ev.preventDefault();
-      this.failAll(ev.message || 'the worker failed to start');
+      this.failAll(index, ev.message || 'the worker failed to start');
     };
     return w;
   }
 
-  private receive(msg: FromWorker): void {
+  /** Starts worker `index` (the core loaded, the session registered). */
+  private addSlot(): Slot {
+    const index = this.slots.length;
+    const slot: Slot = {
+      index,
+      worker: this.spawn(index),
+      dir: `${this.pageId}-w${index}`,
+      pending: new Map(),
+      ready: Promise.resolve(),
+      restoring: false,
+      initialized: false,
+      live: new Set(),
+      lost: new Set(),
+      redoing: new Map(),
+      decoding: 0,
+    };
+    this.slots.push(slot);
+    if (index > 0) slot.ready = this.boot(slot);
+    return slot;
+  }
+
+  /** Loads the core in `slot`'s (new) worker and replays the session into it. */
+  private async boot(slot: Slot): Promise<void> {
+    slot.restoring = true;
+    try {
+      await this.raw(slot, { op: 'init', pkgUrl: this.pkgUrl ?? '', fault: this.fault, storeDir: this.storeDir(slot) });
+      slot.initialized = true;
+      for (const req of this.session) {
+        if (req.op === 'addSources' && slot.index !== 0) continue;
+        await this.raw(slot, req);
+      }
+    } finally {
+      slot.restoring = false;
+    }
+  }
+
+  private storeDir(slot: Slot): string | null {
+    return new URLSearchParams(globalThis.location?.search ?? '').get('store') === 'memory' ? null : slot.dir;
+  }
+
+  private receive(index: number, msg: FromWorker): void {
+    const slot = this.slots[index];
+    if (slot === undefined) return;
     if (msg.kind === 'fatal') {
-      this.failAll(msg.error);
+      this.failAll(index, msg.error);
       return;
     }
-    const p = this.pending.get(msg.id);
+    const p = slot.pending.get(msg.id);
     if (p === undefined) return;
     if (msg.kind === 'progress') {
       p.last = { stage: msg.stage, done: msg.done, total: msg.total };
       p.progress?.(msg.stage, msg.done, msg.total);
+      if (p.job !== undefined) this.jobProgress(p.job, msg.stage, msg.done, msg.total, msg.rows);
       return;
     }
-    this.pending.delete(msg.id);
+    slot.pending.delete(msg.id);
     if (msg.ok) {
       p.resolve(msg.value);
       return;
@@ -118,7 +255,7 @@ export class CoreClient {
       p.reject(new Error(msg.error));
       return;
     }
-    if (this.restoring || !this.initialized) {
+    if (slot.restoring || !slot.initialized) {
       p.reject(new Error(`${msg.error} (${msg.crash.panic ?? msg.crash.trap})`));
       return;
     }
@@ -126,7 +263,7 @@ export class CoreClient {
     const crash = this.crashOf(p, msg.crash);
     // The failed call first: a Promise.all over several reads then reports the crash itself.
     p.reject(crash);
-    this.restart(p.req, crash);
+    this.replace(slot, p.req, crash);
     this.onRestart(crash);
   }
 
@@ -137,7 +274,7 @@ export class CoreClient {
       ? ` (${p.last.stage}, ${p.last.total > 4096 ? `${sizeText(p.last.done)} of ${sizeText(p.last.total)}` : `${p.last.done}/${p.last.total}`})`
       : ` (${p.last.stage})`;
     const fileOfKey = (key: string): string | null => this.produced.get(key)?.file ?? null;
-    let step: string;
+    let step: string = req.op;
     let file: string | null = null;
     switch (req.op) {
       case 'init': step = 'loading the wasm core'; break;
@@ -166,6 +303,13 @@ export class CoreClient {
       case 'sourceResolve': step = 'source location lookup'; break;
       case 'sourceHeat': step = 'device time per source line'; file = fileOfKey(req.key); break;
       case 'conform': step = 'comparison with the JSON export'; file = fileOfKey(req.key); break;
+      case 'reopen': step = 're-opening stored tables'; file = fileOfKey(req.key); break;
+      case 'clearStore': step = 'clearing stored profiles'; break;
+      case 'storeInfo': step = 'storage estimate'; break;
+      default: {
+        const k = keyOf(req);
+        if (k !== null) file = fileOfKey(k);
+      }
     }
     const detail = info.panic !== null
       ? info.panic.replace(/\n/g, ' ')
@@ -173,142 +317,305 @@ export class CoreClient {
     return new CoreCrash(step, file, detail, this.restarts);
   }
 
-  /** Replaces the broken worker: a fresh one, the core loaded, the session's files registered again. */
-  private restart(failed: Request, crash: CoreCrash): void {
-    const old = this.worker;
+  /**
+   * Replaces `slot`'s worker (crashed, or cancelled: `crash` null): a fresh one in the same OPFS
+   * directory, the core loaded, the session's files registered again. After a crash the requests
+   * queued behind the failed one fail with it; after a cancel they are sent to the new worker.
+   */
+  private replace(slot: Slot, failed: Request, crash: CoreCrash | null): void {
+    const old = slot.worker;
     old.onmessage = null;
     old.onerror = null;
     old.terminate();
-    // Requests queued behind the failed one are lost with the worker: they fail with its crash.
-    for (const p of this.pending.values()) p.reject(crash);
-    this.pending.clear();
+    const queued = [...slot.pending.values()];
+    slot.pending.clear();
+    slot.decoding = 0;
+    if (crash !== null) for (const p of queued) this.settleJob(p, 'failed', crash.message), p.reject(crash);
     // A session whose scan crashed is not replayed (it would crash again); the profile whose
-    // processing crashed is not redone either.
-    if (failed.op === 'load' || failed.op === 'demo') this.session = [];
-    this.lost = producesKey(failed) ? new Set() : new Set(this.live);
-    this.live = new Set();
-    this.redoing.clear();
-    this.worker = this.spawn();
-    const pkgUrl = this.pkgUrl ?? '';
-    this.restoring = true;
-    this.ready = (async () => {
-      await this.raw({ op: 'init', pkgUrl, fault: this.fault });
-      for (const req of this.session) await this.raw(req);
-    })().then(
-      () => {
-        this.restoring = false;
-      },
-      (e: unknown) => {
-        this.restoring = false;
-        this.session = [];
-        this.lost.clear();
-        this.onFatal(`the capture could not be registered with the restarted worker (${e instanceof Error ? e.message : String(e)}); pick it again`);
-      },
-    );
+    // processing failed is not kept.
+    if (crash !== null && (failed.op === 'load' || failed.op === 'demo')) this.session = [];
+    const failedKey = keyFor(failed);
+    if (failedKey !== null) slot.live.delete(failedKey);
+    slot.lost = new Set([...slot.lost, ...slot.live]);
+    slot.live = new Set();
+    slot.redoing.clear();
+    slot.initialized = false;
+    slot.worker = this.spawn(slot.index);
+    slot.ready = this.boot(slot).catch((e: unknown) => {
+      slot.lost.clear();
+      this.onFatal(`the capture could not be registered with the restarted worker (${e instanceof Error ? e.message : String(e)}); pick it again`);
+    });
+    if (crash === null) {
+      for (const p of queued) {
+        void slot.ready
+          .then(async () => {
+            const k = keyOf(p.req);
+            if (k !== null && slot.lost.has(k)) await this.redo(slot, k);
+            this.send(slot, p);
+          })
+          .catch((e: unknown) => p.reject(e instanceof Error ? e : new Error(String(e))));
+      }
+    }
   }
 
-  private failAll(message: string): void {
-    for (const p of this.pending.values()) p.reject(new Error(message));
-    this.pending.clear();
+  private failAll(index: number, message: string): void {
+    const slot = this.slots[index];
+    if (slot === undefined) return;
+    for (const p of slot.pending.values()) this.settleJob(p, 'failed', message), p.reject(new Error(message));
+    slot.pending.clear();
     this.onFatal(message);
   }
 
-  /** Posts `req` to the current worker as it is. */
-  private raw<K extends Request['op']>(req: Extract<Request, { op: K }>, progress?: Progress): Promise<ReplyMap[K]> {
-    const id = this.nextId++;
+  /** Posts `req` to `slot`'s worker as it is. */
+  private raw<K extends Request['op']>(slot: Slot, req: Extract<Request, { op: K }>, progress?: Progress, job?: Job): Promise<ReplyMap[K]> {
     return new Promise<ReplyMap[K]>((resolve, reject) => {
       const entry: Pending = { resolve: (v) => resolve(v as ReplyMap[K]), reject, req };
       if (progress !== undefined) entry.progress = progress;
-      this.pending.set(id, entry);
-      this.worker.postMessage({ ...req, id });
+      if (job !== undefined) entry.job = job;
+      this.send(slot, entry);
     });
   }
 
-  /** Processes a profile the crashed worker held again before the first call that reads it. */
-  private redo(key: string): Promise<void> {
-    let r = this.redoing.get(key);
+  private send(slot: Slot, entry: Pending): void {
+    const id = this.nextId++;
+    slot.pending.set(id, entry);
+    // Transfer nothing: picked files are handles, export JSON is small enough to copy.
+    slot.worker.postMessage({ ...entry.req, id });
+  }
+
+  /** Brings a profile the replaced worker held back before the first call that reads it: re-opened from OPFS, or processed again. */
+  private redo(slot: Slot, key: string): Promise<void> {
+    let r = slot.redoing.get(key);
     if (r === undefined) {
       const prod = this.produced.get(key);
+      const stored = (prod?.result as StoredInfo | undefined)?.stored;
+      const tables = (prod?.result as { tables?: { name: string; rows: number }[] } | undefined)?.tables ?? [];
+      const files = stored?.every((t) => t.file !== undefined)
+        ? tables.map((t) => ({ name: t.name, rows: t.rows, file: stored.find((s) => s.name === t.name)?.file ?? '' }))
+        : null;
       r = prod === undefined
         ? Promise.resolve()
-        : this.raw(prod.req).then(() => {
-          this.lost.delete(key);
-          this.live = new Set([key]);
-        });
-      this.redoing.set(key, r);
-      void r.finally(() => this.redoing.delete(key)).catch(() => {});
+        : files !== null && files.every((f) => f.file !== '')
+          ? this.raw(slot, { op: 'reopen', key, tables: files }).then(() => undefined)
+          : this.raw(slot, prod.req).then(() => undefined);
+      r = r.then(() => {
+        slot.lost.delete(key);
+        if (this.store === 'memory') slot.live.clear();
+        slot.live.add(key);
+      });
+      slot.redoing.set(key, r);
+      void r.finally(() => slot.redoing.delete(key)).catch(() => {});
     }
     return r;
   }
 
+  /** The worker for `req`: the owner of its key, worker 0 for the capture, else one not decoding (started if need be). */
+  private route(req: Request): Slot {
+    const first = this.slots[0];
+    if (first === undefined) throw new Error('the core is not initialised');
+    const key = keyOf(req) ?? keyFor(req);
+    const owner = key === null ? undefined : this.produced.get(key);
+    if (owner !== undefined) return this.slots[owner.slot] ?? first;
+    if (!producesKey(req) || onFirst(req)) return first;
+    const idle = this.slots.filter((s) => s.decoding === 0);
+    if (idle.length > 0) return idle.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
+    if (this.slots.length < this.maxWorkers && this.pkgUrl !== null) return this.addSlot();
+    return this.slots.reduce((a, b) => (b.decoding < a.decoding ? b : a));
+  }
+
   private async call<K extends Request['op']>(req: Extract<Request, { op: K }>, progress?: Progress): Promise<ReplyMap[K]> {
-    await this.ready;
-    const key = keyOf(req);
-    if (key !== null && this.lost.has(key)) await this.redo(key);
-    if (producesKey(req)) {
-      // The worker frees the profile it held before processing another one.
-      this.live.clear();
-      this.lost.clear();
+    await this.slots[0]?.ready;
+    // A profile still held (on OPFS) is not decoded again.
+    const made = keyFor(req);
+    const have = made === null ? undefined : this.produced.get(made);
+    if (have !== undefined && this.store === 'opfs') {
+      const slot = this.slots[have.slot];
+      if (slot !== undefined) {
+        await slot.ready;
+        if (slot.lost.has(made!)) await this.redo(slot, made!);
+        if (slot.live.has(made!)) return have.result as ReplyMap[K];
+      }
     }
-    const value = await this.raw(req, progress);
-    this.record(req, value);
-    return value;
+    const slot = this.route(req);
+    await slot.ready;
+    const key = keyOf(req);
+    if (key !== null && slot.lost.has(key)) await this.redo(slot, key);
+    let job: Job | undefined;
+    if (producesKey(req)) {
+      // With tables in memory the worker frees the profile it held before processing another.
+      if (this.store === 'memory') {
+        slot.live.clear();
+        slot.lost.clear();
+      }
+      job = this.startJob(req, slot.index);
+      slot.decoding++;
+    }
+    try {
+      const value = await this.raw(slot, req, progress, job);
+      this.record(slot, req, value);
+      if (job !== undefined) this.settleJob({ req, job, resolve: () => {}, reject: () => {} }, 'done', null, value);
+      return value;
+    } catch (e) {
+      if (job !== undefined) this.settleJob({ req, job, resolve: () => {}, reject: () => {} }, e instanceof Cancelled ? 'cancelled' : 'failed', e instanceof Error ? e.message : String(e));
+      throw e;
+    } finally {
+      if (job !== undefined) slot.decoding = Math.max(0, slot.decoding - 1);
+    }
   }
 
   /** Keeps what a restart needs from a successful call: the session's requests, the inventory, who produced which key. */
-  private record(req: Request, value: unknown): void {
+  private record(slot: Slot, req: Request, value: unknown): void {
     if (req.op === 'load' || req.op === 'demo') {
       this.session = [req];
       this.inventory = value as Inventory;
       this.produced.clear();
-      this.live.clear();
+      for (const s of this.slots) {
+        s.live.clear();
+        s.lost.clear();
+      }
     } else if (req.op === 'addSources') {
       this.session.push(req);
     } else if (producesKey(req)) {
       const k = (value as { key: string }).key;
-      let file: string | null = null;
-      if (req.op === 'process') {
-        const dev = this.inventory?.profiles.find((q) => q.id === req.profileId)?.devices[req.deviceIndex];
-        file = dev?.ntff ?? null;
-      } else if (req.op === 'processMemory') file = req.path;
-      else if (req.op === 'processSystem') file = this.inventory?.profiles.find((q) => q.id === req.profileId)?.system_files?.join(', ') ?? null;
-      this.produced.set(k, { req, file });
-      this.live = new Set([k]);
+      this.produced.set(k, { req, result: value, file: this.fileOf(req), slot: slot.index });
+      slot.live.add(k);
     }
   }
 
+  /** The picked file(s) a processing request reads. */
+  private fileOf(req: Request): string | null {
+    if (req.op === 'process') {
+      const dev = this.inventory?.profiles.find((q) => q.id === req.profileId)?.devices[req.deviceIndex];
+      return dev?.ntff ?? null;
+    }
+    if (req.op === 'processMemory') return req.path;
+    if (req.op === 'processSystem') return this.inventory?.profiles.find((q) => q.id === req.profileId)?.system_files?.join(', ') ?? null;
+    return null;
+  }
+
+  private startJob(req: Request, worker: number): Job {
+    const file = this.fileOf(req) ?? req.op;
+    const bytes = file
+      .split(', ')
+      .reduce((n, p) => n + (this.inventory?.files.find((f) => f.path === p)?.size ?? 0), 0);
+    const now = performance.now();
+    const job: Job = {
+      id: this.nextId++,
+      file,
+      bytes,
+      worker,
+      state: 'running',
+      stage: 'queued',
+      done: 0,
+      total: 0,
+      rows: 0,
+      storedBytes: 0,
+      wasmMemory: 0,
+      started: now,
+      ended: null,
+      stageStarted: now,
+      error: null,
+    };
+    this.jobList.push(job);
+    this.onJobs(this.jobList);
+    return job;
+  }
+
+  private jobProgress(job: Job, stage: string, done: number, total: number, rows: number | undefined): void {
+    if (stage !== job.stage) {
+      job.stage = stage;
+      job.stageStarted = performance.now();
+    }
+    job.done = done;
+    job.total = total;
+    if (rows !== undefined) job.rows = rows;
+    this.onJobs(this.jobList);
+  }
+
+  private settleJob(p: Pending, state: Job['state'], error: string | null, value?: unknown): void {
+    const job = p.job;
+    if (job === undefined || job.state !== 'running') return;
+    job.state = state;
+    job.error = error;
+    job.ended = performance.now();
+    if (value !== undefined) {
+      const v = value as StoredInfo & { tables?: { rows: number }[] };
+      job.rows = (v.tables ?? []).reduce((n, t) => n + t.rows, 0);
+      job.storedBytes = (v.stored ?? []).reduce((n, t) => n + t.bytes, 0);
+      job.wasmMemory = v.wasm_memory_bytes ?? 0;
+    }
+    this.onJobs(this.jobList);
+  }
+
   /**
-   * Loads the core in the worker. `fault` is the crash-containment test hook (protocol.ts
-   * FaultSpec; main.ts sets it only from the page URL).
+   * Cancels running job `id`: its worker is terminated mid-decode and replaced (the other
+   * profiles that worker held are re-opened from OPFS on first use); the job's call rejects
+   * with `Cancelled`. Returns false when the job is not running.
+   */
+  cancel(id: number): boolean {
+    for (const slot of this.slots) {
+      for (const [pid, p] of slot.pending) {
+        if (p.job?.id !== id) continue;
+        slot.pending.delete(pid);
+        const err = new Cancelled(p.job.file);
+        this.settleJob(p, 'cancelled', err.message);
+        p.reject(err);
+        this.replace(slot, p.req, null);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Loads the core in the first worker (the others start when decodes overlap). `fault` is the
+   * crash-containment test hook (protocol.ts FaultSpec; main.ts sets it only from the page URL).
+   * The OPFS files of earlier page loads are deleted first (files another tab holds stay).
    */
   async init(pkgUrl: string, fault: FaultSpec | null = null): Promise<{ version: string }> {
     this.pkgUrl = pkgUrl;
     this.fault = fault;
-    const v = await this.call({ op: 'init', pkgUrl, fault });
-    this.initialized = true;
+    if (opfsAvailable()) await clearStale().catch(() => {});
+    const slot = this.slots[0] ?? this.addSlot();
+    const v: InitInfo = await this.raw(slot, { op: 'init', pkgUrl, fault, storeDir: this.storeDir(slot) });
+    slot.initialized = true;
+    this.store = v.store ?? 'memory';
+    this.storeNote = v.storeNote ?? null;
     return v;
   }
-  load(files: PickedFile[]): Promise<Inventory> {
-    return this.call({ op: 'load', files });
+  /** Registers the picked files with every running worker (later ones get them when they start). */
+  async load(files: PickedFile[]): Promise<Inventory> {
+    return this.everywhere({ op: 'load', files });
   }
-  demo(): Promise<Inventory> {
-    return this.call({ op: 'demo' });
+  async demo(): Promise<Inventory> {
+    return this.everywhere({ op: 'demo' });
   }
-  process(profileId: string, deviceIndex: number, progress: Progress): Promise<ProcessResult> {
+  private async everywhere(req: Request & ({ op: 'load' } | { op: 'demo' })): Promise<Inventory> {
+    // A new capture: the previous one's stored tables go.
+    if (this.produced.size > 0) await this.clearStored().catch(() => {});
+    const first = this.slots[0];
+    if (first === undefined) throw new Error('the core is not initialised');
+    await Promise.all(this.slots.map((s) => s.ready));
+    const [inv] = await Promise.all(this.slots.map((s) => this.raw(s, req) as Promise<Inventory>));
+    this.record(first, req, inv);
+    return inv as Inventory;
+  }
+  process(profileId: string, deviceIndex: number, progress: Progress): Promise<ProcessResult & StoredInfo> {
     return this.call({ op: 'process', profileId, deviceIndex }, progress);
   }
   /** Decodes the system trace of a System / System+Device profile. */
-  processSystem(profileId: string, progress: Progress): Promise<SystemResult> {
+  processSystem(profileId: string, progress: Progress): Promise<SystemResult & StoredInfo> {
     return this.call({ op: 'processSystem', profileId }, progress);
   }
   /** Decodes a PyTorch memory snapshot (`memory_snapshot_rank<N>.pickle`) of the picked folder. */
-  processMemory(path: string): Promise<MemoryResult> {
+  processMemory(path: string): Promise<MemoryResult & StoredInfo> {
     return this.call({ op: 'processMemory', path });
   }
-  tableIpc(key: string, table: string): Promise<Uint8Array> {
-    return this.call({ op: 'table', key, table, format: 'ipc' });
+  async tableIpc(key: string, table: string): Promise<Uint8Array> {
+    return (await this.call({ op: 'table', key, table, format: 'ipc' })) as Uint8Array;
   }
-  tableParquet(key: string, table: string): Promise<Uint8Array> {
+  /** The table's Parquet file: the stored OPFS file itself (a File), or bytes when tables are in memory. */
+  tableParquet(key: string, table: string): Promise<Uint8Array | Blob> {
     return this.call({ op: 'table', key, table, format: 'parquet' });
   }
   /** Only `columns` of a table (Arrow IPC). */
@@ -319,7 +626,8 @@ export class CoreClient {
   tableRows(key: string, table: string, offset: number, count: number): Promise<Uint8Array> {
     return this.call({ op: 'rows', key, table, offset, count });
   }
-  bundle(key: string): Promise<Uint8Array> {
+  /** Zip of every table: a File on OPFS (streamed there by the core), or bytes. */
+  bundle(key: string): Promise<Uint8Array | Blob> {
     return this.call({ op: 'bundle', key });
   }
   /** The picked source files (indexed on first call). */
@@ -345,4 +653,25 @@ export class CoreClient {
   conform(key: string, exportJson: Uint8Array): Promise<ConformReport> {
     return this.call({ op: 'conform', key, exportJson });
   }
+  /** Deletes every stored profile of every worker (OPFS files and the tables in memory); they are processed again when opened. */
+  async clearStored(): Promise<void> {
+    await Promise.all(this.slots.map(async (s) => {
+      await s.ready;
+      await this.raw(s, { op: 'clearStore', key: null });
+      s.live.clear();
+      s.lost.clear();
+    }));
+    this.produced.clear();
+    if (opfsAvailable()) await clearStale(new Set(this.slots.map((s) => s.dir))).catch(() => {});
+  }
+  /** Bytes stored per worker and the origin's storage estimate (the first worker's). */
+  async storeInfo(): Promise<{ workers: StoreInfo[] }> {
+    const workers = await Promise.all(this.slots.map(async (s) => {
+      await s.ready;
+      return this.raw(s, { op: 'storeInfo' });
+    }));
+    return { workers };
+  }
+  /** Name of the top OPFS directory (for tests and the jobs view). */
+  static readonly storeDirName = STORE_DIR;
 }

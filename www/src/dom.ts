@@ -32,8 +32,9 @@ export function byId<T extends HTMLElement = HTMLElement>(id: string): T {
 }
 
 /** Offers `bytes` as a file download (blob: URL, no network). */
-export function download(bytes: Uint8Array, name: string, type = 'application/octet-stream'): void {
-  const blob = new Blob([bytes as Uint8Array<ArrayBuffer>], { type });
+export function download(bytes: Uint8Array | Blob, name: string, type = 'application/octet-stream'): void {
+  // A Blob (e.g. a stored OPFS file) is wrapped, not read.
+  const blob = new Blob([bytes as Uint8Array<ArrayBuffer> | Blob], { type });
   const url = URL.createObjectURL(blob);
   const a = h('a', { href: url, download: name, style: 'display:none' });
   document.body.append(a);

@@ -6,6 +6,7 @@ import type { Inventory, MemoryResult, ProcessResult, ProfileEntry, SystemResult
 import { CoreClient, CoreCrash } from './client.ts';
 import { byId, download, h, nodes } from './dom.ts';
 import { bytes, cell, int, ns } from './format.ts';
+import { mountJobs } from './views/jobs.ts';
 import { directoryPicker, filesFromDrop, filesFromInput, pickWithDirectoryPicker } from './picker.ts';
 import type { FaultSpec, PickedFile } from './protocol.ts';
 import { foldedProblems, isPaired, memorySnapshots, renderProfiles } from './views/profiles.ts';
@@ -712,6 +713,10 @@ function boot(): void {
   coreReady = client.init(pkgUrl, faultFromUrl()).then(
     ({ version }) => {
       byId('version').textContent = `core ${version}`;
+      const jobs = h('div', { id: 'jobs' });
+      // Below the sticky top bar, not in it: it scrolls away with the page.
+      (byId('progress').closest('header') ?? byId('progress')).after(jobs);
+      mountJobs(jobs, client);
       if (document.body.dataset['state'] === 'boot') setState('idle');
     },
     (e: unknown) => {

@@ -4,7 +4,8 @@
 //                                           worker ──Reply{id, ok, …}──▶ page
 //
 // Every request gets exactly one reply with the same id; `process` may send progress events first.
-// Bulk bytes (Arrow IPC, Parquet, zip) are transferred, never copied.
+// Bulk bytes (Arrow IPC) are transferred, never copied; Parquet files and zips stored on OPFS
+// cross as File objects (a handle on the stored file, nothing read).
 
 import type { ConformReport, Inventory, MemoryResult, ProcessResult, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SystemResult } from './api.ts';
 
@@ -43,8 +44,47 @@ export interface CrashInfo {
   memoryBytes: number;
 }
 
+/** Where a worker keeps processed tables. */
+export type StoreKind = 'opfs' | 'memory';
+
+/** One table of a processed profile as the worker stored it (crate/src/wasm.rs `Session::store`). */
+export interface StoredTable {
+  name: string;
+  kind: StoreKind;
+  /** Parquet bytes. */
+  bytes: number;
+  /** File name in the worker's OPFS directory (opfs only): a restarted worker re-opens it. */
+  file?: string;
+}
+
+/** What every processing reply carries besides its own result (worker.ts). */
+export interface StoredInfo {
+  /** Where each table went. */
+  stored?: StoredTable[];
+  /** wasm memory of the worker after the call, bytes (it never shrinks: the high-water mark). */
+  wasm_memory_bytes?: number;
+}
+
+/** Reply to init: the core version and where tables will be kept. */
+export interface InitInfo {
+  version: string;
+  store: StoreKind;
+  /** Why tables stay in memory (no OPFS here), with the size limit that implies; null with OPFS. */
+  storeNote: string | null;
+}
+
+/** What the worker's OPFS store holds (the `storeInfo` request). */
+export interface StoreInfo {
+  store: StoreKind;
+  /** Bytes in this worker's files. */
+  bytes: number;
+  /** navigator.storage.estimate() of the whole origin (bytes; null when unknown). */
+  usage: number | null;
+  quota: number | null;
+}
+
 export type Request =
-  | { op: 'init'; pkgUrl: string; fault?: FaultSpec | null }
+  | { op: 'init'; pkgUrl: string; fault?: FaultSpec | null; storeDir?: string | null }
   | { op: 'load'; files: PickedFile[] }
   | { op: 'demo' }
   | { op: 'process'; profileId: string; deviceIndex: number }
@@ -59,26 +99,36 @@ export type Request =
   | { op: 'sourceText'; path: string }
   | { op: 'sourceResolve'; locations: string[] }
   | { op: 'sourceHeat'; key: string }
-  | { op: 'conform'; key: string; exportJson: Uint8Array };
+  | { op: 'conform'; key: string; exportJson: Uint8Array }
+  /** Re-registers tables a previous worker stored on OPFS (after a crash or a cancel). */
+  | { op: 'reopen'; key: string; tables: { name: string; rows: number; file: string }[] }
+  /** Deletes this worker's stored tables (every profile, or `key`'s) and forgets them. */
+  | { op: 'clearStore'; key?: string | null }
+  | { op: 'storeInfo' };
 
 /** What each request resolves to. */
 export interface ReplyMap {
-  init: { version: string };
+  init: InitInfo;
   load: Inventory;
   demo: Inventory;
-  process: ProcessResult;
-  processSystem: SystemResult;
-  processMemory: MemoryResult;
-  table: Uint8Array;
+  process: ProcessResult & StoredInfo;
+  processSystem: SystemResult & StoredInfo;
+  processMemory: MemoryResult & StoredInfo;
+  /** Arrow IPC bytes; Parquet as the stored file (a File) or bytes (memory store). */
+  table: Uint8Array | Blob;
   columns: Uint8Array;
   rows: Uint8Array;
-  bundle: Uint8Array;
+  /** The zip: a File on OPFS, or bytes (memory store). */
+  bundle: Uint8Array | Blob;
   sources: SourceListing;
   addSources: SourceInputLoad[];
   sourceText: string | null;
   sourceResolve: SourceResolved[];
   sourceHeat: SourceHeat;
   conform: ConformReport;
+  reopen: null;
+  clearStore: null;
+  storeInfo: StoreInfo;
 }
 
 export type Envelope = Request & { id: number };
@@ -86,5 +136,6 @@ export type Envelope = Request & { id: number };
 export type FromWorker =
   | { kind: 'reply'; id: number; ok: true; value: unknown }
   | { kind: 'reply'; id: number; ok: false; error: string; crash?: CrashInfo }
-  | { kind: 'progress'; id: number; stage: string; done: number; total: number }
+  /** `rows`: rows written to the tables so far (absent from older cores). */
+  | { kind: 'progress'; id: number; stage: string; done: number; total: number; rows?: number }
   | { kind: 'fatal'; error: string };

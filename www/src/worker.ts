@@ -1,9 +1,27 @@
 // The worker owns the wasm core and one Session (the picked files). It never touches the DOM; the
 // page talks to it through protocol.ts. Files arrive as File/Blob handles: the core reads them in
 // slices (FileReaderSync), so a multi-GB NTFF is never read whole here or on the page.
+// Processed tables go to this worker's OPFS directory as they are written (opfs.ts); only the
+// row groups and columns a view asks for are read back into wasm memory.
 
-import type { Inventory, WasmModule, WasmSession } from './api.ts';
-import type { CrashInfo, Envelope, FaultSpec, FromWorker } from './protocol.ts';
+import type { Inventory, WasmModule as CoreModule, WasmSession as CoreSession } from './api.ts';
+import type { CrashInfo, Envelope, FaultSpec, FromWorker, StoredInfo, StoredTable } from './protocol.ts';
+import { FileStore, opfsAvailable } from './opfs.ts';
+
+/** The core's storage calls (crate/src/wasm.rs, crate/src/store.rs); optional: older cores lack them. */
+interface WasmSession extends CoreSession {
+  /** File-store id of a table kept on OPFS (undefined: in memory). */
+  table_file?(key: string, table: string): number | undefined;
+  /** Writes the zip of every table of `key` to a new store file; its id (undefined: no store). */
+  bundle_file?(key: string): number | undefined;
+  /** Registers re-opened stored files as profile `key`'s tables. */
+  adopt?(key: string, tables: { name: string; rows: number; file: number; bytes: number }[]): void;
+}
+interface WasmModule extends Omit<CoreModule, 'Session'> {
+  Session: new () => WasmSession;
+  /** Installs the OPFS file store new tables are written to (opfs.ts FileStore). */
+  set_file_store?(store: FileStore | null): void;
+}
 
 /** The part of DedicatedWorkerGlobalScope used here (the DOM lib is the one type-checked). */
 interface WorkerScope {
@@ -26,6 +44,66 @@ let lastPanic: string | null = null;
 let exports: { memory?: WebAssembly.Memory } = {};
 /** Crash-containment test hook from the page URL (protocol.ts FaultSpec); null for users. */
 let fault: FaultSpec | null = null;
+/** This worker's OPFS store; null: tables stay in wasm memory. */
+let store: FileStore | null = null;
+/** Why there is no store (shown before decoding); null with one. */
+let storeNote: string | null = null;
+
+/** NTFF that fits in wasm32's 4 GiB when tables stay in memory: a 1 GB synthetic NTFF took 1.86 GB (decode state plus its Parquet; scripts/bench-wasm.mjs --store memory). */
+const MEMORY_LIMIT_TEXT = 'about 2 GB of NTFF per worker';
+
+/** OPFS bytes a decode needs per input byte: the stored Parquet was 0.43 × the NTFF at 1 GB (synthetic, scripts/bench-wasm.mjs); rounded up. */
+const STORED_PER_INPUT = 0.6;
+
+/** Bytes of the picked files at `paths`. */
+function inputBytes(paths: (string | null | undefined)[]): number {
+  let n = 0;
+  for (const p of paths) n += scanned?.files.find((f) => f.path === p)?.size ?? 0;
+  return n;
+}
+
+/** Before a call that writes tables: free files ready, and room on disk for about `input` × STORED_PER_INPUT bytes. */
+async function prepareStore(input: number): Promise<void> {
+  if (store === null) return;
+  const est = await navigator.storage.estimate().catch(() => null);
+  if (est?.quota !== undefined && est.usage !== undefined) {
+    const free = est.quota - est.usage;
+    const need = input * STORED_PER_INPUT;
+    if (need > free) {
+      throw new Error(
+        `not enough disk space for the tables: about ${mb(need)} needed, ${mb(free)} left of the browser's storage quota for this page (${mb(est.quota)}). ` +
+          'Free disk space, or use “Clear stored profiles”, then try again',
+      );
+    }
+  }
+  await store.prepare();
+}
+
+function mb(n: number): string {
+  return n >= 1e9 ? `${(n / 1e9).toFixed(2)} GB` : `${(n / 1e6).toFixed(1)} MB`;
+}
+
+/** Keys of the profiles this worker holds. */
+const storedKeys = new Set<string>();
+
+/** Adds the stored files' names to a processing result (the page re-opens them after a restart). */
+function withFiles<T extends StoredInfo & { key: string }>(result: T): T {
+  storedKeys.add(result.key);
+  const raw = (result.stored ?? []) as (StoredTable & { file?: unknown })[];
+  result.stored = raw.map((t) => {
+    const id = typeof t.file === 'number' ? t.file : null;
+    const out: StoredTable = { name: t.name, kind: t.kind, bytes: Number(t.bytes) };
+    if (id !== null && store !== null) out.file = store.nameOf(id);
+    return out;
+  });
+  return result;
+}
+
+/** Frees the processed profile on screen before another is processed, when tables live in wasm memory (OPFS keeps them all). */
+function releaseShown(s: WasmSession): void {
+  if (store === null && shown !== null) s.release(shown);
+  shown = null;
+}
 
 function post(msg: FromWorker, transfer: Transferable[] = []): void {
   scope.postMessage(msg, transfer);
@@ -116,7 +194,21 @@ async function handle(msg: Envelope): Promise<void> {
         wasm = mod;
       }
       fault = msg.fault ?? null;
-      post({ kind: 'reply', id, ok: true, value: { version: core().version() } });
+      if (msg.storeDir && opfsAvailable() && wasm.set_file_store !== undefined) {
+        try {
+          store = await FileStore.open(msg.storeDir);
+          wasm.set_file_store(store);
+        } catch (e) {
+          store = null;
+          storeNote = `the browser's private file storage (OPFS) failed to open (${describe(e)})`;
+        }
+      } else if (msg.storeDir) {
+        storeNote = 'this browser gives the page no private file storage (OPFS, missing in some private windows)';
+      } else {
+        storeNote = 'the page was opened with ?store=memory';
+      }
+      if (store === null) storeNote += `: tables stay in wasm memory, which holds ${MEMORY_LIMIT_TEXT}; larger files will fail`;
+      post({ kind: 'reply', id, ok: true, value: { version: core().version(), store: store === null ? 'memory' : 'opfs', storeNote } });
       return;
     }
     case 'load': {
@@ -136,46 +228,52 @@ async function handle(msg: Envelope): Promise<void> {
     }
     case 'process': {
       const s = current();
-      // The page shows one device profile at a time: free the previous one's tables first.
-      if (shown !== null) s.release(shown);
-      shown = null;
+      releaseShown(s);
+      await prepareStore(inputBytes([ntffOf(msg.profileId, msg.deviceIndex)]));
       // Test hook only: the core fails at its next NTFF progress report, inside this call.
       core().arm_test_fault?.(faultFor(msg.profileId, msg.deviceIndex), 'process');
       shownNtff = '';
-      const result = s.process(msg.profileId, msg.deviceIndex, (stage, done, total) => {
-        post({ kind: 'progress', id, stage, done: Number(done), total: Number(total) });
+      const result = s.process(msg.profileId, msg.deviceIndex, (stage: string, done: number, total: number, rows?: number) => {
+        post({ kind: 'progress', id, stage, done: Number(done), total: Number(total), rows: Number(rows ?? 0) });
       });
       shown = result.key;
       shownNtff = ntffOf(msg.profileId, msg.deviceIndex);
-      post({ kind: 'reply', id, ok: true, value: result });
+      post({ kind: 'reply', id, ok: true, value: withFiles(result) });
       return;
     }
     case 'processSystem': {
       const s = current();
       if (s.process_system === undefined) throw new Error('this build of the core cannot decode system traces');
-      // One processed profile at a time, system or device.
-      if (shown !== null) s.release(shown);
-      shown = null;
-      const result = s.process_system(msg.profileId, (stage, done, total) => {
-        post({ kind: 'progress', id, stage, done: Number(done), total: Number(total) });
+      releaseShown(s);
+      await prepareStore(inputBytes(scanned?.profiles.find((p) => p.id === msg.profileId)?.system_files ?? []));
+      const result = s.process_system(msg.profileId, (stage: string, done: number, total: number, rows?: number) => {
+        post({ kind: 'progress', id, stage, done: Number(done), total: Number(total), rows: Number(rows ?? 0) });
       });
       shown = result.key;
-      post({ kind: 'reply', id, ok: true, value: result });
+      post({ kind: 'reply', id, ok: true, value: withFiles(result) });
       return;
     }
     case 'processMemory': {
       const s = current();
       if (s.process_memory === undefined) throw new Error('this build of the core cannot read memory snapshots');
-      if (shown !== null) s.release(shown);
-      shown = null;
+      releaseShown(s);
+      await prepareStore(inputBytes([msg.path]));
       const result = s.process_memory(msg.path);
       shown = result.key;
-      post({ kind: 'reply', id, ok: true, value: result });
+      post({ kind: 'reply', id, ok: true, value: withFiles(result) });
       return;
     }
     case 'table': {
       const s = current();
       if (msg.format === 'parquet') armTableFault('table', msg.table);
+      if (msg.format === 'parquet' && store !== null && s.table_file !== undefined) {
+        // On OPFS: hand out the stored file itself (a File, nothing read through wasm).
+        const file = s.table_file(msg.key, msg.table);
+        if (file !== undefined) {
+          post({ kind: 'reply', id, ok: true, value: await store.file(file) });
+          return;
+        }
+      }
       const bytes = msg.format === 'ipc' ? s.table_ipc(msg.key, msg.table) : s.table_parquet(msg.key, msg.table);
       replyBytes(id, bytes);
       return;
@@ -194,7 +292,44 @@ async function handle(msg: Envelope): Promise<void> {
       return;
     }
     case 'bundle': {
-      replyBytes(id, current().bundle_zip(msg.key));
+      const s = current();
+      if (store !== null && s.bundle_file !== undefined) {
+        // Streamed from the stored tables into a new OPFS file; the previous zip of this profile goes.
+        await store.dropTable(msg.key, 'bundle.zip');
+        await store.prepare();
+        const file = s.bundle_file(msg.key);
+        if (file !== undefined) {
+          post({ kind: 'reply', id, ok: true, value: await store.file(file) });
+          return;
+        }
+      }
+      replyBytes(id, s.bundle_zip(msg.key));
+      return;
+    }
+    case 'reopen': {
+      const s = current();
+      if (store === null || s.adopt === undefined) throw new Error('no OPFS store to re-open stored tables from');
+      const ids = await store.reopen(msg.key, msg.tables.map((t) => ({ table: t.name, name: t.file })));
+      s.adopt(msg.key, msg.tables.map((t, i) => ({ name: t.name, rows: t.rows, file: ids[i]?.id ?? -1, bytes: ids[i]?.bytes ?? 0 })));
+      storedKeys.add(msg.key);
+      post({ kind: 'reply', id, ok: true, value: null });
+      return;
+    }
+    case 'clearStore': {
+      const s = current();
+      const key = msg.key ?? null;
+      if (key !== null) s.release(key);
+      else for (const k of [...storedKeys]) s.release(k);
+      if (key === null) storedKeys.clear();
+      else storedKeys.delete(key);
+      if (key === null || key === shown) shown = null;
+      await store?.drop(key);
+      post({ kind: 'reply', id, ok: true, value: null });
+      return;
+    }
+    case 'storeInfo': {
+      const est = await navigator.storage?.estimate?.().catch(() => null);
+      post({ kind: 'reply', id, ok: true, value: { store: store === null ? 'memory' : 'opfs', bytes: store?.bytes() ?? 0, usage: est?.usage ?? null, quota: est?.quota ?? null } });
       return;
     }
     case 'sources': {

@@ -339,29 +339,31 @@ pub fn zip_bundle<W: Write + Seek>(tables: &Tables, prefix: &str, out: W) -> Res
     zip_files(files.iter().map(|(n, b)| (n.as_str(), b.as_slice())), out)
 }
 
-/// Writes `(path, bytes)` entries into a zip archive, stored (the entries are Parquet files,
-/// already compressed).
-pub fn zip_files<'a, W: Write + Seek>(
-    files: impl Iterator<Item = (&'a str, &'a [u8])>,
+/// Writes `(path, contents)` entries into a zip archive, stored (the entries are Parquet files,
+/// already compressed). Each entry is copied from its reader (a `&[u8]`, or a stored table read
+/// in pieces, crate::store), so nothing needs to be whole in memory.
+pub fn zip_files<N: AsRef<str>, R: std::io::Read, W: Write + Seek>(
+    files: impl Iterator<Item = (N, R)>,
     out: W,
 ) -> Result<W> {
     let mut z = zip::ZipWriter::new(out);
     let opts = zip::write::SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Stored)
         .large_file(true);
-    for (name, bytes) in files {
-        z.start_file(name, opts)
+    for (name, mut contents) in files {
+        z.start_file(name.as_ref(), opts)
             .map_err(|e| Error::Other(format!("zip: {e}")))?;
-        z.write_all(bytes)?;
+        std::io::copy(&mut contents, &mut z)?;
     }
     z.finish().map_err(|e| Error::Other(format!("zip: {e}")))
 }
 
-/// Reads batches back from an in-memory Parquet file: only the top-level `columns` (all when
-/// `None`), rows `offset .. offset + limit`. Memory: one batch of up to 64 Ki rows per call of
-/// the reader plus the result.
-pub fn read_parquet(
-    parquet: bytes::Bytes,
+/// Reads batches back from a Parquet file (in-memory `Bytes`, or a stored table,
+/// crate::store::TableBytes): only the top-level `columns` (all when `None`), rows
+/// `offset .. offset + limit`; only those column chunks are read. Memory: one batch of up to
+/// 64 Ki rows per call of the reader plus the result.
+pub fn read_parquet<T: parquet::file::reader::ChunkReader + 'static>(
+    parquet: T,
     columns: Option<&[String]>,
     offset: usize,
     limit: Option<usize>,

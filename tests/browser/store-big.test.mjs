@@ -1,0 +1,100 @@
+// Bounded memory and cancel on a synthetic NTFF of a few hundred MB (`neuronscope synth DIR
+// --ntff-mb N`, written to the temp directory by the CLI the Rust tests build: target/ci or
+// target/release). Asserts memory, not time: the worker's wasm memory after the decode stays under
+// 512 MiB because the tables stream to OPFS; no request leaves 127.0.0.1; a decode cancelled
+// mid-way ends as "cancelled" and the replacement worker takes the next decode.
+// NEURONSCOPE_BIG_MB overrides the NTFF size (default 200), NEURONSCOPE_BIN the CLI used to write it.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { foreignRequests, launch, REPO, requireBuild, serve } from './harness.mjs';
+
+const MB = Number(process.env.NEURONSCOPE_BIG_MB ?? 200);
+const LIMIT = 512 * 1024 * 1024;
+let server;
+let dir;
+
+before(async () => {
+  requireBuild();
+  const bin = process.env.NEURONSCOPE_BIN ?? ['ci', 'release', 'debug'].map((p) => join(REPO, 'target', p, 'neuronscope')).find((p) => existsSync(p));
+  if (bin === undefined) throw new Error('no neuronscope CLI under target/{ci,release,debug}: run "cargo build --release" (or the Rust tests) first');
+  dir = mkdtempSync(join(tmpdir(), 'nscope-store-big-'));
+  execFileSync(bin, ['synth', dir, '--ntff-mb', String(MB)], { stdio: 'ignore' });
+  server = await serve();
+});
+after(async () => {
+  await server?.close();
+  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+});
+
+/** Picks the synthetic folder; the page starts decoding its device at once. */
+async function pick(page, query = '') {
+  await page.goto(`${server.origin}/${query}`);
+  await page.waitForFunction(() => document.body.dataset.state === 'idle', null, { timeout: 30_000 });
+  await page.setInputFiles('[data-testid=folder-input]', dir);
+}
+
+function job(page, n) {
+  return page.locator('[data-testid=job]').nth(n);
+}
+
+test(`a ${MB} MB synthetic NTFF decodes with the worker's wasm memory under 512 MiB, tables on OPFS, no request off 127.0.0.1`, async (t) => {
+  const b = await launch();
+  try {
+    const { page } = b;
+    await pick(page);
+    await page.waitForFunction(() => ['done', 'failed'].includes(document.querySelector('[data-testid=job]')?.dataset.state ?? ''), null, { timeout: 600_000 });
+    const j = job(page, 0);
+    assert.equal(await j.getAttribute('data-state'), 'done', await j.innerText());
+    const mem = Number(await j.getAttribute('data-wasm-memory'));
+    const stored = Number(await j.getAttribute('data-stored-bytes'));
+    t.diagnostic(`wasm memory ${mem} bytes, ${stored} bytes of Parquet on OPFS: ${await j.innerText()}`);
+    assert.ok(mem > 0 && mem < LIMIT, `wasm memory ${mem} bytes < 512 MiB`);
+    assert.ok(stored > 10e6, `Parquet stored on OPFS: ${stored} bytes`);
+    assert.ok(Number(await j.getAttribute('data-rows')) > 1e6, 'millions of rows');
+    assert.deepEqual(foreignRequests(b.requests, server.origin), [], 'no request left 127.0.0.1');
+  } finally {
+    await b.close();
+  }
+});
+
+test('a decode cancelled mid-way ends as cancelled, its worker is replaced, and the replacement takes the next decode', async () => {
+  const b = await launch();
+  try {
+    const { page } = b;
+    const workers = [];
+    page.on('worker', (w) => {
+      const entry = { closed: false };
+      workers.push(entry);
+      w.on('close', () => (entry.closed = true));
+    });
+    await pick(page);
+    // Mid-NTFF: some bytes done, progress reported.
+    await page.waitForFunction(() => /MiB of/.test(document.querySelector('[data-testid=job]')?.textContent ?? ''), null, { timeout: 120_000 });
+    await job(page, 0).locator('[data-testid=job-cancel]').click();
+    await page.waitForFunction(() => document.querySelector('[data-testid=job]')?.dataset.state === 'cancelled', null, { timeout: 30_000 });
+    assert.match(await job(page, 0).innerText(), /cancelled after/);
+    await page.waitForFunction(() => document.body.dataset.state !== 'processing', null, { timeout: 30_000 });
+    assert.equal(workers.length, 2, 'a replacement worker was started');
+    // Playwright reports the terminated worker's close a little later.
+    for (let i = 0; i < 100 && !workers[0].closed; i++) await new Promise((ok) => setTimeout(ok, 100));
+    assert.deepEqual(workers.map((w) => w.closed), [true, false], 'the cancelled worker was terminated');
+
+    // The device again: the replacement worker decodes it (progress arrives), then cancel that too.
+    await page.locator('[data-testid=device]').first().click();
+    await page.waitForFunction(() => {
+      const js = document.querySelectorAll('[data-testid=job]');
+      return js.length === 2 && /MiB of/.test(js[1]?.textContent ?? '');
+    }, null, { timeout: 120_000 });
+    await job(page, 1).locator('[data-testid=job-cancel]').click();
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid=job]')[1]?.getAttribute('data-state') === 'cancelled', null, { timeout: 30_000 });
+    assert.deepEqual(b.errors, [], 'no uncaught page errors');
+    assert.deepEqual(foreignRequests(b.requests, server.origin), [], 'no request left 127.0.0.1');
+  } finally {
+    await b.close();
+  }
+});

@@ -1,0 +1,101 @@
+// What the workers are doing: one line per decode (file, worker, stage, bytes, rows, ETA, a
+// Cancel button), where the tables are kept (OPFS or memory, with the memory limit said before
+// anything is decoded), the bytes stored and a "Clear stored profiles" control.
+
+import type { CoreClient, Job } from '../client.ts';
+import { h } from '../dom.ts';
+import { bytes, int } from '../format.ts';
+
+/** Seconds left of a stage from its rate so far (null until there is a rate to go by). */
+export function etaSeconds(job: Pick<Job, 'done' | 'total' | 'stageStarted' | 'state'>, now: number): number | null {
+  if (job.state !== 'running' || job.total <= 0 || job.done <= 0 || job.done >= job.total) return null;
+  const elapsed = (now - job.stageStarted) / 1000;
+  if (elapsed < 0.5) return null;
+  return ((job.total - job.done) * elapsed) / job.done;
+}
+
+function duration(s: number): string {
+  if (s < 60) return `${Math.ceil(s)} s`;
+  const m = Math.floor(s / 60);
+  return `${m} min ${Math.round(s - m * 60)} s`;
+}
+
+/** One job as text (also the line's `title`). */
+export function jobText(job: Job, now: number): string {
+  const name = job.file.replace(/^.*\//, '');
+  const took = ((job.ended ?? now) - job.started) / 1000;
+  switch (job.state) {
+    case 'running': {
+      // Byte stages (NTFF, system files) report bytes; small item counts are shown as n/m.
+      const amount = job.total > 4096 ? `${bytes(job.done)} of ${bytes(job.total)}` : job.total > 0 ? `${job.done}/${job.total}` : '';
+      const eta = etaSeconds(job, now);
+      return [`${name}: ${job.stage}`, amount, job.rows > 0 ? `${int(job.rows)} rows` : '', eta === null ? '' : `about ${duration(eta)} left`]
+        .filter((x) => x !== '')
+        .join(' · ');
+    }
+    case 'done':
+      return `${name}: done in ${duration(took)} · ${int(job.rows)} rows · ${bytes(job.storedBytes)} stored · ${(job.bytes / 1e6 / Math.max(took, 1e-3)).toFixed(1)} MB/s`;
+    case 'cancelled':
+      return `${name}: cancelled after ${duration(took)}`;
+    case 'failed':
+      return `${name}: failed (${job.error ?? 'unknown error'})`;
+  }
+}
+
+/** The jobs panel; re-renders on every job change of `client` (at most once per animation frame). */
+export function mountJobs(root: HTMLElement, client: CoreClient): void {
+  root.classList.add('jobs');
+  root.dataset['testid'] = 'jobs';
+  let queued = false;
+  const list = h('ul', { class: 'jobs-list small', 'data-testid': 'jobs-list' });
+  const store = h('div', { class: 'muted small', 'data-testid': 'jobs-store' });
+  const clear = h('button', { class: 'btn small', 'data-testid': 'clear-stored', title: 'Delete the tables kept in this browser for the profiles opened so far' }, 'Clear stored profiles');
+  clear.addEventListener('click', () => {
+    clear.setAttribute('disabled', '');
+    void client
+      .clearStored()
+      .then(() => (store.textContent = 'Stored profiles cleared; they are decoded again when opened.'))
+      .catch((e: unknown) => (store.textContent = `Clearing failed: ${e instanceof Error ? e.message : String(e)}`))
+      .finally(() => clear.removeAttribute('disabled'));
+  });
+  root.replaceChildren(store, list, clear);
+  store.dataset['store'] = client.store;
+
+  const storeLine = (): string => {
+    if (client.store === 'memory') return `Tables in memory: ${client.storeNote ?? 'no local file storage'}.`;
+    const stored = client.jobs.filter((j) => j.state === 'done').reduce((n, j) => n + j.storedBytes, 0);
+    return `Tables stored on this machine (browser storage for this page, never uploaded): ${bytes(stored)} · ${client.workers} of up to ${client.maxWorkers} workers`;
+  };
+  const render = (): void => {
+    queued = false;
+    const now = performance.now();
+    store.textContent = storeLine();
+    const jobs = client.jobs.slice(-8);
+    list.replaceChildren(
+      ...jobs.map((j) => {
+        const text = jobText(j, now);
+        const cancel = j.state === 'running'
+          ? h('button', { class: 'btn small', 'data-testid': 'job-cancel', onclick: () => client.cancel(j.id) }, 'Cancel')
+          : null;
+        const attrs = { 'data-testid': 'job', 'data-state': j.state, 'data-worker': j.worker, 'data-file': j.file, 'data-rows': j.rows, 'data-stored-bytes': j.storedBytes, 'data-wasm-memory': j.wasmMemory, title: text };
+        return h('li', attrs, text, ' ', cancel);
+      }),
+    );
+    root.hidden = client.jobs.length === 0 && client.store === 'opfs';
+  };
+  const schedule = (): void => {
+    if (queued) return;
+    queued = true;
+    requestAnimationFrame(render);
+  };
+  const prev = client.onJobs;
+  client.onJobs = (jobs) => {
+    prev(jobs);
+    schedule();
+  };
+  // The ETA moves between progress reports.
+  setInterval(() => {
+    if (client.jobs.some((j) => j.state === 'running')) schedule();
+  }, 1000);
+  schedule();
+}
