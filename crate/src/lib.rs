@@ -18,6 +18,7 @@ pub mod ntff;
 pub mod pairing;
 pub mod pb;
 pub mod profile;
+pub mod range;
 pub mod sink;
 pub mod sniff;
 pub mod source;
