@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { SHOTS, foreignRequests, launch, requireBuild, sample, serve, waitReady } from './harness.mjs';
+import { SHOTS, foreignRequests, launch, requireBuild, sample, serve, showView, waitReady } from './harness.mjs';
 
 let server;
 
@@ -37,6 +37,7 @@ test('fused_fp32_s512: the device view compares with the folder\'s JSON export',
     await page.setInputFiles('[data-testid=folder-input]', dir);
     await waitReady(page);
 
+    await showView(page, 'compare');
     const run = page.locator('[data-testid=conform-run]');
     assert.equal(await run.count(), 1, 'the folder has an export: the button is shown');
     await run.click();

@@ -183,3 +183,25 @@ export function zipEntryNames(bytes) {
   }
   return names;
 }
+
+/** Shows workspace view `name` (summary, timeline, system, memory, source, tables, compare) by clicking its tab. */
+export async function showView(page, name) {
+  await page.click(`[data-testid=tab-${name}]`);
+  await page.waitForFunction((n) => document.body.dataset.view === n, name);
+}
+
+/**
+ * Scrolls the track list of canvas `testid` so the band `top`..`top + height` (CSS px from the
+ * canvas top) is on screen, and returns the canvas's bounding box after the scroll.
+ */
+export async function revealBand(page, top, height, testid = 'timeline-canvas') {
+  await page.evaluate(([testid, top, height]) => {
+    const c = document.querySelector(`[data-testid=${testid}]`);
+    const wrap = c?.parentElement;
+    if (!wrap) return;
+    // Below the pinned axis strip (28 px) and inside the wrapper's visible height.
+    const visible = wrap.clientHeight;
+    if (top < wrap.scrollTop + 30 || top + height > wrap.scrollTop + visible) wrap.scrollTop = Math.max(0, top - Math.min(80, visible / 3));
+  }, [testid, top, height]);
+  return page.locator(`[data-testid=${testid}]`).boundingBox();
+}

@@ -7,7 +7,7 @@
 // is processed again on its first use. Every other profile is processed on demand as before.
 
 import type { CrashInfo, FaultSpec, FromWorker, PickedFile, ReplyMap, Request } from './protocol.ts';
-import type { ConformReport, Inventory, MemoryResult, ProcessResult, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SystemResult } from './api.ts';
+import type { ConformReport, Inventory, MemoryResult, ProcessResult, RangeSummary, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SystemResult } from './api.ts';
 
 type Progress = (stage: string, done: number, total: number) => void;
 
@@ -166,6 +166,7 @@ export class CoreClient {
       case 'sourceResolve': step = 'source location lookup'; break;
       case 'sourceHeat': step = 'device time per source line'; file = fileOfKey(req.key); break;
       case 'conform': step = 'comparison with the JSON export'; file = fileOfKey(req.key); break;
+      case 'rangeSummary': step = 'selection summary'; file = fileOfKey(req.key); break;
     }
     const detail = info.panic !== null
       ? info.panic.replace(/\n/g, ' ')
@@ -340,6 +341,10 @@ export class CoreClient {
   /** Device time per source location of processed device profile `key`. */
   sourceHeat(key: string): Promise<SourceHeat> {
     return this.call({ op: 'sourceHeat', key });
+  }
+  /** What device profile `key` did in [start, end) ns: busy per engine, top opcodes, DMA per queue. */
+  rangeSummary(key: string, start: number, end: number, top = 12): Promise<RangeSummary> {
+    return this.call({ op: 'rangeSummary', key, start, end, top });
   }
   /** Field-by-field comparison of processed profile `key` with an AWS JSON export's bytes. */
   conform(key: string, exportJson: Uint8Array): Promise<ConformReport> {

@@ -6,7 +6,7 @@
 // Every request gets exactly one reply with the same id; `process` may send progress events first.
 // Bulk bytes (Arrow IPC, Parquet, zip) are transferred, never copied.
 
-import type { ConformReport, Inventory, MemoryResult, ProcessResult, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SystemResult } from './api.ts';
+import type { ConformReport, Inventory, MemoryResult, ProcessResult, RangeSummary, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SystemResult } from './api.ts';
 
 /** A picked file: its path relative to the picked folder ('/'-separated) and the File itself. */
 export interface PickedFile {
@@ -59,6 +59,7 @@ export type Request =
   | { op: 'sourceText'; path: string }
   | { op: 'sourceResolve'; locations: string[] }
   | { op: 'sourceHeat'; key: string }
+  | { op: 'rangeSummary'; key: string; start: number; end: number; top: number }
   | { op: 'conform'; key: string; exportJson: Uint8Array };
 
 /** What each request resolves to. */
@@ -78,6 +79,7 @@ export interface ReplyMap {
   sourceText: string | null;
   sourceResolve: SourceResolved[];
   sourceHeat: SourceHeat;
+  rangeSummary: RangeSummary;
   conform: ConformReport;
 }
 
