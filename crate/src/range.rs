@@ -103,6 +103,9 @@ pub const DMA_COLUMNS: [&str; 5] = [
     "transfer_bytes",
 ];
 
+/// Merged busy intervals `[start, end)`, ns, sorted.
+type Intervals = Vec<(i64, i64)>;
+
 /// An int64 or int32 column by name (`None` when absent or of another type).
 enum Ints<'a> {
     I64(&'a Int64Array),
@@ -214,7 +217,7 @@ pub fn range_summary(
         }
     };
     let mut engines = Vec::new();
-    let mut by_engine: BTreeMap<String, (Vec<Vec<(i64, i64)>>, u64)> = BTreeMap::new();
+    let mut by_engine: BTreeMap<String, (Vec<Intervals>, u64)> = BTreeMap::new();
     for (core, (engine, (mut u, n))) in busy
         .into_iter()
         .flat_map(|(c, m)| m.into_iter().map(move |x| (c, x)))
