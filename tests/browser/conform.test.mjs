@@ -24,6 +24,9 @@ after(async () => {
 async function rate(page, section, field, tolerance) {
   const sel = `[data-testid=conform-report] tr[data-section="${section}"][data-field="${field}"]${tolerance ? `[data-tolerance="${tolerance}"]` : ''}`;
   const row = page.locator(sel).first();
+  // Sections whose fields all match start folded: unfold it as a user would.
+  const fold = page.locator(`[data-testid=conform-report] details.conform-section[data-section="${section}"]`).first();
+  if ((await fold.getAttribute('open')) === null) await fold.locator('summary').first().click();
   return { rate: Number(await row.getAttribute('data-rate')), text: await row.innerText() };
 }
 

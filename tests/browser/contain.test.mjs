@@ -170,6 +170,7 @@ test('a panic in a table read of the profile on screen: named, worker restarted,
 
     // The timeline on screen stays; the new worker processes fd1k again for the zip of every table.
     assert.ok((await timelineColouredPixels(page)) > 500, 'the timeline is still drawn');
+    await showView(page, 'tables');
     const [zipDl] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid=download-all]')]);
     const names = zipEntryNames(readFileSync(await zipDl.path())).map((n) => n.replace(/^.*\//, '')).sort();
     assert.deepEqual(names, offered.map((t) => `${t}.parquet`).sort(), 'the zip holds every table, read from the restarted worker');

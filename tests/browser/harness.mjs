@@ -135,6 +135,9 @@ export async function waitReady(page, timeout = 120_000) {
  * labels are grey, so any pixel with a strong colour is a drawn instruction slice.
  */
 export async function timelineColouredPixels(page, testid = 'timeline-canvas', fromCss = 0) {
+  // The canvas lives in a view tab: show it first, as a user would to look at it.
+  const tab = { 'timeline-canvas': 'timeline', 'system-canvas': 'system', 'memory-canvas': 'memory' }[testid];
+  if (tab !== undefined && (await page.locator(`[data-testid=${testid}]`).boundingBox()) === null) await showView(page, tab);
   return page.evaluate(([testid, fromCss]) => {
     const c = document.querySelector(`[data-testid=${testid}]`);
     if (!(c instanceof HTMLCanvasElement) || c.width === 0 || c.height === 0) return -1;

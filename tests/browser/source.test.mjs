@@ -233,6 +233,7 @@ test('KevGomes capture alone: the link says which file is missing; adding a .tar
     await page.waitForFunction(() => document.body.dataset.state === 'idle', null, { timeout: 30_000 });
     await page.setInputFiles('[data-testid=folder-input]', join(TMP, 'pick-b'));
     await waitReady(page);
+    await showView(page, 'source');
     const missing = page.locator('[data-testid=source-missing]');
     await missing.waitFor({ timeout: 30_000 });
     assert.match(await missing.textContent(), /\/home\/ubuntu\/nki-moe\/kernels\/moe_tkg\/agents\/v5_token_parallel_tkg\.py/, 'summary names the missing source');

@@ -110,7 +110,7 @@ function buildTabs(): void {
   const nav = byId('view-tabs');
   for (const [name, label] of VIEWS) {
     const b = h('button', {
-      class: 'tab', role: 'tab', 'data-testid': `tab-${name}`, 'aria-controls': `view-${name}`,
+      class: 'tab', role: 'tab', 'data-testid': `tab-${name}`,
       onclick: () => showView(name),
     }, label);
     b.hidden = name !== 'summary';
@@ -127,7 +127,11 @@ function buildTabs(): void {
     tabButtons.get(next)?.focus();
     e.preventDefault();
   });
-  for (const el of document.querySelectorAll<HTMLElement>('#views > .view')) el.id = `view-${el.dataset['view'] ?? ''}`;
+  // Sections keep the ids they have (#summary-panel, #source-panel); the others get view-<name>.
+  for (const el of document.querySelectorAll<HTMLElement>('#views > .view')) {
+    if (el.id === '') el.id = `view-${el.dataset['view'] ?? ''}`;
+    tabButtons.get(el.dataset['view'] as ViewName)?.setAttribute('aria-controls', el.id);
+  }
 }
 
 type PanelPage = 'details' | 'selection';
@@ -439,6 +443,7 @@ function showInventory(inv: Inventory): void {
 /** Empties every view (a new folder, or a profile that failed to open). */
 function clearWorkspace(): void {
   shown = null;
+  document.body.classList.remove('has-result', 'has-system', 'has-memory');
   memoryShown = null;
   memoryView.setModel(null, null);
   systemShown = null;
@@ -513,6 +518,9 @@ async function openProfile<R extends Result>(o: {
   if (o.kind !== 'system') systemView.setModel(null);
   if (o.kind !== 'memory') memoryView.setModel(null, null);
   shown = { kind: o.kind, hash: o.hash, key: result.key };
+  // Which kind of profile is on screen (tests and styles read it).
+  document.body.classList.remove('has-result', 'has-system', 'has-memory');
+  document.body.classList.add(o.kind === 'device' ? 'has-result' : `has-${o.kind}`);
   const source = tableSource(result, o.sourceName);
   o.summary(result, source);
   browser.setSource(source, o.firstTable !== undefined ? preferFirst(result.tables, o.firstTable) : result.tables);
