@@ -868,7 +868,7 @@ function renderSystemSummary(root: HTMLElement, title: string, r: SystemResult):
     h('h2', {}, title),
     h('div', { class: 'cards' },
       card('Events', int(rows('SystemProfileEvents')), 'system-event-count', rows('SystemProfileEvents')),
-      card('Time span', span === null ? '–' : ns(span), 'system-span', span ?? ''),
+      card('Time span (events and CPU / memory samples)', span === null ? '–' : ns(span), 'system-span', span ?? ''),
       card('CPU samples', int(rows('CpuUsage')), 'system-cpu-rows', rows('CpuUsage')),
       card('Host memory samples', int(rows('HostMemUsage')), 'system-mem-rows', rows('HostMemUsage')),
       card('Device profiles', int(rows('DeviceProfileList')), 'system-device-count', rows('DeviceProfileList'))),

@@ -220,6 +220,7 @@ export function renderProfiles(root: HTMLElement, inv: Inventory, opts: ProfileL
     inv.profiles.length === 0 && memorySnapshots(inv).length === 0
       ? h('div', { class: 'empty-note' }, 'No profile found. Pick the folder the Neuron profiler wrote: it holds .ntff files with their .neff, or a capture directory with trace_info.pb and ntrace.pb.')
       : h('ul', { class: 'profiles' }, items),
-    foldedProblems(inv.problems),
+    // "No profile found" contradicts a listed memory snapshot: the snapshot is what this folder holds.
+    foldedProblems(memorySnapshots(inv).length > 0 ? inv.problems?.filter((p) => p.code !== 'NO_PROFILE') : inv.problems),
   ));
 }
