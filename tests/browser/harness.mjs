@@ -137,7 +137,11 @@ export async function waitReady(page, timeout = 120_000) {
 export async function timelineColouredPixels(page, testid = 'timeline-canvas', fromCss = 0) {
   // The canvas lives in a view tab: show it first, as a user would to look at it.
   const tab = { 'timeline-canvas': 'timeline', 'system-canvas': 'system', 'memory-canvas': 'memory' }[testid];
-  if (tab !== undefined && (await page.locator(`[data-testid=${testid}]`).boundingBox()) === null) await showView(page, tab);
+  if (tab !== undefined && (await page.locator(`[data-testid=${testid}]`).boundingBox()) === null) {
+    await showView(page, tab);
+    // Shown at its real width, the canvas is resized (cleared) and redrawn on a later frame.
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => requestAnimationFrame(r)))));
+  }
   return page.evaluate(([testid, fromCss]) => {
     const c = document.querySelector(`[data-testid=${testid}]`);
     if (!(c instanceof HTMLCanvasElement) || c.width === 0 || c.height === 0) return -1;
