@@ -19,6 +19,7 @@ pub mod pairing;
 pub mod pb;
 pub mod problem;
 pub mod profile;
+pub mod range;
 pub mod sink;
 pub mod sniff;
 pub mod source;

@@ -589,6 +589,32 @@ impl Session {
         let heat = crate::source_code::heat_of_parquet(t.data.clone()).map_err(js_err)?;
         to_js(&heat)
     }
+    /// What device profile `key` did in `[start_ns, end_ns)` (ns since the execution start):
+    /// the serde of [`crate::range::RangeSummary`] (busy time per engine and core with the
+    /// Summary's definition, the `top` longest opcodes, DMA bytes per queue), read batch by batch
+    /// from the stored `Instruction` and `DmaPacket` tables (the page's Selection panel).
+    pub fn range_summary(
+        &self,
+        key: &str,
+        start_ns: f64,
+        end_ns: f64,
+        top: usize,
+    ) -> std::result::Result<JsValue, JsError> {
+        let stored = self
+            .results
+            .get(key)
+            .ok_or_else(|| JsError::new(&format!("no processed profile {key}")))?;
+        let get = |n: &str| stored.get(n).map(|t| t.parquet.clone());
+        let r = crate::range::range_summary(
+            get("Instruction"),
+            get("DmaPacket"),
+            start_ns.floor() as i64,
+            end_ns.ceil() as i64,
+            top,
+        )
+        .map_err(js_err)?;
+        to_js(&r)
+    }
     /// Compares processed profile `key`'s tables with an AWS `neuron-profile view
     /// --output-format json` export (its bytes): returns the serde of
     /// [`crate::conform::ConformReport`]. Each compared table is read back from its stored Parquet

@@ -17,6 +17,7 @@ import {
   requireBuild,
   sample,
   serve,
+  showView,
   timelineColouredPixels,
   waitReady,
   zipEntryNames,
@@ -46,6 +47,7 @@ async function instructionCountShown(page) {
 }
 
 async function selectTable(page, name) {
+  await showView(page, 'tables');
   await page.selectOption('[data-testid=table-select]', name);
   await page.waitForFunction((n) => {
     const sel = document.querySelector('[data-testid=table-select]');
@@ -79,6 +81,7 @@ test('fused_bf16_s512: Device profile, paired, counts equal the JSON export, Par
     assert.ok(coloured > 500, `timeline draws instruction slices (${coloured} coloured pixels)`);
 
     // Hover and click a slice: the details panel lists the instruction's fields.
+    await showView(page, 'timeline');
     const canvas = page.locator('[data-testid=timeline-canvas]');
     // The Summary groups above may push the canvas below the fold: clicks outside the viewport do nothing.
     await canvas.scrollIntoViewIfNeeded();
@@ -111,7 +114,7 @@ test('fused_bf16_s512: Device profile, paired, counts equal the JSON export, Par
     // The Instruction table in the browser and its Parquet download have that many rows.
     assert.equal(await selectTable(page, 'Instruction'), expected, 'Instruction table rows');
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid=download-parquet]')]);
-    assert.equal(download.suggestedFilename(), 'Instruction.parquet');
+    assert.equal(download.suggestedFilename(), 'fused_exec_2-Instruction.parquet', 'downloads are named <profile>-<table>.parquet');
     const bytes = readFileSync(await download.path());
     const buf = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
     const meta = parquetMetadata(buf);
@@ -180,13 +183,16 @@ test('demo capture (?demo) renders a timeline', async () => {
     const coloured = await timelineColouredPixels(page);
     assert.ok(coloured > 500, `timeline draws instruction slices (${coloured} coloured pixels)`);
 
-    // Zoom in around the middle with the wheel: the view changes and still draws.
+    // Zoom in around the middle with Ctrl+wheel (the plain wheel scrolls): the view changes and still draws.
+    await showView(page, 'timeline');
     const canvas = page.locator('[data-testid=timeline-canvas]');
     await canvas.scrollIntoViewIfNeeded();
     const box = await canvas.boundingBox();
     await page.mouse.move(box.x + box.width * 0.6, box.y + 60);
     const scaleBefore = Number(await canvas.getAttribute('data-ns-per-px'));
+    await page.keyboard.down('Control');
     for (let i = 0; i < 5; i++) await page.mouse.wheel(0, -240);
+    await page.keyboard.up('Control');
     await page.waitForFunction((b) => Number(document.querySelector('[data-testid=timeline-canvas]')?.dataset.nsPerPx) < b, scaleBefore);
     const scaleAfter = Number(await canvas.getAttribute('data-ns-per-px'));
     assert.ok(scaleAfter < scaleBefore / 2, `wheel zoomed in (${scaleBefore} → ${scaleAfter} ns/px)`);

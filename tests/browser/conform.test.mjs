@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { SHOTS, foreignRequests, launch, requireBuild, sample, serve, waitReady } from './harness.mjs';
+import { SHOTS, foreignRequests, launch, requireBuild, sample, serve, showView, waitReady } from './harness.mjs';
 
 let server;
 
@@ -24,6 +24,9 @@ after(async () => {
 async function rate(page, section, field, tolerance) {
   const sel = `[data-testid=conform-report] tr[data-section="${section}"][data-field="${field}"]${tolerance ? `[data-tolerance="${tolerance}"]` : ''}`;
   const row = page.locator(sel).first();
+  // Sections whose fields all match start folded: unfold it as a user would.
+  const fold = page.locator(`[data-testid=conform-report] details.conform-section[data-section="${section}"]`).first();
+  if ((await fold.getAttribute('open')) === null) await fold.locator('summary').first().click();
   return { rate: Number(await row.getAttribute('data-rate')), text: await row.innerText() };
 }
 
@@ -37,6 +40,7 @@ test('fused_fp32_s512: the device view compares with the folder\'s JSON export',
     await page.setInputFiles('[data-testid=folder-input]', dir);
     await waitReady(page);
 
+    await showView(page, 'compare');
     const run = page.locator('[data-testid=conform-run]');
     assert.equal(await run.count(), 1, 'the folder has an export: the button is shown');
     await run.click();

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
-import { foreignRequests, launch, requireBuild, sample, serve, timelineColouredPixels, waitReady, zipEntryNames } from './harness.mjs';
+import { foreignRequests, launch, requireBuild, sample, serve, showView, timelineColouredPixels, waitReady, zipEntryNames } from './harness.mjs';
 
 let server;
 
@@ -64,6 +64,7 @@ async function assertUsable(page, label) {
   assert.ok(count > 0, `${label}: instruction count ${count} > 0`);
   const coloured = await timelineColouredPixels(page);
   assert.ok(coloured > 500, `${label}: timeline draws instruction slices (${coloured} coloured pixels)`);
+  await showView(page, 'tables');
   await page.selectOption('[data-testid=table-select]', 'Instruction');
   await page.waitForFunction(() => {
     const info = document.querySelector('[data-testid=table-info]');
@@ -71,7 +72,7 @@ async function assertUsable(page, label) {
   });
   assert.equal(Number(await page.locator('[data-testid=table-info]').getAttribute('data-rows')), count, `${label}: Instruction table rows`);
   const [download] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid=download-parquet]')]);
-  assert.equal(download.suggestedFilename(), 'Instruction.parquet');
+  assert.match(download.suggestedFilename(), /^[^/]+-Instruction\.parquet$/, 'named <profile>-Instruction.parquet');
   const bytes = readFileSync(await download.path());
   const buf = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
   assert.equal(Number(parquetMetadata(buf).num_rows), count, `${label}: Parquet num_rows`);
@@ -157,6 +158,7 @@ test('a panic in a table read of the profile on screen: named, worker restarted,
     assert.ok(offered.includes('Instruction') && offered.length > 2, `tables offered: ${offered.join(', ')}`);
 
     // The Parquet export of Instruction panics in the core.
+    await showView(page, 'tables');
     await page.selectOption('[data-testid=table-select]', 'Instruction');
     await page.click('[data-testid=download-parquet]');
     await page.waitForFunction(() => document.body.dataset.state === 'error', null, { timeout: 60_000 });
@@ -168,6 +170,7 @@ test('a panic in a table read of the profile on screen: named, worker restarted,
 
     // The timeline on screen stays; the new worker processes fd1k again for the zip of every table.
     assert.ok((await timelineColouredPixels(page)) > 500, 'the timeline is still drawn');
+    await showView(page, 'tables');
     const [zipDl] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid=download-all]')]);
     const names = zipEntryNames(readFileSync(await zipDl.path())).map((n) => n.replace(/^.*\//, '')).sort();
     assert.deepEqual(names, offered.map((t) => `${t}.parquet`).sort(), 'the zip holds every table, read from the restarted worker');

@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SHOTS, foreignRequests, fullJsonExport, launch, requireBuild, sample, serve, waitReady } from './harness.mjs';
+import { SHOTS, foreignRequests, fullJsonExport, launch, requireBuild, revealBand, sample, serve, showView, waitReady } from './harness.mjs';
 
 let server;
 
@@ -68,6 +68,7 @@ test('fused_bf16_s512: DMA queue, semaphore and throttle rows match the JSON exp
   try {
     const { page } = b;
     await openFolder(page, dir);
+    await showView(page, 'timeline');
     const canvas = page.locator('[data-testid=timeline-canvas]');
     await canvas.scrollIntoViewIfNeeded();
 
@@ -95,7 +96,8 @@ test('fused_bf16_s512: DMA queue, semaphore and throttle rows match the JSON exp
 
     const big = dmaHeaders.find((r) => r.count === Math.max(...dmaHeaders.map((x) => x.count)));
     assert.ok(big.collapsed, `the ${big.count}-queue group starts collapsed`);
-    const box = await canvas.boundingBox();
+    // The track list scrolls under the pinned axis: bring each band on screen before pointing at it.
+    let box = await revealBand(page, big.top, big.height);
     await page.mouse.click(box.x + 30, box.y + big.top + big.height / 2);
     await page.waitForFunction((label) => JSON.parse(document.querySelector('[data-testid=timeline-canvas]').dataset.rows)
       .some((r) => r.label === label && r.collapsed === false), big.label);
@@ -110,6 +112,7 @@ test('fused_bf16_s512: DMA queue, semaphore and throttle rows match the JSON exp
       if (hit !== null) break;
     }
     assert.ok(hit !== null, 'a DMA packet pixel to hover');
+    box = await revealBand(page, hit.y - 4, 8);
     await page.mouse.move(box.x + hit.x, box.y + hit.y);
     await page.waitForSelector('[data-testid=timeline-tooltip]:not([hidden]) [data-testid=tooltip-bytes]');
     const ttBytes = Number(await page.locator('[data-testid=tooltip-bytes]').getAttribute('data-value'));
@@ -123,12 +126,14 @@ test('fused_bf16_s512: DMA queue, semaphore and throttle rows match the JSON exp
       .then((t) => t.replace(/[^\d]/g, ''))), ttBytes, 'details show the same packet');
 
     // Collapsing hides the rows again.
+    box = await revealBand(page, big.top, big.height);
     await page.mouse.click(box.x + 30, box.y + big.top + big.height / 2);
     await page.waitForFunction((label) => JSON.parse(document.querySelector('[data-testid=timeline-canvas]').dataset.rows)
       .some((r) => r.label === label && r.collapsed === true), big.label);
 
     // Expand the first semaphore group: its rows are drawn.
     const sem = semHeaders[0];
+    box = await revealBand(page, sem.top, sem.height);
     await page.mouse.click(box.x + 30, box.y + sem.top + sem.height / 2);
     await page.waitForFunction((label) => JSON.parse(document.querySelector('[data-testid=timeline-canvas]').dataset.rows)
       .some((r) => r.label === label && r.collapsed === false), sem.label);
@@ -270,8 +275,8 @@ test('demo capture (?demo): DMA, throttle and semaphore rows under the engines',
     assert.ok(header !== undefined && header.collapsed, 'a collapsed semaphore group');
     assert.ok(rows.findIndex((r) => r.kind === 'semaphore') > rows.findIndex((r) => r.kind === 'engine'), 'semaphores under the engines');
     // The collapsed group draws every update of its core as ticks.
-    await canvas.scrollIntoViewIfNeeded();
-    const box = await canvas.boundingBox();
+    await showView(page, 'timeline');
+    const box = await revealBand(page, header.top, header.height);
     const drawnBefore = Number(await canvas.getAttribute('data-drawn'));
     await page.mouse.click(box.x + 30, box.y + header.top + header.height / 2);
     await page.waitForFunction((d) => Number(document.querySelector('[data-testid=timeline-canvas]').dataset.drawn) > d, drawnBefore);

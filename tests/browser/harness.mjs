@@ -135,6 +135,13 @@ export async function waitReady(page, timeout = 120_000) {
  * labels are grey, so any pixel with a strong colour is a drawn instruction slice.
  */
 export async function timelineColouredPixels(page, testid = 'timeline-canvas', fromCss = 0) {
+  // The canvas lives in a view tab: show it first, as a user would to look at it.
+  const tab = { 'timeline-canvas': 'timeline', 'system-canvas': 'system', 'memory-canvas': 'memory' }[testid];
+  if (tab !== undefined && (await page.locator(`[data-testid=${testid}]`).boundingBox()) === null) {
+    await showView(page, tab);
+    // Shown at its real width, the canvas is resized (cleared) and redrawn on a later frame.
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => requestAnimationFrame(r)))));
+  }
   return page.evaluate(([testid, fromCss]) => {
     const c = document.querySelector(`[data-testid=${testid}]`);
     if (!(c instanceof HTMLCanvasElement) || c.width === 0 || c.height === 0) return -1;
@@ -182,4 +189,26 @@ export function zipEntryNames(bytes) {
     off += 46 + nameLen + extraLen + commentLen;
   }
   return names;
+}
+
+/** Shows workspace view `name` (summary, timeline, system, memory, source, tables, compare) by clicking its tab. */
+export async function showView(page, name) {
+  await page.click(`[data-testid=tab-${name}]`);
+  await page.waitForFunction((n) => document.body.dataset.view === n, name);
+}
+
+/**
+ * Scrolls the track list of canvas `testid` so the band `top`..`top + height` (CSS px from the
+ * canvas top) is on screen, and returns the canvas's bounding box after the scroll.
+ */
+export async function revealBand(page, top, height, testid = 'timeline-canvas') {
+  await page.evaluate(([testid, top, height]) => {
+    const c = document.querySelector(`[data-testid=${testid}]`);
+    const wrap = c?.parentElement;
+    if (!wrap) return;
+    // Below the pinned axis strip (28 px) and inside the wrapper's visible height.
+    const visible = wrap.clientHeight;
+    if (top < wrap.scrollTop + 30 || top + height > wrap.scrollTop + visible) wrap.scrollTop = Math.max(0, top - Math.min(80, visible / 3));
+  }, [testid, top, height]);
+  return page.locator(`[data-testid=${testid}]`).boundingBox();
 }

@@ -15,7 +15,7 @@ import { linkSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, wr
 import { join } from 'node:path';
 import { parquetReadObjects } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
-import { REPO, SHOTS, foreignRequests, launch, requireBuild, sample, serve, waitReady } from './harness.mjs';
+import { REPO, SHOTS, foreignRequests, launch, requireBuild, revealBand, sample, serve, showView, waitReady } from './harness.mjs';
 
 const CAPTURE = 'KevGomes-nki-moe-megakernel/output/i-0af76a70a6d3864dd_pid_713479';
 const REL = 'nki-moe/kernels/moe_tkg/agents/v5_token_parallel_tkg.py';
@@ -102,12 +102,12 @@ async function slicePoints(page, row) {
 
 /** Clicks instruction slices until one's details offer "Open source line"; returns its location. */
 async function clickAttributedInstruction(page) {
+  await showView(page, 'timeline');
   const canvas = page.locator('[data-testid=timeline-canvas]');
-  await canvas.evaluate((c) => { c.scrollIntoView({ block: 'start' }); window.scrollBy(0, -60); });
-  const box = await canvas.boundingBox();
   const rows = JSON.parse((await canvas.getAttribute('data-track-labels')) ?? '[]').length;
   for (let r = 0; r < rows; r++) {
     for (const p of (await slicePoints(page, r)).slice(0, 6)) {
+      const box = await revealBand(page, p.y - 4, 8);
       await page.mouse.click(box.x + p.x, box.y + p.y);
       const attr = page.locator('[data-testid=instruction-details] [data-testid=source-attribution]');
       if (!(await attr.waitFor({ timeout: 5000 }).then(() => true, () => false))) continue;
@@ -120,6 +120,7 @@ async function clickAttributedInstruction(page) {
 
 /** Sum of duration_ns and count per location, from the page's Instruction.parquet export (hyparquet). */
 async function independentHeat(page, location) {
+  await showView(page, 'tables');
   await page.selectOption('[data-testid=table-select]', 'Instruction');
   await page.waitForFunction(() => {
     const sel = document.querySelector('[data-testid=table-select]');
@@ -139,6 +140,7 @@ async function independentHeat(page, location) {
       count++;
     }
   }
+  await showView(page, 'source');
   return { ns: Number(ns), count };
 }
 
@@ -231,6 +233,7 @@ test('KevGomes capture alone: the link says which file is missing; adding a .tar
     await page.waitForFunction(() => document.body.dataset.state === 'idle', null, { timeout: 30_000 });
     await page.setInputFiles('[data-testid=folder-input]', join(TMP, 'pick-b'));
     await waitReady(page);
+    await showView(page, 'source');
     const missing = page.locator('[data-testid=source-missing]');
     await missing.waitFor({ timeout: 30_000 });
     assert.match(await missing.textContent(), /\/home\/ubuntu\/nki-moe\/kernels\/moe_tkg\/agents\/v5_token_parallel_tkg\.py/, 'summary names the missing source');

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
-import { SHOTS, foreignRequests, launch, requireBuild, sample, serve, timelineColouredPixels, waitReady } from './harness.mjs';
+import { SHOTS, foreignRequests, launch, requireBuild, revealBand, sample, serve, showView, timelineColouredPixels, waitReady } from './harness.mjs';
 
 let server;
 
@@ -25,6 +25,7 @@ after(async () => {
 });
 
 async function selectTable(page, name) {
+  await showView(page, 'tables');
   await page.selectOption('[data-testid=table-select]', name);
   await page.waitForFunction((n) => {
     const sel = document.querySelector('[data-testid=table-select]');
@@ -78,7 +79,7 @@ test('KevGomes capture: system trace opens, timeline + CPU/memory drawn, event c
     assert.ok(shown > 0, `events shown (${shown}) > 0`);
     assert.equal(await selectTable(page, 'SystemProfileEvents'), shown, 'SystemProfileEvents rows = event count shown');
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid=download-parquet]')]);
-    assert.equal(download.suggestedFilename(), 'SystemProfileEvents.parquet');
+    assert.match(download.suggestedFilename(), /^[^/]+-system-SystemProfileEvents\.parquet$/, 'named <profile>-<table>.parquet');
     const bytes = readFileSync(await download.path());
     const meta = parquetMetadata(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
     assert.equal(Number(meta.num_rows), shown, 'SystemProfileEvents.parquet rows = event count shown');
@@ -104,12 +105,14 @@ test('KevGomes capture: system trace opens, timeline + CPU/memory drawn, event c
     const counterPixels = await timelineColouredPixels(page, 'system-canvas', counterTop);
     assert.ok(counterPixels > 500, `CPU / memory charts coloured (${counterPixels} pixels)`);
 
-    // Zoom with the wheel: the counters share the axis, so they redraw at the new scale.
-    await canvas.evaluate((c) => { c.scrollIntoView({ block: 'start' }); window.scrollBy(0, -60); }); // clear of the sticky top bar
-    const box = await canvas.boundingBox();
+    // Zoom with Ctrl+wheel (the plain wheel scrolls): the counters share the axis, so they redraw at the new scale.
+    await showView(page, 'system');
+    let box = await canvas.boundingBox();
     const before = Number(await canvas.getAttribute('data-ns-per-px'));
     await page.mouse.move(box.x + box.width * 0.5, box.y + 100);
+    await page.keyboard.down('Control');
     for (let i = 0; i < 3; i++) await page.mouse.wheel(0, -240);
+    await page.keyboard.up('Control');
     await page.waitForFunction((b) => Number(document.querySelector('[data-testid=system-canvas]')?.dataset.nsPerPx) < b, before);
     const zoomed = Number(await canvas.getAttribute('data-ns-per-px'));
     await page.click('[data-testid=system-panel] .timeline-bar button:has-text("Fit")');
@@ -123,6 +126,7 @@ test('KevGomes capture: system trace opens, timeline + CPU/memory drawn, event c
     assert.ok(points.length > 0, 'the NeuronCore rows have slices');
     let hit = null;
     for (const p of points) {
+      box = await revealBand(page, p.y - 4, 8, 'system-canvas');
       await page.mouse.move(box.x + p.x, box.y + p.y);
       const title = await page.locator('.tooltip:not([hidden]) .tt-title').first().textContent({ timeout: 1000 }).catch(() => null);
       if (title === 'nc_exec_running') {
@@ -249,10 +253,10 @@ test('synthetic capture with a Kineto trace.json: framework rows above the runti
     assert.ok(flows > 20, `framework rows (${flows})`);
 
     // Hover the top framework row: the tooltip names a framework span.
-    await canvas.evaluate((c) => { c.scrollIntoView({ block: 'start' }); window.scrollBy(0, -60); });
-    const box = await canvas.boundingBox();
+    await showView(page, 'system');
     const pts = await slicePoints(page, 'system-canvas', fw[0]);
     assert.ok(pts.length > 0, 'the framework row has slices');
+    const box = await revealBand(page, pts[0].y - 4, 8, 'system-canvas');
     await page.mouse.move(box.x + pts[0].x + 2, box.y + pts[0].y);
     const title = await page.locator('.tooltip:not([hidden]) .tt-title').first().textContent({ timeout: 2000 });
     assert.match(title, /^ProfilerStep#\d+$/, 'outermost framework span = the profiler step');

@@ -355,6 +355,8 @@ export interface WasmSession {
   source_resolve?(location: string): SourceResolved;
   /** Device time per source location of a processed device profile. */
   source_heat?(key: string): SourceHeat;
+  /** What a device profile did in [start_ns, end_ns) (absent in older cores). */
+  range_summary?(key: string, startNs: number, endNs: number, top: number): RangeSummary;
   free(): void;
 }
 
@@ -369,4 +371,28 @@ export interface WasmModule {
   set_panic_reporter?(f: (text: string) => void): void;
   /** Crash-containment test hook: the next NTFF progress report (step "process") or table_parquet (step "table") panics ("panic") or aborts as a failed allocation ("alloc"); kind "" disarms (crate/src/wasm.rs). */
   arm_test_fault?(kind: string, step: string): void;
+}
+
+/** Busy time of one engine in a range (crate::range::EngineBusy); pcore_idx null = all cores. */
+export interface EngineBusy {
+  pcore_idx: number | null;
+  engine: string;
+  busy_ns: number;
+  /** Fraction 0–1 of the range. */
+  busy_fraction: number;
+  instructions: number;
+}
+
+/** Result of Session.range_summary (crate::range::RangeSummary): ns, bytes. */
+export interface RangeSummary {
+  start_ns: number;
+  end_ns: number;
+  instruction_count: number;
+  instruction_time_ns: number;
+  engines: EngineBusy[];
+  opcodes: { engine: string; opcode: string; count: number; time_ns: number }[];
+  opcode_count: number;
+  dma_queues: { pcore_idx: number; queue_name: string; queue_type: string; packets: number; bytes: number }[];
+  dma_packets: number;
+  dma_bytes: number;
 }

@@ -16,7 +16,7 @@
 // replacement without the error.
 
 import type { CrashInfo, FaultSpec, FromWorker, InitInfo, PickedFile, ReplyMap, Request, StoreInfo, StoredInfo, StoreKind } from './protocol.ts';
-import type { ConformReport, Inventory, MemoryResult, ProcessResult, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SystemResult } from './api.ts';
+import type { ConformReport, Inventory, MemoryResult, ProcessResult, RangeSummary, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SystemResult } from './api.ts';
 import { clearStale, opfsAvailable, STORE_DIR } from './opfs.ts';
 
 type Progress = (stage: string, done: number, total: number) => void;
@@ -303,6 +303,7 @@ export class CoreClient {
       case 'sourceResolve': step = 'source location lookup'; break;
       case 'sourceHeat': step = 'device time per source line'; file = fileOfKey(req.key); break;
       case 'conform': step = 'comparison with the JSON export'; file = fileOfKey(req.key); break;
+      case 'rangeSummary': step = 'selection summary'; file = fileOfKey(req.key); break;
       case 'reopen': step = 're-opening stored tables'; file = fileOfKey(req.key); break;
       case 'clearStore': step = 'clearing stored profiles'; break;
       case 'storeInfo': step = 'storage estimate'; break;
@@ -648,6 +649,10 @@ export class CoreClient {
   /** Device time per source location of processed device profile `key`. */
   sourceHeat(key: string): Promise<SourceHeat> {
     return this.call({ op: 'sourceHeat', key });
+  }
+  /** What device profile `key` did in [start, end) ns: busy per engine, top opcodes, DMA per queue. */
+  rangeSummary(key: string, start: number, end: number, top = 12): Promise<RangeSummary> {
+    return this.call({ op: 'rangeSummary', key, start, end, top });
   }
   /** Field-by-field comparison of processed profile `key` with an AWS JSON export's bytes. */
   conform(key: string, exportJson: Uint8Array): Promise<ConformReport> {

@@ -54,3 +54,16 @@ export function tick(t: number, step: number): string {
   const digits = Math.min(9, Math.max(0, Math.ceil(-Math.log10(step / div) - 1e-9)));
   return `${(t / div).toFixed(digits)} ${unit}`;
 }
+
+/** A "nice" axis step (1, 2, 5 × 10^k ns) of at least `minNs`. */
+export function niceStep(minNs: number): number {
+  const p = Math.pow(10, Math.floor(Math.log10(Math.max(minNs, 1e-6))));
+  for (const m of [1, 2, 5, 10]) if (m * p >= minNs) return m * p;
+  return 10 * p;
+}
+
+/** `n noun` with the plural `s` when n ≠ 1 ("1 file", "2 files"); `plural` for irregular nouns. */
+export function count(n: number | bigint, noun: string, plural = `${noun}s`): string {
+  const v = Number(n);
+  return `${int(v)} ${v === 1 ? noun : plural}`;
+}

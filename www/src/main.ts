@@ -1,15 +1,19 @@
-// Page entry: folder picking, the worker proxy, and the views. State is shown on <body data-state>:
-// boot → idle → loading → processing → ready (or error), which the browser tests wait on.
+// Page entry: folder picking, the worker proxy, and the workspace: a pinned profile list, the views
+// as tabs (Summary · Timeline · System · Memory · Source · Tables · Compare with export; a tab shows
+// only when the open profile has that view) and a resizable bottom panel (Details, Selection).
+// Every profile kind opens through one sequence (`openProfile`). State is shown on
+// <body data-state>: boot → idle → loading → processing → ready (or error), which the browser tests
+// wait on; the open profile, the tab and the selected range are kept in the URL hash (Back/Forward).
 
 import { tableFromArrays, tableFromIPC, type Table } from 'apache-arrow';
-import type { Inventory, MemoryResult, ProcessResult, ProfileEntry, SystemResult, TableInfo } from './api.ts';
+import type { Inventory, MemoryResult, ProcessResult, ProfileEntry, RangeSummary, SystemResult, TableInfo } from './api.ts';
 import { CoreClient, CoreCrash } from './client.ts';
 import { byId, download, h, nodes } from './dom.ts';
-import { bytes, cell, int, ns } from './format.ts';
+import { bytes, cell, count, int, ns } from './format.ts';
 import { mountJobs } from './views/jobs.ts';
 import { directoryPicker, filesFromDrop, filesFromInput, pickWithDirectoryPicker } from './picker.ts';
 import type { FaultSpec, PickedFile } from './protocol.ts';
-import { foldedProblems, isPaired, memorySnapshots, renderProfiles } from './views/profiles.ts';
+import { foldedProblems, hasSystemTrace, isPaired, memorySnapshots, renderProfiles } from './views/profiles.ts';
 import { MemoryView } from './views/memory.ts';
 import { buildMemoryModel } from './views/memory-model.ts';
 import {
@@ -24,12 +28,13 @@ import {
   type DeviceLinkRow,
 } from './views/system-model.ts';
 import { SourceView } from './views/source.ts';
-import { renderSummary, renderSummaryGroups, THROTTLE_SUMMARY_COLUMNS } from './views/summary.ts';
+import { coreLabel, engineLabel, renderSummary, renderSummaryGroups, THROTTLE_SUMMARY_COLUMNS } from './views/summary.ts';
 import { exportsFor, renderConform } from './views/conform.ts';
 import { TableBrowser, type TableSource } from './views/tables.ts';
 import { buildTimeline } from './views/timeline-model.ts';
 import { addDeviceRows, DMA_COLUMNS, PENDING_DMA_COLUMNS, SEMAPHORE_COLUMNS, THROTTLE_COLUMNS } from './views/device-rows.ts';
 import { TimelineView } from './views/timeline.ts';
+import type { TimeRange } from './views/timeline-input.ts';
 
 type State = 'boot' | 'idle' | 'loading' | 'processing' | 'ready' | 'error';
 
@@ -69,6 +74,258 @@ let selected: { profileId: string; deviceIndex: number } | null = null;
 /** The picked files (for reading a JSON export on the page); empty for the demo. */
 let pickedFiles: PickedFile[] = [];
 let coreReady: Promise<void> = Promise.resolve();
+
+// ── Workspace: views as tabs, a bottom panel with Details and Selection ──────────────────────────
+
+type ViewName = 'summary' | 'timeline' | 'system' | 'memory' | 'source' | 'tables' | 'compare';
+const VIEWS: readonly (readonly [ViewName, string])[] = [
+  ['summary', 'Summary'], ['timeline', 'Timeline'], ['system', 'System'], ['memory', 'Memory'],
+  ['source', 'Source'], ['tables', 'Tables'], ['compare', 'Compare with export'],
+];
+let available: ViewName[] = ['summary'];
+let activeView: ViewName = 'summary';
+const tabButtons = new Map<ViewName, HTMLButtonElement>();
+
+/** Offers only `views` (a view that is not the open profile's is hidden) and shows `prefer` unless the tab on screen is still offered. */
+function setViews(views: ViewName[], prefer?: ViewName): void {
+  available = views;
+  for (const [name, b] of tabButtons) b.hidden = !views.includes(name);
+  const next = views.includes(activeView) && prefer !== undefined && activeView !== 'summary' ? activeView : prefer ?? views[0] ?? 'summary';
+  showView(views.includes(next) ? next : 'summary', false);
+}
+
+/** Shows view `name` (its tab selected); `record` writes it to the URL (a Back step). */
+function showView(name: ViewName, record = true): void {
+  activeView = name;
+  document.body.dataset['view'] = name;
+  for (const [n, b] of tabButtons) {
+    b.setAttribute('aria-selected', String(n === name));
+    b.tabIndex = n === name ? 0 : -1;
+  }
+  for (const el of document.querySelectorAll<HTMLElement>('#views > .view')) el.classList.toggle('active', el.dataset['view'] === name);
+  byId('details-slot').replaceChildren(name === 'system' ? systemDetails : shown?.kind === 'memory' ? memoryDetailsNote() : deviceDetails);
+  if (record) writeHash(false);
+}
+
+function buildTabs(): void {
+  const nav = byId('view-tabs');
+  for (const [name, label] of VIEWS) {
+    const b = h('button', {
+      class: 'tab', role: 'tab', 'data-testid': `tab-${name}`,
+      onclick: () => showView(name),
+    }, label);
+    b.hidden = name !== 'summary';
+    tabButtons.set(name, b);
+    nav.append(b);
+  }
+  // Arrow keys move between the offered tabs (WAI-ARIA tabs pattern).
+  nav.addEventListener('keydown', (e) => {
+    if (e.key !== 'ArrowRight' && e.key !== 'ArrowLeft') return;
+    const i = available.indexOf(activeView);
+    const next = available[(i + (e.key === 'ArrowRight' ? 1 : available.length - 1)) % available.length];
+    if (next === undefined) return;
+    showView(next);
+    tabButtons.get(next)?.focus();
+    e.preventDefault();
+  });
+  // Sections keep the ids they have (#summary-panel, #source-panel); the others get view-<name>.
+  for (const el of document.querySelectorAll<HTMLElement>('#views > .view')) {
+    if (el.id === '') el.id = `view-${el.dataset['view'] ?? ''}`;
+    tabButtons.get(el.dataset['view'] as ViewName)?.setAttribute('aria-controls', el.id);
+  }
+}
+
+type PanelPage = 'details' | 'selection';
+const panelButtons = new Map<PanelPage, HTMLButtonElement>();
+
+function showPanel(page: PanelPage): void {
+  for (const [p, b] of panelButtons) {
+    b.setAttribute('aria-selected', String(p === page));
+    b.tabIndex = p === page ? 0 : -1;
+  }
+  for (const el of document.querySelectorAll<HTMLElement>('.panel-page')) el.classList.toggle('active', el.dataset['page'] === page);
+  document.body.dataset['panel'] = page;
+}
+
+/** Details and Selection tabs; the splitter above resizes the panel (drag, or arrow keys). */
+function buildPanel(): void {
+  const nav = byId('panel-tabs');
+  for (const [page, label] of [['details', 'Details'], ['selection', 'Selection']] as const) {
+    const b = h('button', { class: 'tab', role: 'tab', 'data-testid': `panel-tab-${page}`, onclick: () => showPanel(page) }, label);
+    panelButtons.set(page, b);
+    nav.append(b);
+  }
+  showPanel('details');
+  const bar = byId('panel-resize');
+  const panel = byId('bottom-panel');
+  const setH = (px: number): void => {
+    const max = Math.max(80, window.innerHeight - 200);
+    panel.style.setProperty('--panel-h', `${Math.round(Math.min(max, Math.max(60, px)))}px`);
+  };
+  bar.addEventListener('pointerdown', (e) => {
+    const y0 = e.clientY;
+    const h0 = panel.getBoundingClientRect().height;
+    bar.setPointerCapture(e.pointerId);
+    const move = (ev: PointerEvent): void => setH(h0 + (y0 - ev.clientY));
+    const up = (): void => {
+      bar.removeEventListener('pointermove', move);
+      bar.removeEventListener('pointerup', up);
+    };
+    bar.addEventListener('pointermove', move);
+    bar.addEventListener('pointerup', up);
+  });
+  bar.addEventListener('keydown', (e) => {
+    const hgt = panel.getBoundingClientRect().height;
+    if (e.key === 'ArrowUp') setH(hgt + 24);
+    else if (e.key === 'ArrowDown') setH(hgt - 24);
+    else return;
+    e.preventDefault();
+  });
+  // A clicked slice's fields appear in the Details tab.
+  for (const d of [deviceDetails, systemDetails]) {
+    new MutationObserver(() => {
+      if (d.querySelector('[data-field]') !== null) showPanel('details');
+    }).observe(d, { childList: true });
+  }
+}
+
+const deviceDetails = timeline.root.querySelector<HTMLElement>('.details') ?? h('div');
+const systemDetails = systemView.root.querySelector<HTMLElement>('.details') ?? h('div');
+const selectionBox = h('div', { class: 'selection-box', 'data-testid': 'selection-summary' });
+const SELECTION_HINT = 'Drag on the timeline’s time axis (or Shift + drag over the tracks) to select a range: busy time per engine, the longest opcodes and DMA bytes in it appear here.';
+
+let selectionSeq = 0;
+
+/** Asks the core for what the device did in `range` and shows it in the Selection tab. */
+async function showSelection(range: TimeRange | null): Promise<void> {
+  writeHash(false);
+  const seq = ++selectionSeq;
+  const cur = shown;
+  if (range === null || cur === null || cur.kind !== 'device') {
+    selectionBox.replaceChildren(h('div', { class: 'muted' }, SELECTION_HINT));
+    delete selectionBox.dataset['start'];
+    return;
+  }
+  showPanel('selection');
+  selectionBox.replaceChildren(h('div', { class: 'muted' }, `Summarising ${ns(range.end - range.start)}…`));
+  try {
+    const r = await client.rangeSummary(cur.key, range.start, range.end, 12);
+    if (seq !== selectionSeq) return;
+    renderSelection(selectionBox, r);
+  } catch (e) {
+    if (seq !== selectionSeq) return;
+    selectionBox.replaceChildren(h('div', { class: 'error-inline' }, `The selection could not be summarised: ${message(e)}`));
+  }
+}
+
+/** The Selection tab: busy per engine and core, top opcodes, DMA per queue (crate::range). */
+function renderSelection(root: HTMLElement, r: RangeSummary): void {
+  const span = r.end_ns - r.start_ns;
+  root.dataset['start'] = String(r.start_ns);
+  root.dataset['end'] = String(r.end_ns);
+  root.dataset['instructions'] = String(r.instruction_count);
+  root.dataset['dmaBytes'] = String(r.dma_bytes);
+  root.dataset['dmaPackets'] = String(r.dma_packets);
+  const perCore = r.engines.filter((e) => e.pcore_idx !== null);
+  const allCores = r.engines.filter((e) => e.pcore_idx === null);
+  const slowest = [...perCore].sort((a, b) => b.busy_ns - a.busy_ns)[0];
+  const bar = (f: number): HTMLElement => h('span', { class: 'busy-bar' }, h('span', { style: `width:${(Math.min(1, f) * 100).toFixed(1)}%` }));
+  const pct = (f: number): string => `${(f * 100).toFixed(2)} %`;
+  root.replaceChildren(
+    h('div', { class: 'selection-head' },
+      h('strong', {}, `${ns(r.start_ns)} – ${ns(r.end_ns)}`), ` · ${ns(span)} · ${count(r.instruction_count, 'instruction')} starting in it · ${count(r.dma_packets, 'DMA packet')} (${bytes(r.dma_bytes)})`,
+      slowest !== undefined ? h('span', { class: 'slowest' }, ` · busiest: ${coreLabel(slowest.pcore_idx ?? 0)} ${engineLabel(slowest.engine)} ${pct(slowest.busy_fraction)}`) : null),
+    h('div', { class: 'selection-summary' },
+      h('section', {},
+        h('h3', { title: 'Busy = union of the engine’s instructions clipped to the range, semaphore waits excluded: the Summary’s active-time definition. Over the whole execution it equals the Summary’s <engine>_active_time_percent.' }, 'Busy time (semaphore waits excluded)'),
+        h('table', { class: 'grid', 'data-testid': 'selection-engines' },
+          h('thead', {}, h('tr', {}, h('th', {}, 'Engine'), h('th', { class: 'num' }, 'busy'), h('th', { class: 'num' }, '% of range'), h('th', { class: 'num' }, 'instructions'))),
+          h('tbody', {}, [...perCore, ...(allCores.length > 0 && new Set(perCore.map((e) => e.pcore_idx)).size > 1 ? allCores : [])].map((e) =>
+            h('tr', { 'data-engine': e.engine, 'data-pcore': e.pcore_idx ?? 'all', 'data-busy-ns': e.busy_ns, 'data-fraction': e.busy_fraction },
+              h('td', {}, `${e.pcore_idx === null ? 'all cores' : coreLabel(e.pcore_idx)} ${engineLabel(e.engine)}`),
+              h('td', { class: 'num' }, ns(e.busy_ns)),
+              h('td', { class: 'num' }, bar(e.busy_fraction), pct(e.busy_fraction)),
+              h('td', { class: 'num' }, int(e.instructions))))))),
+      h('section', {},
+        h('h3', {}, `Longest opcodes${r.opcode_count > r.opcodes.length ? ` (top ${r.opcodes.length} of ${r.opcode_count})` : ''}`),
+        h('table', { class: 'grid', 'data-testid': 'selection-opcodes' },
+          h('thead', {}, h('tr', {}, h('th', {}, 'Opcode'), h('th', {}, 'engine'), h('th', { class: 'num' }, 'time'), h('th', { class: 'num' }, 'count'))),
+          h('tbody', {}, r.opcodes.map((o) => h('tr', { 'data-opcode': o.opcode, 'data-engine': o.engine, 'data-time-ns': o.time_ns, 'data-count': o.count },
+            h('td', { class: 'mono' }, o.opcode || '(none)'), h('td', {}, engineLabel(o.engine)),
+            h('td', { class: 'num' }, ns(o.time_ns)), h('td', { class: 'num' }, int(o.count))))))),
+      r.dma_queues.length > 0
+        ? h('section', {},
+            h('h3', {}, 'DMA bytes per queue'),
+            h('table', { class: 'grid', 'data-testid': 'selection-dma' },
+              h('thead', {}, h('tr', {}, h('th', {}, 'Queue'), h('th', {}, 'type'), h('th', { class: 'num' }, 'bytes'), h('th', { class: 'num' }, 'packets'))),
+              h('tbody', {}, r.dma_queues.map((q) => h('tr', { 'data-queue': q.queue_name, 'data-pcore': q.pcore_idx, 'data-bytes': q.bytes, 'data-packets': q.packets },
+                h('td', { class: 'mono' }, `${coreLabel(q.pcore_idx)} ${q.queue_name}`), h('td', {}, q.queue_type),
+                h('td', { class: 'num' }, bytes(q.bytes)), h('td', { class: 'num' }, int(q.packets)))))))
+        : null),
+  );
+}
+
+// ── State in the URL: #device=<profile>:<i> | #system=<profile> | #memory=<path>, &view=, &range=a,b ─
+
+let applyingHash = false;
+
+/** Writes the open profile, the tab and the range to the URL; `push` adds a Back step (a new profile). */
+function writeHash(push: boolean): void {
+  if (applyingHash || shown === null) return;
+  const parts = [shown.hash, `view=${activeView}`];
+  const r = shown.kind === 'device' ? timeline.input.range() : null;
+  if (r !== null) parts.push(`range=${Math.floor(r.start)},${Math.ceil(r.end)}`); // as the core rounds it (wasm.rs range_summary)
+  const hash = `#${parts.join('&')}`;
+  if (hash === location.hash) return;
+  if (push) history.pushState(null, '', hash);
+  else history.replaceState(null, '', hash);
+}
+
+/** Opens what the URL hash names in the current inventory; false when it names nothing here. */
+function applyHash(fromHistory: boolean): boolean {
+  if (inventory === null) return false;
+  const q = new URLSearchParams(location.hash.replace(/^#/, ''));
+  const view = q.get('view') as ViewName | null;
+  const rangeText = q.get('range')?.split(',').map(Number);
+  const range = rangeText !== undefined && rangeText.length === 2 && rangeText.every(Number.isFinite) ? { start: rangeText[0] ?? 0, end: rangeText[1] ?? 0 } : undefined;
+  const inv = inventory;
+  const dev = q.get('device');
+  const sys = q.get('system');
+  const mem = q.get('memory');
+  const then = (): void => {
+    applyingHash = true;
+    if (view !== null && available.includes(view)) showView(view, false);
+    applyingHash = false;
+  };
+  if (dev !== null) {
+    const cut = dev.lastIndexOf(':');
+    const p = inv.profiles.find((x) => x.id === dev.slice(0, cut));
+    const i = Number(dev.slice(cut + 1));
+    if (p === undefined || p.devices[i]?.ntff == null) return false;
+    if (fromHistory && shown?.hash === `device=${encodeURIComponent(p.id)}:${i}`) {
+      then();
+      applyingHash = true;
+      timeline.input.select(range ?? null);
+      applyingHash = false;
+      return true;
+    }
+    void openDevice(p, i, undefined, range).then(then);
+    return true;
+  }
+  if (sys !== null) {
+    const p = inv.profiles.find((x) => x.id === sys);
+    if (p === undefined) return false;
+    if (fromHistory && shown?.hash === `system=${encodeURIComponent(p.id)}`) then();
+    else void openSystem(p).then(then);
+    return true;
+  }
+  if (mem !== null && memorySnapshots(inv).some((f) => f.path === mem)) {
+    if (fromHistory && shown?.hash === `memory=${encodeURIComponent(mem)}`) then();
+    else void openMemory(mem).then(then);
+    return true;
+  }
+  return false;
+}
 
 function setState(s: State): void {
   document.body.dataset['state'] = s;
@@ -130,7 +387,7 @@ async function loadFiles(files: PickedFile[] | Promise<PickedFile[]>, what: stri
     const list = await files;
     if (list.length === 0) throw new Error('the folder is empty');
     pickedFiles = list;
-    progress(`Scanning ${int(list.length)} files`);
+    progress(`Scanning ${count(list.length, 'file')}`);
     showInventory(await client.load(list));
   } catch (e) {
     progress(null);
@@ -159,116 +416,208 @@ function showInventory(inv: Inventory): void {
   document.body.classList.add('has-capture');
   renderInventory();
   clearWorkspace();
-  // Open the first device that can be decoded (paired), else the first device at all.
+  // The profile the URL names (Back/Forward, a reload of the same folder), else the first device
+  // that can be decoded (paired), else the first device at all.
+  if (applyHash(false)) return;
   const candidates = inv.profiles.flatMap((p) =>
     p.devices.flatMap((d, i) => (d.ntff ? [{ p, i, ok: isPaired(d) }] : [])),
   );
   const first = candidates.find((c) => c.ok) ?? candidates[0];
   const snap = memorySnapshots(inv)[0];
+  const sys = inv.profiles.find((p) => hasSystemTrace(p));
   if (first !== undefined) void openDevice(first.p, first.i);
   else if (snap !== undefined) void openMemory(snap.path);
+  else if (sys !== undefined) void openSystem(sys);
   else {
-    const sys = inv.profiles.filter((p) => (p.system_files?.length ?? 0) > 0);
+    setViews(['summary']);
     byId('summary').replaceChildren(
-      h('h2', {}, 'No device trace'),
-      h('p', { class: 'muted' }, sys.length > 0
-        ? 'This folder holds a system trace but no .ntff device trace; this version shows device profiles only. System files found:'
-        : 'No .ntff device trace was found in this folder.'),
-      h('ul', { class: 'mono small' }, sys.flatMap((p) => (p.system_files ?? []).map((f) => h('li', {}, f)))),
+      h('h2', {}, 'Nothing to open'),
+      h('p', { class: 'muted', 'data-testid': 'nothing-to-open' }, inv.files.length === 0
+        ? 'The folder is empty.'
+        : `None of the ${count(inv.files.length, 'picked file')} is a device trace (.ntff), a system trace or a PyTorch memory snapshot. The list on the left says what each file looks like.`),
     );
     progress(null);
     setState('ready');
   }
 }
 
+/** Empties every view (a new folder, or a profile that failed to open). */
 function clearWorkspace(): void {
+  shown = null;
   document.body.classList.remove('has-result', 'has-system', 'has-memory');
   memoryShown = null;
   memoryView.setModel(null, null);
   systemShown = null;
   systemView.setModel(null);
-  byId('summary').replaceChildren(h('div', { class: 'muted' }, 'Pick a device profile on the left.'));
+  byId('summary').replaceChildren(h('div', { class: 'muted' }, 'Pick a profile on the left.'));
   byId('conform').replaceChildren();
   timeline.setModel(null);
+  timeline.input.select(null);
   browser.setSource(null, []);
   sourceView.setHeat(null);
+  selectionBox.replaceChildren(h('div', { class: 'muted' }, SELECTION_HINT));
+  setViews(['summary']);
 }
 
 function message(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
+/** The profile on screen: what kind, and its key for the URL. */
+let shown: { kind: 'device' | 'system' | 'memory'; hash: string; key: string } | null = null;
+
+/** A processed result as the views read it. */
+type Result = { key: string; tables: TableInfo[] };
+type Source = ReturnType<typeof tableSource>;
+
 /**
- * Opens device profile `deviceIndex` of `profile`; with `zoom`, the device timeline then shows the
- * execution an nc_exec_running span ran as (ExecutionInfo, see pickExecution).
+ * The one open-profile sequence of every profile kind: claim the workspace, process in the worker
+ * (progress in the top bar), then the summary, the table browser and the kind's own view; a
+ * failure empties the workspace and names the profile. `isCurrent` turns false when another open
+ * started meanwhile, and the older one then stops quietly.
  */
-async function openDevice(profile: ProfileEntry, deviceIndex: number, zoom?: { execId: number | null }): Promise<void> {
+async function openProfile<R extends Result>(o: {
+  kind: 'device' | 'system' | 'memory';
+  /** URL hash of this profile (`#device=…`). */
+  hash: string;
+  claim: () => void;
+  isCurrent: () => boolean;
+  label: string;
+  what: string;
+  process: (onProgress: (stage: string, done: number, total: number) => void) => Promise<R>;
+  views: ViewName[];
+  prefer: ViewName;
+  sourceName: string;
+  firstTable?: string;
+  summary: (r: R, source: Source) => void;
+  draw: (r: R, source: Source) => Promise<void>;
+  drawWhat: string;
+}): Promise<void> {
   clearError();
-  selected = { profileId: profile.id, deviceIndex };
-  systemShown = null;
-  leaveMemory();
+  o.claim();
   renderInventory();
-  const device = profile.devices[deviceIndex];
-  const name = device?.name ?? device?.ntff ?? `${profile.id} device ${deviceIndex}`;
   setState('processing');
-  progress('Processing');
-  let result: ProcessResult;
+  progress(o.label);
+  let result: R;
   try {
-    result = await client.process(profile.id, deviceIndex, (stage, done, total) => progress(`Decoding ${stage}`, done, total));
+    result = await o.process((stage, done, total) => progress(`Decoding ${stage}`, done, total));
   } catch (e) {
     progress(null);
     clearWorkspace();
-    showError(`Processing ${name} failed: ${message(e)}`, e);
+    renderInventory();
+    showError(`${o.what} failed: ${message(e)}`, e);
     return;
   }
-  if (selected?.profileId !== profile.id || selected.deviceIndex !== deviceIndex) return;
-  const where = profile.root ? `${profile.root} · ` : '';
-  renderSummary(byId('summary'), `${profile.profile_type} profile · ${where}${name}`, result);
-  if (device !== undefined) {
-    const exports = exportsFor(inventory?.files ?? [], pickedFiles.map((f) => ({ path: f.path, file: f.file })), device);
-    renderConform(byId('conform'), exports, (bytes) => client.conform(result.key, bytes));
+  if (!o.isCurrent()) return;
+  // Only this kind's view keeps a model.
+  if (o.kind !== 'device') {
+    timeline.setModel(null);
+    timeline.input.select(null);
+    byId('conform').replaceChildren();
+    sourceView.setHeat(null);
   }
-  document.body.classList.remove('has-system');
-  systemView.setModel(null);
-  document.body.classList.add('has-result');
-  const source = tableSource(result, name);
-  browser.setSource(source, result.tables);
-  void fillSummaryGroups(source, result.tables);
+  if (o.kind !== 'system') systemView.setModel(null);
+  if (o.kind !== 'memory') memoryView.setModel(null, null);
+  shown = { kind: o.kind, hash: o.hash, key: result.key };
+  // Which kind of profile is on screen (tests and styles read it).
+  document.body.classList.remove('has-result', 'has-system', 'has-memory');
+  document.body.classList.add(o.kind === 'device' ? 'has-result' : `has-${o.kind}`);
+  const source = tableSource(result, o.sourceName);
+  o.summary(result, source);
+  browser.setSource(source, o.firstTable !== undefined ? preferFirst(result.tables, o.firstTable) : result.tables);
+  byId('details-slot').replaceChildren(o.kind === 'system' ? systemDetails : o.kind === 'device' ? deviceDetails : memoryDetailsNote());
+  selectionBox.replaceChildren(h('div', { class: 'muted' }, o.kind === 'device' ? SELECTION_HINT : 'Range selections summarise device profiles.'));
+  setViews(o.views, o.prefer);
+  writeHash(true);
   try {
-    progress('Drawing the timeline');
-    const hasInstr = result.tables.some((t) => t.name === 'Instruction');
-    timeline.rowLoader = (row, table) => source.page(table, row, 1);
-    // Rows under the engines come from tables a profile may or may not have (PendingDma is newer).
-    const has = (n: string): boolean => result.tables.some((t) => t.name === n && Number(t.rows) > 0);
-    const opt = (n: string, cols: string[]): Promise<Table | null> => (has(n) ? source.columns(n, cols) : Promise.resolve(null));
-    const [instr, dma, semaphores, throttle, pending] = await Promise.all([
-      hasInstr ? source.columns('Instruction', TIMELINE_COLUMNS) : Promise.resolve(null),
-      opt('DmaPacket', DMA_COLUMNS), opt('SemaphoreUpdate', SEMAPHORE_COLUMNS), opt('Throttle', THROTTLE_COLUMNS), opt('PendingDma', PENDING_DMA_COLUMNS),
-    ]);
-    if (selected?.profileId !== profile.id || selected.deviceIndex !== deviceIndex) return;
-    delete timeline.root.dataset['zoomExecution'];
-    const model = instr !== null || dma !== null ? buildTimeline(instr ?? emptyInstructions()) : null;
-    timeline.setModel(model === null ? null : addDeviceRows(model, { dma, semaphores, throttle, pending }));
-    if (zoom !== undefined && result.tables.some((t) => t.name === 'ExecutionInfo' && Number(t.rows) > 0)) {
-      const ex = pickExecution(executionRows(await source.columns('ExecutionInfo', ['execution_index', 'execution_start_ts', 'execution_end_ts'])), zoom.execId);
-      if (ex !== null && ex.start !== null && ex.end !== null) {
-        timeline.zoomTo(ex.start, ex.end);
-        timeline.root.dataset['zoomExecution'] = String(ex.index);
-      }
-    }
-    if (hasInstr) {
-      progress('Summing device time per source line');
-      sourceView.setHeat(await client.sourceHeat(result.key).catch((e: unknown) => {
-        console.warn('source heat failed', e);
-        return null;
-      }));
-    }
+    await o.draw(result, source);
+    if (!o.isCurrent()) return;
     progress(null);
     setState('ready');
   } catch (e) {
     progress(null);
-    showError(`The timeline could not be drawn: ${message(e)}`, e);
+    showError(`${o.drawWhat} could not be drawn: ${message(e)}`, e);
   }
+}
+
+function memoryDetailsNote(): HTMLElement {
+  return h('div', { class: 'muted' }, 'Hover an allocation in the Memory view for its stack; click for the segment map at that time.');
+}
+
+/**
+ * Opens device profile `deviceIndex` of `profile`; with `zoom`, the device timeline then shows the
+ * execution an nc_exec_running span ran as (ExecutionInfo, see pickExecution).
+ */
+async function openDevice(profile: ProfileEntry, deviceIndex: number, zoom?: { execId: number | null }, range?: TimeRange): Promise<void> {
+  const device = profile.devices[deviceIndex];
+  const name = device?.name ?? device?.ntff ?? `${profile.id} device ${deviceIndex}`;
+  const isCurrent = (): boolean => selected?.profileId === profile.id && selected.deviceIndex === deviceIndex;
+  await openProfile<ProcessResult>({
+    kind: 'device',
+    hash: `device=${encodeURIComponent(profile.id)}:${deviceIndex}`,
+    claim: () => {
+      selected = { profileId: profile.id, deviceIndex };
+      systemShown = null;
+      memoryShown = null;
+    },
+    isCurrent,
+    label: 'Processing',
+    what: `Processing ${name}`,
+    process: (onProgress) => client.process(profile.id, deviceIndex, onProgress),
+    views: ['summary', 'timeline', 'source', 'tables', 'compare'],
+    prefer: zoom !== undefined ? 'timeline' : 'summary',
+    sourceName: name,
+    summary: (result, source) => {
+      const where = profile.root ? `${profile.root} · ` : '';
+      renderSummary(byId('summary'), `${profile.profile_type} profile · ${where}${name}`, result);
+      if (device !== undefined) {
+        const exports = exportsFor(inventory?.files ?? [], pickedFiles.map((f) => ({ path: f.path, file: f.file })), device);
+        renderConform(byId('conform'), exports, (bytes) => client.conform(result.key, bytes));
+      }
+      void fillSummaryGroups(source, result.tables);
+    },
+    drawWhat: 'The timeline',
+    draw: async (result, source) => {
+      progress('Drawing the timeline');
+      const hasInstr = result.tables.some((t) => t.name === 'Instruction');
+      timeline.rowLoader = (row, table) => source.page(table, row, 1);
+      // Rows under the engines come from tables a profile may or may not have (PendingDma is newer).
+      const has = (n: string): boolean => result.tables.some((t) => t.name === n && Number(t.rows) > 0);
+      const opt = (n: string, cols: string[]): Promise<Table | null> => (has(n) ? source.columns(n, cols) : Promise.resolve(null));
+      const [instr, dma, semaphores, throttle, pending] = await Promise.all([
+        hasInstr ? source.columns('Instruction', TIMELINE_COLUMNS) : Promise.resolve(null),
+        opt('DmaPacket', DMA_COLUMNS), opt('SemaphoreUpdate', SEMAPHORE_COLUMNS), opt('Throttle', THROTTLE_COLUMNS), opt('PendingDma', PENDING_DMA_COLUMNS),
+      ]);
+      if (!isCurrent()) return;
+      delete timeline.root.dataset['zoomExecution'];
+      const model = instr !== null || dma !== null ? buildTimeline(instr ?? emptyInstructions()) : null;
+      if (model !== null) {
+        // Fit shows the execution [0, total time], not a stray event (a throttle tick) far outside it.
+        const total = Number(result.summary.total_time_ns ?? NaN);
+        if (Number.isFinite(total) && total > 0) {
+          model.fitStart = 0;
+          model.fitEnd = total;
+        }
+      }
+      timeline.input.select(null);
+      timeline.setModel(model === null ? null : addDeviceRows(model, { dma, semaphores, throttle, pending }));
+      if (zoom !== undefined && result.tables.some((t) => t.name === 'ExecutionInfo' && Number(t.rows) > 0)) {
+        const ex = pickExecution(executionRows(await source.columns('ExecutionInfo', ['execution_index', 'execution_start_ts', 'execution_end_ts'])), zoom.execId);
+        if (ex !== null && ex.start !== null && ex.end !== null) {
+          timeline.zoomTo(ex.start, ex.end);
+          timeline.root.dataset['zoomExecution'] = String(ex.index);
+        }
+      }
+      if (range !== undefined) timeline.input.select(range);
+      if (hasInstr) {
+        progress('Summing device time per source line');
+        sourceView.setHeat(await client.sourceHeat(result.key).catch((e: unknown) => {
+          console.warn('source heat failed', e);
+          return null;
+        }));
+      }
+    },
+  });
 }
 
 /** The Summary page's Explorer groups, from the one-row Summary and Metadata tables and the Throttle rows. */
@@ -362,7 +711,7 @@ function instructionSource(o: Record<string, unknown>): HTMLElement | null {
 }
 
 async function openSourceLine(location: string): Promise<void> {
-  byId('source-panel').scrollIntoView({ block: 'start' });
+  showView('source');
   await sourceView.openLocation(location);
 }
 
@@ -379,152 +728,121 @@ function findDevice(profile: ProfileEntry, name: string): number | null {
 }
 
 async function openSystem(profile: ProfileEntry): Promise<void> {
-  clearError();
-  // The export comparison belongs to a device profile.
-  byId('conform').replaceChildren();
-  selected = null;
-  systemShown = { profile, devices: [] };
-  leaveMemory();
-  renderInventory();
-  setState('processing');
-  progress('Decoding the system trace');
-  let result: SystemResult;
-  try {
-    result = await client.processSystem(profile.id, (stage, done, total) => progress(`Decoding ${stage}`, done, total));
-  } catch (e) {
-    progress(null);
-    clearWorkspace();
-    renderInventory();
-    showError(`Decoding the system trace of ${profile.root || profile.id} failed: ${message(e)}`, e);
-    return;
-  }
-  if (systemShown?.profile.id !== profile.id || selected !== null) return;
-  const where = [profile.instance_id, profile.pid !== null && profile.pid !== undefined ? `pid ${profile.pid}` : null].filter(Boolean).join(' · ');
-  renderSystemSummary(byId('summary'), `${profile.profile_type} profile · system trace${where ? ` · ${where}` : ''}`, result);
-  document.body.classList.remove('has-result');
-  timeline.setModel(null);
-  document.body.classList.add('has-system');
-  const source = tableSource(result, `${profile.root || 'system'}-system`);
-  browser.setSource(source, preferFirst(result.tables, 'SystemProfileEvents'));
-  try {
-    progress('Drawing the system timeline');
-    const has = (n: string): boolean => result.tables.some((t) => t.name === n && Number(t.rows) > 0);
-    const [events, cpu, mem, devs] = await Promise.all([
-      has('SystemProfileEvents') ? source.columns('SystemProfileEvents', SYSTEM_EVENT_COLUMNS) : Promise.resolve(null),
-      has('CpuUsage') ? source.columns('CpuUsage', ['timestamp', 'util_percent', 'cpu_id']) : Promise.resolve(null),
-      has('HostMemUsage') ? source.columns('HostMemUsage', ['timestamp', 'used_bytes', 'used_percent']) : Promise.resolve(null),
-      has('DeviceProfileList') ? source.columns('DeviceProfileList', ['device_profile_name', 'nc_id', 'model_id', 'nscope_link']) : Promise.resolve(null),
-    ]);
-    if (systemShown?.profile.id !== profile.id) return;
-    systemShown.devices = devs === null ? [] : deviceLinkRows(devs);
-    systemView.rowLoader = (row) => source.page('SystemProfileEvents', row, 1);
-    const threadNames = new Map(Object.values(result.report.framework ?? {}).flatMap((f) => Object.entries(f.thread_names ?? {})));
-    systemView.setModel(events === null && cpu === null && mem === null ? null : buildSystemTimeline(events ?? emptyEvents(), cpu, mem, threadNames));
-    progress(null);
-    setState('ready');
-  } catch (e) {
-    progress(null);
-    showError(`The system timeline could not be drawn: ${message(e)}`, e);
-  }
+  const isCurrent = (): boolean => systemShown?.profile.id === profile.id && selected === null;
+  await openProfile<SystemResult>({
+    kind: 'system',
+    hash: `system=${encodeURIComponent(profile.id)}`,
+    claim: () => {
+      selected = null;
+      memoryShown = null;
+      systemShown = { profile, devices: [] };
+    },
+    isCurrent,
+    label: 'Decoding the system trace',
+    what: `Decoding the system trace of ${profile.root || profile.id}`,
+    process: (onProgress) => client.processSystem(profile.id, onProgress),
+    views: ['summary', 'system', 'tables'],
+    prefer: 'system',
+    sourceName: `${profile.root || 'system'}-system`,
+    firstTable: 'SystemProfileEvents',
+    summary: (result) => {
+      const where = [profile.instance_id, profile.pid !== null && profile.pid !== undefined ? `pid ${profile.pid}` : null].filter(Boolean).join(' · ');
+      renderSystemSummary(byId('summary'), `${profile.profile_type} profile · system trace${where ? ` · ${where}` : ''}`, result);
+    },
+    drawWhat: 'The system timeline',
+    draw: async (result, source) => {
+      progress('Drawing the system timeline');
+      const has = (n: string): boolean => result.tables.some((t) => t.name === n && Number(t.rows) > 0);
+      const [events, cpu, mem, devs] = await Promise.all([
+        has('SystemProfileEvents') ? source.columns('SystemProfileEvents', SYSTEM_EVENT_COLUMNS) : Promise.resolve(null),
+        has('CpuUsage') ? source.columns('CpuUsage', ['timestamp', 'util_percent', 'cpu_id']) : Promise.resolve(null),
+        has('HostMemUsage') ? source.columns('HostMemUsage', ['timestamp', 'used_bytes', 'used_percent']) : Promise.resolve(null),
+        has('DeviceProfileList') ? source.columns('DeviceProfileList', ['device_profile_name', 'nc_id', 'model_id', 'nscope_link']) : Promise.resolve(null),
+      ]);
+      if (!isCurrent() || systemShown === null) return;
+      systemShown.devices = devs === null ? [] : deviceLinkRows(devs);
+      systemView.rowLoader = (row) => source.page('SystemProfileEvents', row, 1);
+      const threadNames = new Map(Object.values(result.report.framework ?? {}).flatMap((f) => Object.entries(f.thread_names ?? {})));
+      systemView.setModel(events === null && cpu === null && mem === null ? null : buildSystemTimeline(events ?? emptyEvents(), cpu, mem, threadNames));
+    },
+  });
 }
 
 function emptyInstructions(): Table {
   return tableFromArrays({ start_ts: new BigInt64Array(0), end_ts: new BigInt64Array(0) });
 }
 
-/** Hides the Memory view (another profile is opened). */
-function leaveMemory(): void {
-  if (memoryShown === null) return;
-  memoryShown = null;
-  document.body.classList.remove('has-memory');
-  memoryView.setModel(null, null);
-}
-
-/** `n noun` with the plural `s` when n ≠ 1. */
-function count(n: number | bigint, noun: string): string {
-  const v = Number(n);
-  return `${int(v)} ${noun}${v === 1 ? '' : 's'}`;
-}
-
 /** MemoryAllocatorEvent columns the Memory view reads. */
 const MEMORY_EVENT_COLUMNS = ['timestamp', 'device', 'action', 'address', 'size', 'stack_id', 'device_free', 'allocated_delta_bytes', 'reserved_delta_bytes'];
 
 async function openMemory(path: string): Promise<void> {
-  clearError();
-  byId('conform').replaceChildren();
-  selected = null;
-  systemShown = null;
-  memoryShown = path;
-  renderInventory();
-  setState('processing');
-  progress(`Reading ${path.replace(/^.*\//, '')}`);
-  let result: MemoryResult;
-  try {
-    result = await client.processMemory(path);
-  } catch (e) {
-    progress(null);
-    clearWorkspace();
-    renderInventory();
-    showError(`Reading the memory snapshot ${path} failed: ${message(e)}`, e);
-    return;
-  }
-  if (memoryShown !== path) return;
-  document.body.classList.remove('has-result', 'has-system');
-  timeline.setModel(null);
-  systemView.setModel(null);
-  const rep = result.report;
-  byId('summary').replaceChildren(h('div', {},
-    h('h2', {}, `PyTorch memory snapshot · ${path}`),
-    h('div', { class: 'muted small', 'data-testid': 'memory-report' },
-      `pickle protocol ${rep.protocol ?? '?'} · ${int(Number(rep.events))} trace entries · ${count(rep.segments, 'segment')} · ${count(rep.blocks, 'block')} · ${count(rep.stacks, 'distinct stack')} (${count(rep.frames, 'frame')}) · ${int(Number(rep.devices.length))} device${rep.devices.length === 1 ? '' : 's'}`
-      + (result.wasm_memory_bytes ? ` · wasm memory ${bytes(result.wasm_memory_bytes)}` : '')),
-    foldedProblems(rep.problems)));
-  document.body.classList.add('has-memory');
-  const source = tableSource(result, path);
-  browser.setSource(source, preferFirst(result.tables, 'MemoryAllocatorEvent'));
-  const has = (n: string): boolean => result.tables.some((t) => t.name === n && Number(t.rows) > 0);
-  try {
-    progress('Drawing the memory timeline');
-    const [events, blocks, segs, frameIds] = await Promise.all([
-      has('MemoryAllocatorEvent') ? source.columns('MemoryAllocatorEvent', MEMORY_EVENT_COLUMNS) : Promise.resolve(null),
-      has('MemoryBlock') ? source.columns('MemoryBlock', ['device', 'address', 'size', 'state', 'stack_id']) : Promise.resolve(null),
-      has('MemorySegment') ? source.columns('MemorySegment', ['device', 'address', 'total_size', 'stack_id']) : Promise.resolve(null),
-      has('MemoryStackFrame') ? source.columns('MemoryStackFrame', ['stack_id']) : Promise.resolve(null),
-    ]);
-    if (memoryShown !== path) return;
-    // Row where each stack's frames begin (the table lists them stack by stack).
-    const firstRow = new Map<number, [number, number]>();
-    const sid = frameIds?.getChild('stack_id');
-    for (let i = 0; i < (frameIds?.numRows ?? 0); i++) {
-      const s = Number(sid?.get(i) ?? -1);
-      const e = firstRow.get(s);
-      if (e === undefined) firstRow.set(s, [i, 1]);
-      else e[1]++;
-    }
-    const loader = async (stack: number): Promise<string[]> => {
-      const at = firstRow.get(stack);
-      if (at === undefined) return [];
-      const t = await source.page('MemoryStackFrame', at[0], at[1]);
-      const out: string[] = [];
-      for (let i = 0; i < t.numRows; i++) {
-        const r = t.get(i)?.toJSON() as Record<string, unknown> | undefined;
-        if (r === undefined) continue;
-        const fx = r['fx_node_name'] ? `  [fx ${String(r['fx_node_op'] ?? '')} ${String(r['fx_node_name'])}]` : '';
-        out.push(`${String(r['filename'] ?? '?')}:${String(r['line'] ?? '?')} ${String(r['name'] ?? '?')}${fx}`);
+  const isCurrent = (): boolean => memoryShown === path;
+  await openProfile<MemoryResult>({
+    kind: 'memory',
+    hash: `memory=${encodeURIComponent(path)}`,
+    claim: () => {
+      selected = null;
+      systemShown = null;
+      memoryShown = path;
+    },
+    isCurrent,
+    label: `Reading ${path.replace(/^.*\//, '')}`,
+    what: `Reading the memory snapshot ${path}`,
+    process: () => client.processMemory(path),
+    views: ['summary', 'memory', 'source', 'tables'],
+    prefer: 'memory',
+    sourceName: path,
+    firstTable: 'MemoryAllocatorEvent',
+    summary: (result) => {
+      const rep = result.report;
+      byId('summary').replaceChildren(h('div', {},
+        h('h2', {}, `PyTorch memory snapshot · ${path}`),
+        h('div', { class: 'muted small', 'data-testid': 'memory-report' },
+          `pickle protocol ${rep.protocol ?? '?'} · ${count(Number(rep.events), 'trace entry', 'trace entries')} · ${count(rep.segments, 'segment')} · ${count(rep.blocks, 'block')} · ${count(rep.stacks, 'distinct stack')} (${count(rep.frames, 'frame')}) · ${count(rep.devices.length, 'device')}`
+          + (result.wasm_memory_bytes ? ` · wasm memory ${bytes(result.wasm_memory_bytes)}` : '')),
+        foldedProblems(rep.problems)));
+    },
+    drawWhat: 'The memory timeline',
+    draw: async (result, source) => {
+      const rep = result.report;
+      const has = (n: string): boolean => result.tables.some((t) => t.name === n && Number(t.rows) > 0);
+      progress('Drawing the memory timeline');
+      const [events, blocks, segs, frameIds] = await Promise.all([
+        has('MemoryAllocatorEvent') ? source.columns('MemoryAllocatorEvent', MEMORY_EVENT_COLUMNS) : Promise.resolve(null),
+        has('MemoryBlock') ? source.columns('MemoryBlock', ['device', 'address', 'size', 'state', 'stack_id']) : Promise.resolve(null),
+        has('MemorySegment') ? source.columns('MemorySegment', ['device', 'address', 'total_size', 'stack_id']) : Promise.resolve(null),
+        has('MemoryStackFrame') ? source.columns('MemoryStackFrame', ['stack_id']) : Promise.resolve(null),
+      ]);
+      if (!isCurrent()) return;
+      // Row where each stack's frames begin (the table lists them stack by stack).
+      const firstRow = new Map<number, [number, number]>();
+      const sid = frameIds?.getChild('stack_id');
+      for (let i = 0; i < (frameIds?.numRows ?? 0); i++) {
+        const s = Number(sid?.get(i) ?? -1);
+        const e = firstRow.get(s);
+        if (e === undefined) firstRow.set(s, [i, 1]);
+        else e[1]++;
       }
-      return out;
-    };
-    const show = (device: number | null): void => {
-      memoryView.setModel(buildMemoryModel(events, blocks, segs, rep.devices, device), loader, path);
-    };
-    memoryView.onDevice = (d) => show(d);
-    show(null);
-    progress(null);
-    setState('ready');
-  } catch (e) {
-    progress(null);
-    showError(`The memory timeline could not be drawn: ${message(e)}`, e);
-  }
+      const loader = async (stack: number): Promise<string[]> => {
+        const at = firstRow.get(stack);
+        if (at === undefined) return [];
+        const t = await source.page('MemoryStackFrame', at[0], at[1]);
+        const out: string[] = [];
+        for (let i = 0; i < t.numRows; i++) {
+          const r = t.get(i)?.toJSON() as Record<string, unknown> | undefined;
+          if (r === undefined) continue;
+          const fx = r['fx_node_name'] ? `  [fx ${String(r['fx_node_op'] ?? '')} ${String(r['fx_node_name'])}]` : '';
+          out.push(`${String(r['filename'] ?? '?')}:${String(r['line'] ?? '?')} ${String(r['name'] ?? '?')}${fx}`);
+        }
+        return out;
+      };
+      const show = (device: number | null): void => {
+        memoryView.setModel(buildMemoryModel(events, blocks, segs, rep.devices, device), loader, path);
+      };
+      memoryView.onDevice = (d) => show(d);
+      show(null);
+    },
+  });
 }
 
 function emptyEvents(): Table {
@@ -551,7 +869,7 @@ function renderSystemSummary(root: HTMLElement, title: string, r: SystemResult):
     h('h2', {}, title),
     h('div', { class: 'cards' },
       card('Events', int(rows('SystemProfileEvents')), 'system-event-count', rows('SystemProfileEvents')),
-      card('Time span', span === null ? '–' : ns(span), 'system-span', span ?? ''),
+      card('Time span (events and CPU / memory samples)', span === null ? '–' : ns(span), 'system-span', span ?? ''),
       card('CPU samples', int(rows('CpuUsage')), 'system-cpu-rows', rows('CpuUsage')),
       card('Host memory samples', int(rows('HostMemUsage')), 'system-mem-rows', rows('HostMemUsage')),
       card('Device profiles', int(rows('DeviceProfileList')), 'system-device-count', rows('DeviceProfileList'))),
@@ -586,7 +904,7 @@ function tableSource(result: { key: string; tables: TableInfo[] }, deviceName: s
     columns: async (name, cols) => tableFromIPC(await client.tableColumns(result.key, name, cols)),
     async downloadParquet(name) {
       try {
-        download(await client.tableParquet(result.key, name), `${name}.parquet`);
+        download(await client.tableParquet(result.key, name), `${safe}-${name}.parquet`);
       } catch (e) {
         showError(`Parquet export of ${name} failed: ${message(e)}`, e);
       }
@@ -675,7 +993,12 @@ function wire(): void {
     void loadFiles(filesFromDrop(e.dataTransfer), 'the dropped files');
   });
 
-  byId('summary-panel').append(h('div', { id: 'conform', class: 'conform', 'data-testid': 'conform' }));
+  buildTabs();
+  buildPanel();
+  byId('selection-slot').append(selectionBox);
+  selectionBox.replaceChildren(h('div', { class: 'muted' }, SELECTION_HINT));
+  timeline.input.onSelect = (r) => void showSelection(r);
+  window.addEventListener('popstate', () => void applyHash(true));
   byId('timeline-slot').append(timeline.root);
   byId('system-slot').append(systemView.root);
   byId('memory-slot').append(memoryView.root);
@@ -714,8 +1037,7 @@ function boot(): void {
     ({ version }) => {
       byId('version').textContent = `core ${version}`;
       const jobs = h('div', { id: 'jobs' });
-      // Below the sticky top bar, not in it: it scrolls away with the page.
-      (byId('progress').closest('header') ?? byId('progress')).after(jobs);
+      byId('jobs-slot').append(jobs);
       mountJobs(jobs, client);
       if (document.body.dataset['state'] === 'boot') setState('idle');
     },

@@ -50,6 +50,25 @@ export async function pickWithDirectoryPicker(picker: DirectoryPicker): Promise<
   return out;
 }
 
+/** Folder that loose picked files (no folder of their own) are listed under. */
+export const LOOSE_FOLDER = 'picked files';
+
+/**
+ * Gives loose files (a path without '/') the folder LOOSE_FOLDER, so their profile is named for
+ * it rather than ".", and a file whose path is already taken (two `x.ntff` from different folders)
+ * the next free folder `picked files (2)/…`: two files never collapse into one.
+ */
+export function uniquePaths(files: PickedFile[]): PickedFile[] {
+  const taken = new Set<string>();
+  return files.map((f) => {
+    let path = f.path.includes('/') ? f.path : `${LOOSE_FOLDER}/${f.path}`;
+    const name = path.slice(path.lastIndexOf('/') + 1);
+    for (let n = 2; taken.has(path); n++) path = `${LOOSE_FOLDER} (${n})/${name}`;
+    taken.add(path);
+    return { path, file: f.file };
+  });
+}
+
 /** Files of an `<input type=file webkitdirectory>` (or a plain multi-file input). */
 export function filesFromInput(list: FileList): PickedFile[] {
   const out: PickedFile[] = [];
@@ -57,7 +76,7 @@ export function filesFromInput(list: FileList): PickedFile[] {
     const rel = file.webkitRelativePath;
     out.push({ path: rel !== '' ? rel : file.name, file });
   }
-  return out;
+  return uniquePaths(out);
 }
 
 function readAllEntries(reader: FileSystemDirectoryReader): Promise<FileSystemEntry[]> {
@@ -109,6 +128,6 @@ export function filesFromDrop(dt: DataTransfer): Promise<PickedFile[]> {
   return (async () => {
     const out: PickedFile[] = loose.map((file) => ({ path: file.name, file }));
     for (const e of entries) await walkEntry(e, out);
-    return out;
+    return uniquePaths(out);
   })();
 }

@@ -7,7 +7,7 @@
 // Bulk bytes (Arrow IPC) are transferred, never copied; Parquet files and zips stored on OPFS
 // cross as File objects (a handle on the stored file, nothing read).
 
-import type { ConformReport, Inventory, MemoryResult, ProcessResult, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SystemResult } from './api.ts';
+import type { ConformReport, Inventory, MemoryResult, ProcessResult, RangeSummary, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SystemResult } from './api.ts';
 
 /** A picked file: its path relative to the picked folder ('/'-separated) and the File itself. */
 export interface PickedFile {
@@ -99,6 +99,7 @@ export type Request =
   | { op: 'sourceText'; path: string }
   | { op: 'sourceResolve'; locations: string[] }
   | { op: 'sourceHeat'; key: string }
+  | { op: 'rangeSummary'; key: string; start: number; end: number; top: number }
   | { op: 'conform'; key: string; exportJson: Uint8Array }
   /** Re-registers tables a previous worker stored on OPFS (after a crash or a cancel). */
   | { op: 'reopen'; key: string; tables: { name: string; rows: number; file: string }[] }
@@ -125,6 +126,7 @@ export interface ReplyMap {
   sourceText: string | null;
   sourceResolve: SourceResolved[];
   sourceHeat: SourceHeat;
+  rangeSummary: RangeSummary;
   conform: ConformReport;
   reopen: null;
   clearStore: null;

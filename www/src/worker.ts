@@ -361,6 +361,12 @@ async function handle(msg: Envelope): Promise<void> {
       post({ kind: 'reply', id, ok: true, value: s.source_heat(msg.key) });
       return;
     }
+    case 'rangeSummary': {
+      const s = current();
+      if (s.range_summary === undefined) throw new Error('this build of the core has no selection summary');
+      post({ kind: 'reply', id, ok: true, value: s.range_summary(msg.key, msg.start, msg.end, msg.top) });
+      return;
+    }
     case 'conform': {
       const s = current();
       if (s.conform === undefined) throw new Error('this build of the core cannot compare with JSON exports');

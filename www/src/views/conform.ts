@@ -4,7 +4,7 @@
 
 import type { ConformReport, ConformSection, InventoryFile } from '../api.ts';
 import { h } from '../dom.ts';
-import { int } from '../format.ts';
+import { count, int } from '../format.ts';
 
 /** A JSON export the page can read. */
 export interface ExportCandidate {
@@ -29,6 +29,39 @@ function pct(rate: number): string {
   return `${(rate * 100).toFixed(rate === 1 || rate === 0 ? 0 : 2)} %`;
 }
 
+/**
+ * A core note in the user's terms: the citations of our own format notes and test files
+ * ("ntff.md §10 step 4", "attribution_golden.rs", "docs/formats.md") mean nothing to a user.
+ */
+export function userNote(note: string): string {
+  return note
+    .replace(/\s*\((?:[^()]*?(?:\.md|\.rs|§)[^()]*?)\)/g, '')
+    .replace(/\s*(?:docs\/)?[\w-]+\.(?:md|rs)(?:\s*§[\w. ]+)?/g, '')
+    .replace(/\s*§\S+(?:\s+q\d+)?/g, '')
+    .replace(/\(\s*\)/g, '')
+    .replace(/\s{2,}/g, ' ')
+    .replace(/[;,]\s*$/, '')
+    .trim();
+}
+
+/** Compared fields of the report: all, and those below 100 %. */
+function tally(report: ConformReport): { tables: number; fields: number; full: number; below: { section: string; field: string; rate: number }[] } {
+  let fields = 0;
+  let full = 0;
+  const below: { section: string; field: string; rate: number }[] = [];
+  let tables = 0;
+  for (const s of report.sections) {
+    const compared = s.fields.filter((f) => f.status === 'compared');
+    if (s.status === 'compared' && compared.length > 0) tables++;
+    for (const f of compared) {
+      fields++;
+      if (f.rate >= 1) full++;
+      else below.push({ section: s.section, field: f.field, rate: f.rate });
+    }
+  }
+  return { tables, fields, full, below };
+}
+
 function sectionBlock(s: ConformSection): HTMLElement {
   const head = h('div', { class: 'conform-section-head' },
     h('strong', {}, s.section), ' → ', s.table ?? '–', ' ',
@@ -36,9 +69,11 @@ function sectionBlock(s: ConformSection): HTMLElement {
       `[${s.status.replace(/_/g, ' ')}] rows export ${int(s.export_rows)} / ours ${int(s.our_rows)} / matched ${int(s.matched_rows)}`),
   );
   const shown = s.fields.filter((f) => f.status !== 'key');
+  // Sections where every compared field matches fold; the ones with differences stay open.
+  const open = shown.some((f) => f.status === 'compared' && f.rate < 1);
   if (shown.length === 0) {
-    return h('div', { class: 'conform-section', 'data-section': s.section }, head,
-      s.note ? h('div', { class: 'muted small' }, s.note) : null);
+    return h('details', { class: 'conform-section', 'data-section': s.section }, h('summary', {}, head),
+      s.note ? h('div', { class: 'muted small' }, userNote(s.note)) : null);
   }
   const rows = shown.map((f) => {
     const compared = f.status === 'compared';
@@ -52,10 +87,10 @@ function sectionBlock(s: ConformSection): HTMLElement {
     h('td', { class: 'num' }, compared ? pct(f.rate) : f.status.replace(/_/g, ' ')),
     h('td', { class: 'num' }, compared ? `${int(f.equal)} / ${int(f.compared)}` : ''),
     h('td', {}, compared ? f.tolerance : ''),
-    h('td', { class: 'small' }, diff ? `row ${diff.row}: export ${diff.export} · ours ${diff.ours}` : (f.note ?? '')),
+    h('td', { class: 'small' }, diff ? `row ${diff.row}: export ${diff.export} · ours ${diff.ours}` : userNote(f.note ?? '')),
     );
   });
-  return h('div', { class: 'conform-section', 'data-section': s.section }, head,
+  return h('details', { class: 'conform-section', 'data-section': s.section, open }, h('summary', {}, head),
     h('table', { class: 'conform-table' },
       h('thead', {}, h('tr', {}, ...['export field', 'our column', 'match', 'equal / compared', 'tolerance', 'first difference / note'].map((t) => h('th', {}, t)))),
       h('tbody', {}, rows)));
@@ -63,8 +98,16 @@ function sectionBlock(s: ConformSection): HTMLElement {
 
 /** The report: one block per export section. */
 export function renderReport(report: ConformReport, exportName: string): HTMLElement {
+  const t = tally(report);
+  const worst = [...t.below].sort((a, b) => a.rate - b.rate).slice(0, 4).map((b) => `${b.section}.${b.field} ${pct(b.rate)}`).join(', ');
+  const verdict = t.fields === 0
+    ? 'Nothing comparable: the export has no section this profile writes.'
+    : `${count(t.tables, 'table')} compared · ${int(t.full)} of ${count(t.fields, 'field')} match on every row` +
+      (t.below.length > 0 ? ` · ${count(t.below.length, 'field')} below 100 % (${worst}${t.below.length > 4 ? ', …' : ''})` : ' · every compared field matches');
   return h('div', { class: 'conform-report', 'data-testid': 'conform-report' },
-    h('p', { class: 'muted small' }, `${exportName} · profiler ${report.profiler_version ?? '?'} · NTFF ${report.ntff_filename ?? '?'}`),
+    h('div', { class: `conform-verdict ${t.below.length === 0 && t.fields > 0 ? 'all' : 'some'}`, 'data-testid': 'conform-verdict',
+      'data-fields': t.fields, 'data-full': t.full, 'data-below': t.below.length }, verdict),
+    h('p', { class: 'muted small' }, `${exportName} · profiler ${report.profiler_version ?? '?'} · NTFF ${report.ntff_filename ?? '?'} · sections with differences are open; click a section to fold or unfold it`),
     report.sections.map(sectionBlock));
 }
 
@@ -88,7 +131,7 @@ export function renderConform(
       out.replaceChildren(renderReport(report, name));
     } catch (e) {
       out.replaceChildren(h('div', { class: 'error-inline', 'data-testid': 'conform-error' },
-        `Comparison failed: ${e instanceof Error ? e.message : String(e)}`));
+        `Comparison with ${name} failed: ${e instanceof Error ? e.message : String(e)}`));
     }
   };
   const button = candidates.length > 0

@@ -69,7 +69,11 @@ export interface MemoryModel {
   peakAllocated: number;
   peakAllocatedAt: number;
   peakReserved: number;
-  /** Largest y value drawn (max of allocated and reserved and the allocation stack). */
+  /**
+   * Top of the y axis: the larger of peak allocated and the allocation stack. Reserved memory (the
+   * allocator's segments, often a fixed pool far above what is in use) is drawn as a line and held
+   * at the top edge where it is higher, so a small peak does not fill a tenth of the chart.
+   */
   maxBytes: number;
 }
 
@@ -353,7 +357,7 @@ export function buildMemoryModel(
   }
   segments.sort((a, b) => a.addr - b.addr || a.start - b.start);
   const end = n > 0 ? (times[n - 1] ?? 0) : 0;
-  let maxBytes = Math.max(peakAllocated, peakReserved, 1);
+  let maxBytes = Math.max(peakAllocated, 1);
   // The stack of known allocations can exceed the allocated curve when the file is inconsistent.
   let live = 0;
   for (const a of pre) live += aSize[a] ?? 0;

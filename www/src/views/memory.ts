@@ -419,7 +419,8 @@ export class MemoryView {
       ctx.fillRect(GUTTER + q.x0, y0, Math.max(1, q.x1 - q.x0), Math.max(1, y1 - y0 - (y1 - y0 > 3 ? 0.5 : 0)));
     }
     // Allocated and reserved lines.
-    const line = (vals: Float64Array, color: string): void => {
+    const top = max / 1.05 * 1.04;
+    const line = (vals: Float64Array, color: string, cap = Infinity): void => {
       ctx.strokeStyle = color;
       ctx.lineWidth = 1.5;
       ctx.beginPath();
@@ -430,7 +431,7 @@ export class MemoryView {
           on = false;
           continue;
         }
-        const y = this.yOf(v);
+        const y = this.yOf(Math.min(v, cap));
         if (!on) ctx.moveTo(GUTTER + c, y);
         else ctx.lineTo(GUTTER + c, y);
         ctx.lineTo(GUTTER + c + 1, y);
@@ -439,7 +440,7 @@ export class MemoryView {
       ctx.stroke();
       ctx.lineWidth = 1;
     };
-    line(resv, '#f0a04b');
+    line(resv, '#f0a04b', top);
     line(alloc, '#e6edf3');
     // OOM markers.
     ctx.strokeStyle = '#ff4d4f';
@@ -474,9 +475,9 @@ export class MemoryView {
     ctx.fillStyle = '#e6edf3';
     ctx.fillText('— allocated', GUTTER + 8, AXIS_H + 10);
     ctx.fillStyle = '#f0a04b';
-    ctx.fillText('— reserved', GUTTER + 80, AXIS_H + 10);
+    ctx.fillText(m.peakReserved > top ? `— reserved (peak ${bytes(m.peakReserved)}, held at the top)` : '— reserved', GUTTER + 80, AXIS_H + 10);
     ctx.fillStyle = '#8ea3c0';
-    ctx.fillText(`▮ ${int(lay.smallCount)} allocations < ${bytes(bytesPerPx * 2)} (band)`, GUTTER + 150, AXIS_H + 10);
+    ctx.fillText(`▮ ${int(lay.smallCount)} allocations < ${bytes(bytesPerPx * 2)} (band)`, GUTTER + (m.peakReserved > top ? 330 : 150), AXIS_H + 10);
 
     // Hooks for tests: where the largest drawn rectangle is, how much was drawn.
     let best: Rect | null = null;

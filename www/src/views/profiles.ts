@@ -3,7 +3,7 @@
 
 import type { DeviceEntry, Inventory, InventoryFile, Pairing, Problem, ProfileEntry } from '../api.ts';
 import { h, nodes } from '../dom.ts';
-import { bytes, int } from '../format.ts';
+import { bytes, count, int } from '../format.ts';
 
 /** Variant name of a PairStatus: {status: "Paired", …}, "MissingNeff" or {"Paired": {…}}. */
 export function pairingKind(p: Pairing): string {
@@ -125,18 +125,28 @@ function memoryList(inv: Inventory, opts: ProfileListOptions): HTMLElement | nul
   const snaps = memorySnapshots(inv);
   if (snaps.length === 0 || opts.onOpenMemory === undefined) return null;
   return h('div', { class: 'memory-snapshots' },
-    h('div', { class: 'profile-head' }, h('span', { class: 'ptype memory' }, 'Memory'), h('span', { class: 'pid' }, `${snaps.length} PyTorch memory snapshot${snaps.length === 1 ? '' : 's'}`)),
+    h('div', { class: 'profile-head' }, h('span', { class: 'ptype memory' }, 'Memory'), h('span', { class: 'pid' }, count(snaps.length, 'PyTorch memory snapshot'))),
     h('ul', { class: 'devices' }, snaps.map((f) => h('li', {
       class: `device paired${opts.memoryShown === f.path ? ' selected' : ''}`,
       'data-testid': 'memory-snapshot',
       'data-path': f.path,
       title: f.path,
       onclick: () => opts.onOpenMemory?.(f.path),
+      tabindex: 0,
+      role: 'button',
+      onkeydown: (e: Event) => activateOnKey(e, () => opts.onOpenMemory?.(f.path)),
     },
     h('div', { class: 'device-name' }, basename(f.path),
       f.rank !== null && f.rank !== undefined ? h('span', { class: 'tag' }, `rank ${f.rank}`) : null,
       h('span', { class: 'tag' }, bytes(Number(f.size)))),
     h('div', { class: 'pairing ok' }, 'allocator snapshot: open the Memory view')))));
+}
+
+/** Enter or Space on a focused list entry opens it, as a click does. */
+function activateOnKey(e: Event, open: () => void): void {
+  if (!(e instanceof KeyboardEvent) || (e.key !== 'Enter' && e.key !== ' ')) return;
+  e.preventDefault();
+  open();
 }
 
 /** True for a profile with a host/runtime trace (System, System+Device). */
@@ -170,6 +180,10 @@ export function renderProfiles(root: HTMLElement, inv: Inventory, opts: ProfileL
           'data-pairing': pairingKind(d.pairing),
           title: [d.ntff, d.neff].filter(Boolean).join('\n'),
           onclick: openable ? () => opts.onOpen(p, i) : null,
+          tabindex: openable ? 0 : null,
+          role: openable ? 'button' : null,
+          'aria-current': sel ? 'true' : null,
+          onkeydown: openable ? (e: Event) => activateOnKey(e, () => opts.onOpen(p, i)) : null,
         },
         h('div', { class: 'device-name' }, d.name || basename(d.ntff) || `device ${i}`, tags.map((t) => h('span', { class: 'tag' }, t))),
         h('div', { class: `pairing ${paired ? 'ok' : 'bad'}`, 'data-testid': 'pairing-status' }, pairingText(d)),
@@ -199,11 +213,14 @@ export function renderProfiles(root: HTMLElement, inv: Inventory, opts: ProfileL
   });
   root.replaceChildren(
     ...nodes(
-    h('div', { class: 'inv-head' }, `${int(inv.files.length)} files · ${bytes(total)} · ${inv.profiles.length} profile${inv.profiles.length === 1 ? '' : 's'}`),
+    // Memory snapshots are counted beside the profiles (they open a view of their own).
+    h('div', { class: 'inv-head', 'data-testid': 'inventory-head' }, [count(inv.files.length, 'file'), bytes(total), count(inv.profiles.length, 'profile'),
+      memorySnapshots(inv).length > 0 ? count(memorySnapshots(inv).length, 'memory snapshot') : null].filter(Boolean).join(' · ')),
     memoryList(inv, opts),
     inv.profiles.length === 0 && memorySnapshots(inv).length === 0
       ? h('div', { class: 'empty-note' }, 'No profile found. Pick the folder the Neuron profiler wrote: it holds .ntff files with their .neff, or a capture directory with trace_info.pb and ntrace.pb.')
       : h('ul', { class: 'profiles' }, items),
-    foldedProblems(inv.problems),
+    // "No profile found" contradicts a listed memory snapshot: the snapshot is what this folder holds.
+    foldedProblems(memorySnapshots(inv).length > 0 ? inv.problems?.filter((p) => p.code !== 'NO_PROFILE') : inv.problems),
   ));
 }

@@ -12,6 +12,7 @@ import { h, nodes } from '../dom.ts';
 import { bytes, cell, int, ns, tick } from '../format.ts';
 import { coreLabel } from './summary.ts';
 import { busyIn, lowerBound, type Counter, type TimelineModel, type Track } from './timeline-model.ts';
+import { TimelineInput, type Viewport } from './timeline-input.ts';
 
 /** What differs between the device timeline (instructions) and the system timeline (runtime spans). */
 export interface TimelineOptions {
@@ -106,6 +107,8 @@ export class TimelineView {
 
   private readonly opts: TimelineOptions;
   private readonly gutter: number;
+  /** Perfetto-style controls over this view (wheel, W/S/A/D, range selection, pinned axis). */
+  readonly input: TimelineInput;
   /** Visible rows top to bottom (collapsed groups hide their rows). */
   private rows: RowBox[] = [];
   /** Keys of the collapsed groups. */
@@ -134,11 +137,14 @@ export class TimelineView {
     });
     this.root = h('div', { class: 'timeline' },
       h('div', { class: 'timeline-bar' }, fit, zin, zout, this.filter, this.filterInfo,
-        h('span', { class: 'muted small hint', title: 'Mouse wheel zooms around the cursor, drag pans, W/S zoom, A/D pan, 0 fits. The % beside each row is the share of the visible time that engine was busy.' }, 'wheel zoom · drag pan · click for details · % busy in view'), this.status),
+        h('span', { class: 'muted small hint', title: 'Wheel scrolls the tracks; Ctrl/⌘+wheel or W/S zoom around the cursor; Shift+wheel, A/D or a drag pan; drag on the time axis (or Shift+drag) selects a range, F fits it, 0 fits the execution. The % beside each row is the summed duration of its slices in view (semaphore waits and overlaps included) over the visible time; the Selection tab and the Summary count busy time as the union without semaphore waits.' }, 'Ctrl+wheel zoom · drag pan · drag axis to select · % = slice time in view'), this.status),
       h('div', { class: 'timeline-wrap' }, this.canvas, this.tooltip),
       (this.legend = h('div', { class: 'timeline-legend muted small', 'data-testid': 'timeline-legend', hidden: true })),
       this.details);
 
+    // Wheel, keys, range selection and the pinned axis (timeline-input.ts); registered first so
+    // its handlers run before (and can stop) the ones below.
+    this.input = new TimelineInput(this, this.canvas, this.root);
     this.canvas.addEventListener('wheel', (e) => this.onWheel(e), { passive: false });
     this.canvas.addEventListener('mousedown', (e) => this.onDown(e));
     window.addEventListener('mousemove', (e) => this.onMove(e));
@@ -385,10 +391,38 @@ export class TimelineView {
     return c;
   }
 
+  /** The visible window and geometry (timeline-input.ts). */
+  viewport(): Viewport {
+    return { start: this.viewStart, nsPerPx: this.nsPerPx, gutter: this.gutter, plotWidth: this.plotWidth(), axisH: AXIS_H, width: this.width };
+  }
+
+  /** Shows `start` + `nsPerPx` × plot width (bounded to the data when drawn). */
+  setViewport(start: number, nsPerPx: number): void {
+    if (this.model === null) return;
+    this.pinned = null;
+    this.viewStart = start;
+    this.nsPerPx = nsPerPx;
+    this.tooltip.hidden = true;
+    this.request();
+  }
+
+  /** Time span of the model's data and what Fit shows, ns; null without a model. */
+  dataBounds(): { start: number; end: number; fitStart: number; fitEnd: number } | null {
+    const m = this.model;
+    return m === null ? null : { start: m.start, end: m.end, fitStart: m.fitStart ?? m.start, fitEnd: m.fitEnd ?? m.end };
+  }
+
   private draw(): void {
     const began = performance.now();
+    if (this.model !== null && this.pinned === null) {
+      // Zoom and pan stay on the data, whichever control moved them.
+      const v = this.input.constrain(this.viewStart, this.nsPerPx);
+      this.viewStart = v.start;
+      this.nsPerPx = v.nsPerPx;
+    }
     this.drawFrame();
     this.canvas.dataset['drawMs'] = (performance.now() - began).toFixed(2);
+    this.input.drawn();
   }
 
   private drawFrame(): void {
