@@ -121,6 +121,9 @@ pub struct Session {
     files: BTreeMap<String, Input>,
     inventory: Option<Inventory>,
     results: BTreeMap<String, BTreeMap<&'static str, StoredTable>>,
+    /// Level-of-detail summaries of each processed profile (same keys as `results`), built while
+    /// its tables streamed (`crate::lod`).
+    lods: BTreeMap<String, crate::lod::Lod>,
     /// Source files for the Source view, built on first use (`sources`).
     sources: Option<(
         crate::source_code::SourceIndex,
@@ -232,6 +235,7 @@ impl Session {
             files: BTreeMap::new(),
             inventory: None,
             results: BTreeMap::new(),
+            lods: BTreeMap::new(),
             sources: None,
         }
     }
@@ -278,15 +282,19 @@ impl Session {
             .ok_or_else(|| JsError::new("scan() first"))?;
         let mut sink = crate::sink::ParquetSink::new(|_t: &str| Ok(Vec::<u8>::new()));
         let mut cb = progress_cb(progress);
+        let mut lod = crate::lod::LodCollector::new(&mut sink);
         let out = crate::profile::process_device(
             inv,
             &profile_id,
             device_index,
             &|p: &str| self.open(p),
-            &mut sink,
+            &mut lod,
             &mut cb,
         )
         .map_err(js_err)?;
+        // Device tables are ns from the execution start: the axis is theirs.
+        let mut lod = lod.lod;
+        lod.finish(Some(0));
         let stored = sink
             .into_outputs()
             .map_err(js_err)?
@@ -316,6 +324,7 @@ impl Session {
             &"wasm_memory_bytes".into(),
             &JsValue::from_f64(mem as f64),
         );
+        self.lods.insert(key.clone(), lod);
         self.results.insert(key, stored);
         Ok(js)
     }
@@ -333,15 +342,20 @@ impl Session {
             .ok_or_else(|| JsError::new("scan() first"))?;
         let mut sink = crate::sink::ParquetSink::new(|_t: &str| Ok(Vec::<u8>::new()));
         let mut cb = progress_cb(progress);
+        let mut lod = crate::lod::LodCollector::new(&mut sink);
         let out = crate::profile::process_system(
             inv,
             &profile_id,
             &|p: &str| self.open(p),
-            &mut sink,
+            &mut lod,
             &mut cb,
         )
         .map_err(js_err)?;
+        // System tables are Unix ns: the axis starts at the earliest event or sample.
+        let mut lod = lod.lod;
+        lod.finish(None);
         let key = format!("{profile_id}#system");
+        self.lods.insert(key.clone(), lod);
         let js = to_js(&out.with_key(&key))?;
         self.store(&key, sink, &js)?;
         Ok(js)
@@ -508,6 +522,78 @@ impl Session {
     /// Drops a processed profile's tables (frees memory).
     pub fn release(&mut self, key: &str) {
         self.results.remove(key);
+        self.lods.remove(key);
+    }
+    /// The timeline tracks of processed profile `key` (serde of [`crate::lod::Listing`]):
+    /// `{origin, start, end, names, tracks: [{id, kind, table, pcore, name, source?, pid?, tid?,
+    /// rows, start, end, max_dur, vmin, vmax, width}]}`; times are ns from `origin` (decimal
+    /// text of table ns: 0 for a device profile, the earliest Unix ns for a system profile).
+    pub fn lod_tracks(&self, key: &str) -> std::result::Result<JsValue, JsError> {
+        let lod = self
+            .lods
+            .get(key)
+            .ok_or_else(|| JsError::new(&format!("no processed profile {key}")))?;
+        to_js(&lod.listing())
+    }
+    /// Summaries of `tracks` of profile `key` over `[t0, t1]` (ns from the listing's origin) in
+    /// at most about `n` buckets per track, as a Float64Array (layout: [`crate::lod::Lod::query`]).
+    pub fn lod(
+        &self,
+        key: &str,
+        tracks: Vec<u32>,
+        t0: f64,
+        t1: f64,
+        n: usize,
+    ) -> std::result::Result<Vec<f64>, JsError> {
+        let lod = self
+            .lods
+            .get(key)
+            .ok_or_else(|| JsError::new(&format!("no processed profile {key}")))?;
+        Ok(lod.query(&tracks, t0, t1, n))
+    }
+    /// Rows of `table` (a timeline table, [`crate::lod::TimeCols::of`]) of profile `key` whose time
+    /// overlaps `[t0, t1]` (ns from the listing's origin), only `columns` plus `nscope_row` (the
+    /// row's index, for `table_ipc_rows`), found through the row groups' time statistics. Returns
+    /// `{rows, over_limit, groups_read, groups_skipped, ipc}`: `ipc` an Arrow IPC stream, empty
+    /// when more than `limit` rows overlap (`over_limit`: draw from the summaries).
+    pub fn table_window(
+        &self,
+        key: &str,
+        table: &str,
+        columns: Vec<String>,
+        t0: f64,
+        t1: f64,
+        limit: usize,
+    ) -> std::result::Result<JsValue, JsError> {
+        strike_armed_fault("table");
+        let t = self.table(key, table)?;
+        let time = crate::lod::TimeCols::of(table)
+            .ok_or_else(|| JsError::new(&format!("{table} is not a timeline table")))?;
+        let origin = self.lods.get(key).map_or(0, |l| l.origin);
+        // Whole ns, widened outwards: a row touching the window's edge is kept.
+        let at = |v: f64, up: bool| -> i64 {
+            let r = if up { v.ceil() } else { v.floor() };
+            origin.saturating_add(r.clamp(i64::MIN as f64, i64::MAX as f64) as i64)
+        };
+        let w = crate::lod::window_rows(
+            t.parquet.clone(),
+            time,
+            &columns,
+            at(t0.min(t1), false),
+            at(t0.max(t1), true),
+            limit,
+        )
+        .map_err(js_err)?;
+        let ipc = crate::sink::ipc_of(&w.schema, &w.batches).map_err(js_err)?;
+        let o = js_sys::Object::new();
+        let set = |k: &str, v: JsValue| js_sys::Reflect::set(&o, &k.into(), &v).map(|_| ());
+        set("rows", JsValue::from_f64(w.rows as f64))
+            .and_then(|_| set("over_limit", JsValue::from_bool(w.over_limit)))
+            .and_then(|_| set("groups_read", JsValue::from_f64(w.groups_read as f64)))
+            .and_then(|_| set("groups_skipped", JsValue::from_f64(w.groups_skipped as f64)))
+            .and_then(|_| set("ipc", js_sys::Uint8Array::from(ipc.as_slice()).into()))
+            .map_err(|_| JsError::new("Reflect.set"))?;
+        Ok(o.into())
     }
 }
 
