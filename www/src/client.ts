@@ -7,7 +7,7 @@
 // is processed again on its first use. Every other profile is processed on demand as before.
 
 import type { CrashInfo, FaultSpec, FromWorker, PickedFile, ReplyMap, Request } from './protocol.ts';
-import type { ConformReport, Inventory, MemoryResult, ProcessResult, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SystemResult } from './api.ts';
+import type { ConformReport, Inventory, LodListing, LodWindow, MemoryResult, ProcessResult, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SystemResult } from './api.ts';
 
 type Progress = (stage: string, done: number, total: number) => void;
 
@@ -166,6 +166,9 @@ export class CoreClient {
       case 'sourceResolve': step = 'source location lookup'; break;
       case 'sourceHeat': step = 'device time per source line'; file = fileOfKey(req.key); break;
       case 'conform': step = 'comparison with the JSON export'; file = fileOfKey(req.key); break;
+      case 'lodTracks': step = 'timeline track list'; file = fileOfKey(req.key); break;
+      case 'lod': step = `timeline summaries (${req.tracks.length} tracks)`; file = fileOfKey(req.key); break;
+      case 'window': step = `table read ${req.table} (time window)`; file = fileOfKey(req.key); break;
     }
     const detail = info.panic !== null
       ? info.panic.replace(/\n/g, ' ')
@@ -340,6 +343,18 @@ export class CoreClient {
   /** Device time per source location of processed device profile `key`. */
   sourceHeat(key: string): Promise<SourceHeat> {
     return this.call({ op: 'sourceHeat', key });
+  }
+  /** Timeline tracks of processed profile `key` (summaries built while it was decoded). */
+  lodTracks(key: string): Promise<LodListing> {
+    return this.call({ op: 'lodTracks', key });
+  }
+  /** Summaries of `tracks` over [t0, t1] (ns from the listing's origin), about `n` buckets each (layout: crate::lod::Lod::query). */
+  lod(key: string, tracks: number[], t0: number, t1: number, n: number): Promise<Float64Array> {
+    return this.call({ op: 'lod', key, tracks, t0, t1, n });
+  }
+  /** Rows of a timeline table overlapping [t0, t1] (ns from the listing's origin), at most `limit`. */
+  window(key: string, table: string, columns: string[], t0: number, t1: number, limit: number): Promise<LodWindow> {
+    return this.call({ op: 'window', key, table, columns, t0, t1, limit });
   }
   /** Field-by-field comparison of processed profile `key` with an AWS JSON export's bytes. */
   conform(key: string, exportJson: Uint8Array): Promise<ConformReport> {

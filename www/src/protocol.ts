@@ -6,7 +6,7 @@
 // Every request gets exactly one reply with the same id; `process` may send progress events first.
 // Bulk bytes (Arrow IPC, Parquet, zip) are transferred, never copied.
 
-import type { ConformReport, Inventory, MemoryResult, ProcessResult, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SystemResult } from './api.ts';
+import type { ConformReport, Inventory, LodListing, LodWindow, MemoryResult, ProcessResult, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SystemResult } from './api.ts';
 
 /** A picked file: its path relative to the picked folder ('/'-separated) and the File itself. */
 export interface PickedFile {
@@ -59,7 +59,10 @@ export type Request =
   | { op: 'sourceText'; path: string }
   | { op: 'sourceResolve'; locations: string[] }
   | { op: 'sourceHeat'; key: string }
-  | { op: 'conform'; key: string; exportJson: Uint8Array };
+  | { op: 'conform'; key: string; exportJson: Uint8Array }
+  | { op: 'lodTracks'; key: string }
+  | { op: 'lod'; key: string; tracks: number[]; t0: number; t1: number; n: number }
+  | { op: 'window'; key: string; table: string; columns: string[]; t0: number; t1: number; limit: number };
 
 /** What each request resolves to. */
 export interface ReplyMap {
@@ -79,6 +82,9 @@ export interface ReplyMap {
   sourceResolve: SourceResolved[];
   sourceHeat: SourceHeat;
   conform: ConformReport;
+  lodTracks: LodListing;
+  lod: Float64Array;
+  window: LodWindow;
 }
 
 export type Envelope = Request & { id: number };
