@@ -29,6 +29,7 @@ import { TableBrowser, type TableSource } from './views/tables.ts';
 import { buildTimeline } from './views/timeline-model.ts';
 import { addDeviceRows, DMA_COLUMNS, PENDING_DMA_COLUMNS, SEMAPHORE_COLUMNS, THROTTLE_COLUMNS } from './views/device-rows.ts';
 import { TimelineView } from './views/timeline.ts';
+import { DEVICE_LOD_TABLES, detachLod, showDeviceLod, showSystemLod, SYSTEM_LOD_TABLES, wantsLod } from './views/tracks/open.ts';
 
 type State = 'boot' | 'idle' | 'loading' | 'processing' | 'ready' | 'error';
 
@@ -240,14 +241,18 @@ async function openDevice(profile: ProfileEntry, deviceIndex: number, zoom?: { e
     // Rows under the engines come from tables a profile may or may not have (PendingDma is newer).
     const has = (n: string): boolean => result.tables.some((t) => t.name === n && Number(t.rows) > 0);
     const opt = (n: string, cols: string[]): Promise<Table | null> => (has(n) ? source.columns(n, cols) : Promise.resolve(null));
+    delete timeline.root.dataset['zoomExecution'];
+    // A large profile draws from summaries and windows, never whole columns (views/tracks/).
+    const lod = wantsLod(result.tables, DEVICE_LOD_TABLES);
+    if (lod) await showDeviceLod(timeline, client, result.key, TIMELINE_COLUMNS);
+    else detachLod(timeline);
     const [instr, dma, semaphores, throttle, pending] = await Promise.all([
-      hasInstr ? source.columns('Instruction', TIMELINE_COLUMNS) : Promise.resolve(null),
-      opt('DmaPacket', DMA_COLUMNS), opt('SemaphoreUpdate', SEMAPHORE_COLUMNS), opt('Throttle', THROTTLE_COLUMNS), opt('PendingDma', PENDING_DMA_COLUMNS),
+      hasInstr && !lod ? source.columns('Instruction', TIMELINE_COLUMNS) : Promise.resolve(null),
+      ...(lod ? [null, null, null, null] : [opt('DmaPacket', DMA_COLUMNS), opt('SemaphoreUpdate', SEMAPHORE_COLUMNS), opt('Throttle', THROTTLE_COLUMNS), opt('PendingDma', PENDING_DMA_COLUMNS)]),
     ]);
     if (selected?.profileId !== profile.id || selected.deviceIndex !== deviceIndex) return;
-    delete timeline.root.dataset['zoomExecution'];
-    const model = instr !== null || dma !== null ? buildTimeline(instr ?? emptyInstructions()) : null;
-    timeline.setModel(model === null ? null : addDeviceRows(model, { dma, semaphores, throttle, pending }));
+    const model = !lod && (instr !== null || dma !== null) ? buildTimeline(instr ?? emptyInstructions()) : null;
+    if (!lod) timeline.setModel(model === null ? null : addDeviceRows(model, { dma: dma ?? null, semaphores: semaphores ?? null, throttle: throttle ?? null, pending: pending ?? null }));
     if (zoom !== undefined && result.tables.some((t) => t.name === 'ExecutionInfo' && Number(t.rows) > 0)) {
       const ex = pickExecution(executionRows(await source.columns('ExecutionInfo', ['execution_index', 'execution_start_ts', 'execution_end_ts'])), zoom.execId);
       if (ex !== null && ex.start !== null && ex.end !== null) {
@@ -408,8 +413,10 @@ async function openSystem(profile: ProfileEntry): Promise<void> {
   try {
     progress('Drawing the system timeline');
     const has = (n: string): boolean => result.tables.some((t) => t.name === n && Number(t.rows) > 0);
+    const lod = wantsLod(result.tables, SYSTEM_LOD_TABLES);
+    if (!lod) detachLod(systemView);
     const [events, cpu, mem, devs] = await Promise.all([
-      has('SystemProfileEvents') ? source.columns('SystemProfileEvents', SYSTEM_EVENT_COLUMNS) : Promise.resolve(null),
+      has('SystemProfileEvents') && !lod ? source.columns('SystemProfileEvents', SYSTEM_EVENT_COLUMNS) : Promise.resolve(null),
       has('CpuUsage') ? source.columns('CpuUsage', ['timestamp', 'util_percent', 'cpu_id']) : Promise.resolve(null),
       has('HostMemUsage') ? source.columns('HostMemUsage', ['timestamp', 'used_bytes', 'used_percent']) : Promise.resolve(null),
       has('DeviceProfileList') ? source.columns('DeviceProfileList', ['device_profile_name', 'nc_id', 'model_id', 'nscope_link']) : Promise.resolve(null),
@@ -418,7 +425,8 @@ async function openSystem(profile: ProfileEntry): Promise<void> {
     systemShown.devices = devs === null ? [] : deviceLinkRows(devs);
     systemView.rowLoader = (row) => source.page('SystemProfileEvents', row, 1);
     const threadNames = new Map(Object.values(result.report.framework ?? {}).flatMap((f) => Object.entries(f.thread_names ?? {})));
-    systemView.setModel(events === null && cpu === null && mem === null ? null : buildSystemTimeline(events ?? emptyEvents(), cpu, mem, threadNames));
+    if (lod) await showSystemLod(systemView, client, result.key, cpu, mem, threadNames);
+    else systemView.setModel(events === null && cpu === null && mem === null ? null : buildSystemTimeline(events ?? emptyEvents(), cpu, mem, threadNames));
     progress(null);
     setState('ready');
   } catch (e) {

@@ -12,6 +12,7 @@ import { h, nodes } from '../dom.ts';
 import { bytes, cell, int, ns, tick } from '../format.ts';
 import { coreLabel } from './summary.ts';
 import { busyIn, lowerBound, type Counter, type TimelineModel, type Track } from './timeline-model.ts';
+import { SUMMARY_COUNT } from './tracks/lod.ts';
 
 /** What differs between the device timeline (instructions) and the system timeline (runtime spans). */
 export interface TimelineOptions {
@@ -118,6 +119,10 @@ export class TimelineView {
     const ctx = this.canvas.getContext('2d', { alpha: false });
     if (ctx === null) throw new Error('canvas 2d context unavailable');
     this.ctx = ctx;
+    // Row geometry for tests and tools (constant per view: set once).
+    this.canvas.dataset['rowH'] = String(ROW_H);
+    this.canvas.dataset['gutter'] = String(this.gutter);
+    this.canvas.dataset['axisH'] = String(AXIS_H);
     this.tooltip = h('div', { class: 'tooltip', 'data-testid': 'timeline-tooltip', hidden: true });
     this.status = h('span', { class: 'muted status' });
     this.details = h('div', { class: 'details', 'data-testid': opts.detailsTestid ?? 'instruction-details' },
@@ -178,6 +183,24 @@ export class TimelineView {
     this.fit();
   }
 
+  /**
+   * Replaces the model with one of the same profile for another window (level-of-detail store,
+   * tracks/lod.ts): the view range, collapsed groups and filter stay; hover and selection go.
+   */
+  swapModel(model: TimelineModel): void {
+    // A window arriving after the view was cleared (another profile) is dropped.
+    if (this.model === null) return;
+    this.model = model;
+    this.hover = null;
+    this.selected = null;
+    this.colorCache.clear();
+    this.applyFilter();
+    this.relayoutRows();
+  }
+
+  /** Called after each frame with the visible window (ns) and the plot width (CSS px). */
+  onView: ((t0: number, t1: number, px: number) => void) | null = null;
+
   /** The DMA queue types of the model with their colours (hidden without DMA rows). */
   private showLegend(): void {
     const m = this.model;
@@ -224,6 +247,8 @@ export class TimelineView {
         ...(t?.group !== undefined ? { group: t.group } : {}),
       };
     }));
+    // Where the counter rows begin (CSS px), for tests and tools; set when the rows change.
+    this.canvas.dataset['counterTop'] = String(this.rowsBottom());
     if (this.hover !== null && !this.rows.some((r) => r.track === this.hover?.track)) this.hover = null;
     this.layout();
   }
@@ -494,17 +519,12 @@ export class TimelineView {
     this.drawCounters(m.counters ?? [], this.rowsBottom(), t0, t1);
 
     this.canvas.dataset['drawn'] = String(drawn);
-    // Row layout for tests and tools: labels top to bottom, where the counter rows begin (CSS px).
-    this.canvas.dataset['rowH'] = String(ROW_H);
-    this.canvas.dataset['gutter'] = String(this.gutter);
-    this.canvas.dataset['axisH'] = String(AXIS_H);
-    this.canvas.dataset['gutter'] = String(this.gutter);
-    this.canvas.dataset['counterTop'] = String(this.rowsBottom());
     this.canvas.dataset['nsPerPx'] = String(this.nsPerPx);
     // Visible time range, ns on the model's axis (tests compare it with ExecutionInfo).
     this.canvas.dataset['viewStart'] = String(t0);
     this.canvas.dataset['viewEnd'] = String(t1);
     this.status.textContent = ` ${ns(Math.max(t0, m.start))} – ${ns(Math.min(t1, m.end))} · ${ns(t1 - t0)} visible · ${this.rows.length} rows`;
+    this.onView?.(t0, t1, plotW);
   }
 
   /** `text` cut with an ellipsis to `maxW` CSS px in the current font. */
@@ -828,6 +848,19 @@ export class TimelineView {
     const s = tr.starts[hit.k] ?? 0;
     const e = tr.ends[hit.k] ?? 0;
     const op = m.opcodes[tr.ops[hit.k] ?? 0] || (this.opts.noun ?? 'instruction');
+    const summarised = o[SUMMARY_COUNT];
+    if (summarised !== undefined && summarised !== null) {
+      // A bucket of the level-of-detail summaries, not one row (tracks/lod.ts).
+      const c = Number(summarised);
+      this.tooltip.replaceChildren(...nodes(
+        h('div', { class: 'tt-title' }, op || 'summary'),
+        h('div', {}, tr.group !== undefined ? `${coreLabel(tr.pcore)} ${tr.label}` : tr.label),
+        h('div', { 'data-testid': 'tooltip-summary', 'data-count': c }, `${int(c)} ${NOUNS[tr.kind ?? ''] ?? this.opts.noun ?? 'instruction'}${c === 1 ? '' : 's'} start here (from ${ns(s)})${tr.style === 'step' ? '' : ` · busy ${ns(e - s)}`}`),
+        h('div', { class: 'muted' }, 'zoom in for single rows'),
+      ));
+      this.placeTooltip(xCss, yCss);
+      return;
+    }
     if (this.opts.tooltip !== undefined) this.tooltip.replaceChildren(h('div', { class: 'tt-title' }, op), ...this.opts.tooltip(o, tr, op, s, e));
     else if (tr.kind !== undefined && tr.kind !== 'engine') this.tooltip.replaceChildren(...deviceTooltip(o, tr, op, s, e, tr.values?.[hit.k]));
     else this.tooltip.replaceChildren(...nodes(
@@ -858,7 +891,15 @@ export class TimelineView {
   private showDetails(hit: Hit): void {
     const tr = this.model?.tracks[hit.track];
     if (tr === undefined) return;
-    const row = tr.rows[hit.k] ?? 0;
+    const local = tr.rows[hit.k] ?? 0;
+    const tbl = tr.table ?? this.model?.table;
+    // A window's rows carry their table row (nscope_row); summaries have none to load.
+    if (tbl?.getChild(SUMMARY_COUNT) !== null && tbl?.getChild(SUMMARY_COUNT) !== undefined) {
+      this.details.replaceChildren(h('div', { class: 'muted' }, `A summary of ${int(Number(tbl.get(local)?.[SUMMARY_COUNT] ?? 0))} rows: zoom in to click ${this.noun()}.`));
+      return;
+    }
+    const global = tbl?.getChild('nscope_row') ? Number(tbl.get(local)?.['nscope_row'] ?? local) : local;
+    const row = global;
     const noun = NOUNS[tr.kind ?? ''] ?? this.opts.noun ?? 'instruction';
     const where = tr.group !== undefined ? `${coreLabel(tr.pcore)} ${tr.label}` : tr.label;
     const head = h('div', { class: 'details-head', 'data-kind': tr.kind ?? 'engine', 'data-table': tr.source ?? '' },
@@ -884,7 +925,7 @@ export class TimelineView {
       );
     };
     // Show what the model has at once, then every field when the full row arrives.
-    render(this.rowObject(hit), (tr.table ?? this.model?.table)?.schema);
+    render(this.rowObject(hit), tbl?.schema);
     const load = this.rowLoader;
     if (load === null) return;
     load(row, tr.source ?? 'Instruction').then(
