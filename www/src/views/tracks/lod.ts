@@ -24,7 +24,7 @@ export interface LodApi {
 }
 
 /** Rows of the event tables above which a timeline draws through this module (below: every row, as before). */
-export const LOD_ROWS = 1_500_000;
+export const LOD_ROWS = 500_000;
 /** Most rows of one table a window reads; above it the window is drawn from summaries. */
 export const WINDOW_LIMIT = 250_000;
 /** Fields per bucket in the core's packed answer (crate::lod::QUERY_FIELDS). */
