@@ -608,7 +608,7 @@ export class TimelineView {
     const e = tr.ends[hit.k] ?? 0;
     const op = m.opcodes[tr.ops[hit.k] ?? 0] || (this.opts.noun ?? 'instruction');
     const summarised = o[SUMMARY_COUNT];
-    if (summarised !== undefined && summarised !== null) {
+    if (summarised !== undefined && summarised !== null && Number.isFinite(Number(summarised))) {
       // A bucket of the level-of-detail summaries, not one row (tracks/lod.ts).
       const c = Number(summarised);
       this.tooltip.replaceChildren(...nodes(
@@ -653,8 +653,9 @@ export class TimelineView {
     const local = tr.rows[hit.k] ?? 0;
     const tbl = tr.table ?? this.model?.table;
     // A window's rows carry their table row (nscope_row); summaries have none to load.
-    if (tbl?.getChild(SUMMARY_COUNT) !== null && tbl?.getChild(SUMMARY_COUNT) !== undefined) {
-      this.details.replaceChildren(h('div', { class: 'muted' }, `A summary of ${int(Number(tbl.get(local)?.[SUMMARY_COUNT] ?? 0))} rows: zoom in to click ${this.noun()}.`));
+    const summarised = tbl?.getChild(SUMMARY_COUNT) ? Number(tbl.get(local)?.[SUMMARY_COUNT] ?? NaN) : NaN;
+    if (Number.isFinite(summarised)) {
+      this.details.replaceChildren(h('div', { class: 'muted' }, summarised === 0 ? 'The value in force before the window: zoom out to find its update.' : `A summary of ${int(summarised)} rows: zoom in to click ${this.noun()}.`));
       return;
     }
     const global = tbl?.getChild('nscope_row') ? Number(tbl.get(local)?.['nscope_row'] ?? local) : local;

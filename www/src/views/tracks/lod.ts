@@ -14,7 +14,8 @@
 // model arrives (TimelineView.swapModel), and a newer window supersedes an older one in flight.
 // Nothing proportional to a table's rows reaches the main thread.
 
-import { makeData, makeVector, Table, tableFromIPC, Utf8, type Vector } from 'apache-arrow';
+import { DataType, makeData, makeVector, Table, tableFromIPC, Utf8, type Vector } from 'apache-arrow';
+import { numberColumn } from '../timeline-model.ts';
 import type { LodListing, LodTrackInfo, LodWindow } from '../../api.ts';
 
 /** The worker calls this module needs (client.ts). */
@@ -176,6 +177,47 @@ function tableOf(cols: Record<string, BigInt64Array | Float64Array | string[]>):
   return new Table(vecs);
 }
 
+/** Step tables (a value holds until the next update): per track, the value in force must precede the window's rows. */
+const STEP_TABLES: Record<string, { key: string | null }> = { SemaphoreUpdate: { key: 'id' }, PendingDma: { key: null } };
+
+/**
+ * The window rows of a step table with, per track, one pseudo-row carrying the value in force
+ * before them (from the summaries' `carry`): at the start of the finest bucket that holds the
+ * window's first instant, the rows being read from two finest widths earlier. Pseudo-rows have a
+ * finite SUMMARY_COUNT (0), real rows NaN.
+ */
+function withCarry(t: Table, table: string, tracks: LodTrackInfo[], buckets: Map<number, Buckets>): Table {
+  const key = STEP_TABLES[table]?.key ?? null;
+  const add: { ts: number; pcore: number; id: string; v: number }[] = [];
+  for (const tr of tracks) {
+    const b = buckets.get(tr.id);
+    const v = b?.carry[0] ?? NaN;
+    if (b !== undefined && Number.isFinite(v)) add.push({ ts: b.first, pcore: tr.pcore, id: tr.name, v });
+  }
+  if (add.length === 0) return t;
+  const cols: Record<string, BigInt64Array | Float64Array | string[]> = {};
+  const n = t.numRows;
+  for (const f of t.schema.fields) {
+    const name = f.name;
+    if (DataType.isUtf8(f.type)) {
+      const out: string[] = [];
+      for (const v of (t.getChild(name) ?? []) as Iterable<unknown>) out.push(v === null || v === undefined ? '' : String(v));
+      for (const a of add) out.push(name === key ? a.id : '');
+      cols[name] = out;
+    } else {
+      const vals = numberColumn(t, name) ?? new Float64Array(n).fill(NaN);
+      const out = new Float64Array(n + add.length);
+      out.set(vals);
+      add.forEach((a, i) => (out[n + i] = name === 'timestamp' ? a.ts : name === 'value' ? a.v : name === 'pcore_idx' ? a.pcore : NaN));
+      cols[name] = name === 'timestamp' ? BigInt64Array.from(out, (x) => BigInt(Math.round(x))) : out;
+    }
+  }
+  const marks = new Float64Array(n + add.length).fill(NaN);
+  marks.fill(0, n);
+  cols[SUMMARY_COUNT] = marks;
+  return tableOf(cols);
+}
+
 /** What one table contributes to the timeline and which of its columns a window reads. */
 export interface LodTable {
   name: string;
@@ -261,9 +303,13 @@ export class LodController<M> {
       const tracks = byTable.get(tb.name) ?? [];
       if (tracks.length === 0) return;
       if (rows) {
-        const w = await this.api.window(this.key, tb.name, tb.columns, t0, t1, WINDOW_LIMIT);
+        // Step rows start with the value in force: read from two finest widths before the window.
+        const step = STEP_TABLES[tb.name] !== undefined;
+        const wmax = step ? tracks.reduce((a, t) => Math.max(a, t.width), 1) : 0;
+        const w = await this.api.window(this.key, tb.name, tb.columns, t0 - 2 * wmax, t1, WINDOW_LIMIT);
         if (!w.over_limit) {
-          out.set(tb.name, tableFromIPC(w.ipc));
+          const got = tableFromIPC(w.ipc);
+          out.set(tb.name, step ? withCarry(got, tb.name, tracks, parseBuckets(await this.api.lod(this.key, tracks.map((t) => t.id), t0 - wmax, t0 - wmax, 1))) : got);
           state.tables[tb.name] = { mode: 'rows', rows: w.rows };
           return;
         }
