@@ -40,11 +40,16 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::tables::{StrCol, TableDef, TableSink};
 
-/// Bucket cap of a slice track (engine, DMA queue, throttle, system span track): 16 Ki buckets
-/// of 48 B = 768 KiB at most per track; a fitted 2 000-pixel view uses an eighth of them.
+/// Bucket cap of an engine or system span track: 16 Ki buckets of 48 B = 768 KiB at most per
+/// track (a handful per core); a fitted 2 000-pixel view uses an eighth of them, so mid zoom
+/// (up to 8×) still has a bucket per pixel before the window's rows take over.
 pub const SLICE_BUCKETS: usize = 16 * 1024;
-/// Bucket cap of a value track (semaphores: hundreds per core, mostly set a few times; counters).
-pub const VALUE_BUCKETS: usize = 2 * 1024;
+/// Bucket cap of a DMA queue or throttle track: 4 Ki (192 KiB). A v6 core has dozens of queues
+/// (104 on the 200 MB synthetic capture: 20 MB of buckets at most).
+pub const QUEUE_BUCKETS: usize = 4 * 1024;
+/// Bucket cap of a value track (semaphores: hundreds per core, mostly set a few times; counters):
+/// 1 Ki (48 KiB).
+pub const VALUE_BUCKETS: usize = 1024;
 /// Distinct dominant names kept per collector; later ones share the last code (`"…"`).
 pub const MAX_NAMES: usize = 65_535;
 
@@ -76,7 +81,8 @@ impl TrackKind {
             TrackKind::Semaphore | TrackKind::Pending | TrackKind::Cpu | TrackKind::Hostmem => {
                 VALUE_BUCKETS
             }
-            _ => SLICE_BUCKETS,
+            TrackKind::Dma | TrackKind::Throttle => QUEUE_BUCKETS,
+            TrackKind::Engine | TrackKind::System => SLICE_BUCKETS,
         }
     }
 }
@@ -194,8 +200,10 @@ impl Grid {
         let first = s.div_euclid(self.width);
         if first < self.base {
             let add = (self.base - first) as usize;
-            self.buckets
-                .splice(0..0, std::iter::repeat_n(Bucket::EMPTY, add));
+            let mut grown = Vec::with_capacity((self.buckets.len() + add).min(self.cap));
+            grown.extend(std::iter::repeat_n(Bucket::EMPTY, add));
+            grown.append(&mut self.buckets);
+            self.buckets = grown;
             self.base = first;
         }
     }
@@ -217,7 +225,11 @@ impl Grid {
 
     fn slot(&mut self, idx: i64) -> &mut Bucket {
         let j = (idx - self.base) as usize;
-        if j >= self.buckets.len() {
+        let len = self.buckets.len();
+        if j >= len {
+            // Grow by doubling but never past the cap: capacity is the memory bound.
+            let want = (j + 1).max(len * 2).min(self.cap.max(j + 1));
+            self.buckets.reserve_exact(want - len);
             self.buckets.resize(j + 1, Bucket::EMPTY);
         }
         &mut self.buckets[j]

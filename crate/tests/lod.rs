@@ -471,3 +471,43 @@ fn windows_skip_row_groups_of_a_large_synthetic_ntff() {
         l.len()
     );
 }
+
+/// Figures for the report, not an assertion: `NSCOPE_LOD_DIR=/tmp/v200/neuronscope-demo cargo test
+/// --profile ci --test lod -- --ignored --nocapture lod_state_of_a_folder` prints the tracks and
+/// bucket bytes of the first device profile of a folder.
+#[test]
+#[ignore]
+fn lod_state_of_a_folder() {
+    let Ok(dir) = std::env::var("NSCOPE_LOD_DIR") else {
+        return;
+    };
+    let root = PathBuf::from(dir);
+    let mut files = Vec::new();
+    for e in std::fs::read_dir(&root).unwrap() {
+        let p = e.unwrap().path();
+        files.push((
+            p.file_name().unwrap().to_string_lossy().to_string(),
+            p.metadata().unwrap().len(),
+        ));
+    }
+    let r2 = root.clone();
+    let open = move |p: &str| -> Result<Box<dyn ByteSource>> {
+        Ok(Box::new(FileSource::open(&r2.join(p))?))
+    };
+    let inv = inventory::build(&files, &open);
+    let p = inv.profiles.iter().find(|p| !p.devices.is_empty()).unwrap();
+    let mut null = neuronscope::bench::NullSink::default();
+    let mut c = LodCollector::new(&mut null);
+    profile::process_device(&inv, &p.id, 0, &open, &mut c, &mut |_, _, _| {}).unwrap();
+    let mut l = c.lod;
+    l.finish(Some(0));
+    let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
+    for t in l.listing().tracks {
+        *kinds.entry(format!("{:?}", t.kind)).or_default() += 1;
+    }
+    println!(
+        "tracks {} {kinds:?}; bucket state {} bytes",
+        l.len(),
+        l.heap_bytes()
+    );
+}
