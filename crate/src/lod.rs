@@ -330,7 +330,7 @@ pub struct Listing<'a> {
 }
 
 /// Fields per output bucket of [`Lod::query`].
-pub const QUERY_FIELDS: usize = 7;
+pub const QUERY_FIELDS: usize = 8;
 
 impl Lod {
     fn name_code(&mut self, s: &str) -> u32 {
@@ -597,9 +597,11 @@ impl Lod {
     /// The buckets of `tracks` over `[t0, t1]` (ns from [`Lod::origin`]) at the coarsest level
     /// (finest width × 2^k) with at most `n` buckets in the window, packed as f64:
     /// per track `[id, width_ns, first_start_ns, m]` then `m` ×
-    /// `[busy_ns, count, dom, vmin, vmax, last, carry]` ([`QUERY_FIELDS`]): `dom` indexes
-    /// [`Listing::names`] (-1: none), values NaN when none was set in the bucket, `carry` the
-    /// last value set before the bucket (step functions: the value in force at its start).
+    /// `[k, busy_ns, count, dom, vmin, vmax, last, carry]` ([`QUERY_FIELDS`]) for bucket 0 and
+    /// every non-empty bucket `k` (its start: `first_start_ns + k × width_ns`; sparse, so hundreds
+    /// of mostly idle semaphore tracks cost little): `dom` indexes [`Listing::names`] (-1: none),
+    /// values NaN when none was set in the bucket, `carry` the last value set before the bucket
+    /// (step functions: the value in force at its start).
     /// Unknown track ids are answered with `m = 0`. Cost: O(buckets of the track in the window),
     /// at most the track's cap.
     pub fn query(&self, tracks: &[u32], t0: f64, t1: f64, n: usize) -> Vec<f64> {
@@ -625,8 +627,9 @@ impl Lod {
                 f64::from(id),
                 w as f64,
                 (first.saturating_mul(w) - self.origin) as f64,
-                m as f64,
+                0.0,
             ]);
+            let count_at = out.len() - 1;
             let mut acc = vec![Bucket::EMPTY; m];
             let mut carry = vec![f64::NAN; m];
             let mut value = f64::NAN;
@@ -656,8 +659,14 @@ impl Lod {
                 carry[slot] = value;
                 slot += 1;
             }
-            for (bk, c) in acc.iter().zip(carry) {
+            let mut emitted = 0usize;
+            for (k, (bk, c)) in acc.iter().zip(carry).enumerate() {
+                if k > 0 && bk.count == 0 && bk.busy == 0.0 {
+                    continue;
+                }
+                emitted += 1;
                 out.extend([
+                    k as f64,
                     bk.busy,
                     f64::from(bk.count),
                     if bk.dom == u32::MAX {
@@ -671,6 +680,7 @@ impl Lod {
                     c,
                 ]);
             }
+            out[count_at] = emitted as f64;
         }
         out
     }

@@ -137,9 +137,15 @@ fn lod_totals(l: &Lod, kind: TrackKind) -> BTreeMap<(i64, String), (f64, f64, u6
         assert_eq!(q.len(), 4 + m * QUERY_FIELDS);
         assert!(m <= 4097, "{m} buckets for 4096 asked");
         let (mut busy, mut count) = (0.0, 0.0);
+        for k in 1..m {
+            assert!(
+                q[4 + k * QUERY_FIELDS] > q[4 + (k - 1) * QUERY_FIELDS],
+                "bucket indexes ascend"
+            );
+        }
         for k in 0..m {
-            busy += q[4 + k * QUERY_FIELDS];
-            count += q[5 + k * QUERY_FIELDS];
+            busy += q[5 + k * QUERY_FIELDS];
+            count += q[6 + k * QUERY_FIELDS];
         }
         out.insert((t.pcore, t.name.clone()), (busy, count, t.rows));
     }
@@ -230,9 +236,9 @@ fn dominant_opcode_is_the_majority_when_there_is_one() {
         assert!(m <= 2);
         // A one-bucket answer may straddle two buckets of the ladder: take the busier.
         let best = (0..m)
-            .max_by(|a, b| q[4 + a * QUERY_FIELDS].total_cmp(&q[4 + b * QUERY_FIELDS]))
+            .max_by(|a, b| q[5 + a * QUERY_FIELDS].total_cmp(&q[5 + b * QUERY_FIELDS]))
             .unwrap();
-        let dom = q[6 + best * QUERY_FIELDS];
+        let dom = q[7 + best * QUERY_FIELDS];
         if m == 1 {
             assert_eq!(names[dom as usize], *top, "{} {}", t.pcore, t.name);
             checked += 1;

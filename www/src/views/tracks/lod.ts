@@ -29,15 +29,19 @@ export const LOD_ROWS = 500_000;
 /** Most rows of one table a window reads; above it the window is drawn from summaries. */
 export const WINDOW_LIMIT = 250_000;
 /** Fields per bucket in the core's packed answer (crate::lod::QUERY_FIELDS). */
-const FIELDS = 7;
+const FIELDS = 8;
 
-/** One track's buckets over a window (crate::lod::Lod::query), times ns from the listing's origin. */
+/**
+ * One track's buckets over a window (crate::lod::Lod::query), times ns from the listing's origin:
+ * bucket 0 and the non-empty ones, bucket j starting at `first + index[j] × width`.
+ */
 export interface Buckets {
   id: number;
   /** Bucket width, ns. */
   width: number;
-  /** Start of the first bucket, ns. */
+  /** Start of bucket index 0, ns. */
   first: number;
+  index: Float64Array;
   busy: Float64Array;
   count: Float64Array;
   /** Index into LodListing.names, -1: none. */
@@ -58,15 +62,16 @@ export function parseBuckets(buf: Float64Array): Map<number, Buckets> {
     const m = buf[p + 3] ?? 0;
     p += 4;
     const b: Buckets = {
-      id, width, first,
+      id, width, first, index: new Float64Array(m),
       busy: new Float64Array(m), count: new Float64Array(m), dom: new Float64Array(m), vmax: new Float64Array(m), carry: new Float64Array(m),
     };
     for (let k = 0; k < m; k++, p += FIELDS) {
-      b.busy[k] = buf[p] ?? 0;
-      b.count[k] = buf[p + 1] ?? 0;
-      b.dom[k] = buf[p + 2] ?? -1;
-      b.vmax[k] = buf[p + 4] ?? NaN;
-      b.carry[k] = buf[p + 6] ?? NaN;
+      b.index[k] = buf[p] ?? 0;
+      b.busy[k] = buf[p + 1] ?? 0;
+      b.count[k] = buf[p + 2] ?? 0;
+      b.dom[k] = buf[p + 3] ?? -1;
+      b.vmax[k] = buf[p + 5] ?? NaN;
+      b.carry[k] = buf[p + 7] ?? NaN;
     }
     out.set(id, b);
   }
@@ -111,7 +116,7 @@ export function summaryTable(table: string, tracks: LodTrackInfo[], buckets: Map
         const c = b.count[k] ?? 0;
         const busy = b.busy[k] ?? 0;
         if (c === 0 && busy === 0) continue;
-        const s = Math.max(t.start, b.first + k * b.width);
+        const s = Math.max(t.start, b.first + (b.index[k] ?? 0) * b.width);
         const d = b.dom[k] ?? -1;
         push(t, s, s + Math.min(busy, b.width), c, d >= 0 ? (names[d] ?? '') : '', b.vmax[k] ?? NaN);
         any = true;
