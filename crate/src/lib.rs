@@ -12,6 +12,7 @@ pub mod derived;
 pub mod engine;
 pub mod error;
 pub mod inventory;
+pub mod lod;
 pub mod memsnap;
 pub mod neff;
 pub mod ntff;

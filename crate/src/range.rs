@@ -129,8 +129,8 @@ impl<'a> Ints<'a> {
 }
 
 /// Batches of `columns` of a stored Parquet file, one at a time.
-fn batches(
-    parquet: bytes::Bytes,
+fn batches<R: parquet::file::reader::ChunkReader + 'static>(
+    parquet: R,
     columns: &[&str],
 ) -> Result<impl Iterator<Item = Result<RecordBatch>>> {
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -151,9 +151,9 @@ fn batches(
 /// Summarises `[start_ns, end_ns)` of a device profile from its stored `Instruction` and
 /// `DmaPacket` Parquet files (either may be absent), keeping the `top` longest opcodes.
 /// An empty or reversed range gives zeros. Errors: a file that is not readable Parquet.
-pub fn range_summary(
-    instructions: Option<bytes::Bytes>,
-    dma: Option<bytes::Bytes>,
+pub fn range_summary<R: parquet::file::reader::ChunkReader + 'static>(
+    instructions: Option<R>,
+    dma: Option<R>,
     start_ns: i64,
     end_ns: i64,
     top: usize,

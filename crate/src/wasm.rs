@@ -147,6 +147,9 @@ pub struct Session {
     files: BTreeMap<String, Input>,
     inventory: Option<Inventory>,
     results: BTreeMap<String, Stored>,
+    /// Level-of-detail summaries of each processed profile (same keys as `results`), built while
+    /// its tables streamed (`crate::lod`).
+    lods: BTreeMap<String, crate::lod::Lod>,
     /// Source files for the Source view, built on first use (`sources`).
     sources: Option<(
         crate::source_code::SourceIndex,
@@ -300,6 +303,7 @@ impl Session {
             files: BTreeMap::new(),
             inventory: None,
             results: BTreeMap::new(),
+            lods: BTreeMap::new(),
             sources: None,
         }
     }
@@ -348,8 +352,9 @@ impl Session {
         let mut sink = store_sink(&key);
         let rows = std::cell::Cell::new(0);
         let mut cb = progress_cb(progress, &rows);
+        let mut lod = crate::lod::LodCollector::new(&mut sink);
         let mut counted = RowCount {
-            inner: &mut sink,
+            inner: &mut lod,
             rows: &rows,
         };
         let out = crate::profile::process_device(
@@ -361,6 +366,10 @@ impl Session {
             &mut cb,
         )
         .map_err(js_err)?;
+        // Device tables are ns from the execution start: the axis is theirs.
+        let mut lod = lod.lod;
+        lod.finish(Some(0));
+        self.lods.insert(key.clone(), lod);
         let js = to_js(&out.with_key(&key))?;
         self.store(&key, sink, &js)?;
         Ok(js)
@@ -381,8 +390,9 @@ impl Session {
         let mut sink = store_sink(&key);
         let rows = std::cell::Cell::new(0);
         let mut cb = progress_cb(progress, &rows);
+        let mut lod = crate::lod::LodCollector::new(&mut sink);
         let mut counted = RowCount {
-            inner: &mut sink,
+            inner: &mut lod,
             rows: &rows,
         };
         let out = crate::profile::process_system(
@@ -393,6 +403,10 @@ impl Session {
             &mut cb,
         )
         .map_err(js_err)?;
+        // System tables are Unix ns: the axis starts at the earliest event or sample.
+        let mut lod = lod.lod;
+        lod.finish(None);
+        self.lods.insert(key.clone(), lod);
         let js = to_js(&out.with_key(&key))?;
         self.store(&key, sink, &js)?;
         Ok(js)
@@ -506,7 +520,35 @@ impl Session {
                     },
                 )
             })
-            .collect();
+            .collect::<Stored>();
+        // Level-of-detail summaries are not stored: rebuilt from the stored timeline tables,
+        // one row group at a time (bounded memory, like the decode that first built them).
+        let mut lod = crate::lod::Lod::default();
+        for (name, t) in &stored {
+            let (Some(_), Some(def)) = (
+                crate::lod::TimeCols::of(name),
+                crate::tables::table_def(name),
+            ) else {
+                continue;
+            };
+            let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+                t.data.clone(),
+            )
+            .and_then(|b| b.build())
+            .map_err(|e| JsError::new(&format!("adopt: {key} {name}: {e}")))?;
+            for batch in reader {
+                let batch =
+                    batch.map_err(|e| JsError::new(&format!("adopt: {key} {name}: {e}")))?;
+                lod.add_batch(def, &batch);
+            }
+        }
+        // Device tables are ns from the execution start; system tables Unix ns (see `process*`).
+        lod.finish(if key.ends_with("#system") {
+            None
+        } else {
+            Some(0)
+        });
+        self.lods.insert(key.clone(), lod);
         self.results.insert(key, stored);
         Ok(())
     }
@@ -604,7 +646,7 @@ impl Session {
             .results
             .get(key)
             .ok_or_else(|| JsError::new(&format!("no processed profile {key}")))?;
-        let get = |n: &str| stored.get(n).map(|t| t.parquet.clone());
+        let get = |n: &str| stored.get(n).map(|t| t.data.clone());
         let r = crate::range::range_summary(
             get("Instruction"),
             get("DmaPacket"),
@@ -628,6 +670,78 @@ impl Session {
     /// store's to close and delete, www/src/worker.ts).
     pub fn release(&mut self, key: &str) {
         self.results.remove(key);
+        self.lods.remove(key);
+    }
+    /// The timeline tracks of processed profile `key` (serde of [`crate::lod::Listing`]):
+    /// `{origin, start, end, names, tracks: [{id, kind, table, pcore, name, source?, pid?, tid?,
+    /// rows, start, end, max_dur, vmin, vmax, width}]}`; times are ns from `origin` (decimal
+    /// text of table ns: 0 for a device profile, the earliest Unix ns for a system profile).
+    pub fn lod_tracks(&self, key: &str) -> std::result::Result<JsValue, JsError> {
+        let lod = self
+            .lods
+            .get(key)
+            .ok_or_else(|| JsError::new(&format!("no processed profile {key}")))?;
+        to_js(&lod.listing())
+    }
+    /// Summaries of `tracks` of profile `key` over `[t0, t1]` (ns from the listing's origin) in
+    /// at most about `n` buckets per track, as a Float64Array (layout: [`crate::lod::Lod::query`]).
+    pub fn lod(
+        &self,
+        key: &str,
+        tracks: Vec<u32>,
+        t0: f64,
+        t1: f64,
+        n: usize,
+    ) -> std::result::Result<Vec<f64>, JsError> {
+        let lod = self
+            .lods
+            .get(key)
+            .ok_or_else(|| JsError::new(&format!("no processed profile {key}")))?;
+        Ok(lod.query(&tracks, t0, t1, n))
+    }
+    /// Rows of `table` (a timeline table, [`crate::lod::TimeCols::of`]) of profile `key` whose time
+    /// overlaps `[t0, t1]` (ns from the listing's origin), only `columns` plus `nscope_row` (the
+    /// row's index, for `table_ipc_rows`), found through the row groups' time statistics. Returns
+    /// `{rows, over_limit, groups_read, groups_skipped, ipc}`: `ipc` an Arrow IPC stream, empty
+    /// when more than `limit` rows overlap (`over_limit`: draw from the summaries).
+    pub fn table_window(
+        &self,
+        key: &str,
+        table: &str,
+        columns: Vec<String>,
+        t0: f64,
+        t1: f64,
+        limit: usize,
+    ) -> std::result::Result<JsValue, JsError> {
+        strike_armed_fault("table");
+        let t = self.table(key, table)?;
+        let time = crate::lod::TimeCols::of(table)
+            .ok_or_else(|| JsError::new(&format!("{table} is not a timeline table")))?;
+        let origin = self.lods.get(key).map_or(0, |l| l.origin);
+        // Whole ns, widened outwards: a row touching the window's edge is kept.
+        let at = |v: f64, up: bool| -> i64 {
+            let r = if up { v.ceil() } else { v.floor() };
+            origin.saturating_add(r.clamp(i64::MIN as f64, i64::MAX as f64) as i64)
+        };
+        let w = crate::lod::window_rows(
+            t.data.clone(),
+            time,
+            &columns,
+            at(t0.min(t1), false),
+            at(t0.max(t1), true),
+            limit,
+        )
+        .map_err(js_err)?;
+        let ipc = crate::sink::ipc_of(&w.schema, &w.batches).map_err(js_err)?;
+        let o = js_sys::Object::new();
+        let set = |k: &str, v: JsValue| js_sys::Reflect::set(&o, &k.into(), &v).map(|_| ());
+        set("rows", JsValue::from_f64(w.rows as f64))
+            .and_then(|_| set("over_limit", JsValue::from_bool(w.over_limit)))
+            .and_then(|_| set("groups_read", JsValue::from_f64(w.groups_read as f64)))
+            .and_then(|_| set("groups_skipped", JsValue::from_f64(w.groups_skipped as f64)))
+            .and_then(|_| set("ipc", js_sys::Uint8Array::from(ipc.as_slice()).into()))
+            .map_err(|_| JsError::new("Reflect.set"))?;
+        Ok(o.into())
     }
 }
 

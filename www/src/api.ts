@@ -357,7 +357,59 @@ export interface WasmSession {
   source_heat?(key: string): SourceHeat;
   /** What a device profile did in [start_ns, end_ns) (absent in older cores). */
   range_summary?(key: string, startNs: number, endNs: number, top: number): RangeSummary;
+  /** Timeline tracks of a processed profile (crate::lod::Listing). */
+  lod_tracks?(key: string): LodListing;
+  /** Summaries of tracks over [t0, t1] (ns from the listing's origin), packed (crate::lod::Lod::query). */
+  lod?(key: string, tracks: Uint32Array, t0: number, t1: number, n: number): Float64Array;
+  /** Rows of a timeline table overlapping [t0, t1], only `columns` plus nscope_row (crate::lod::window_rows). */
+  table_window?(key: string, table: string, columns: string[], t0: number, t1: number, limit: number): LodWindow;
   free(): void;
+}
+
+/** What a timeline track draws (crate::lod::TrackKind). */
+export type LodKind = 'engine' | 'dma' | 'semaphore' | 'pending' | 'throttle' | 'system' | 'cpu' | 'hostmem';
+
+/** One timeline track of a processed profile (crate::lod::TrackInfo); times ns from the listing's origin. */
+export interface LodTrackInfo {
+  id: number;
+  kind: LodKind;
+  /** Table its rows come from. */
+  table: string;
+  /** Physical core (device tracks; system hardware tracks: the NeuronCore), else -1. */
+  pcore: number;
+  /** Engine, queue name, semaphore id, system group key (`neuron_rt:<pid>:<tid>`, `hw:<core>`), CPU id. */
+  name: string;
+  source?: string;
+  pid?: number | null;
+  tid?: number | null;
+  rows: number;
+  start: number;
+  end: number;
+  /** Longest event, ns. */
+  max_dur: number;
+  vmin: number | null;
+  vmax: number | null;
+  /** Finest bucket width kept, ns. */
+  width: number;
+}
+
+/** Session.lod_tracks(): every track, the axis origin (decimal table ns) and the dominant-name dictionary. */
+export interface LodListing {
+  origin: string;
+  start: number;
+  end: number;
+  names: string[];
+  tracks: LodTrackInfo[];
+}
+
+/** Session.table_window(): rows of a window, or only their count when over the limit. */
+export interface LodWindow {
+  rows: number;
+  over_limit: boolean;
+  groups_read: number;
+  groups_skipped: number;
+  /** Arrow IPC stream (empty when over_limit). */
+  ipc: Uint8Array;
 }
 
 /** The ES module wasm-bindgen --target web writes to pkg/neuronscope.js. */

@@ -16,7 +16,7 @@
 // replacement without the error.
 
 import type { CrashInfo, FaultSpec, FromWorker, InitInfo, PickedFile, ReplyMap, Request, StoreInfo, StoredInfo, StoreKind } from './protocol.ts';
-import type { ConformReport, Inventory, MemoryResult, ProcessResult, RangeSummary, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SystemResult } from './api.ts';
+import type { ConformReport, Inventory, LodListing, LodWindow, MemoryResult, ProcessResult, RangeSummary, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SystemResult } from './api.ts';
 import { clearStale, opfsAvailable, STORE_DIR } from './opfs.ts';
 
 type Progress = (stage: string, done: number, total: number) => void;
@@ -303,6 +303,9 @@ export class CoreClient {
       case 'sourceResolve': step = 'source location lookup'; break;
       case 'sourceHeat': step = 'device time per source line'; file = fileOfKey(req.key); break;
       case 'conform': step = 'comparison with the JSON export'; file = fileOfKey(req.key); break;
+      case 'lodTracks': step = 'timeline track list'; file = fileOfKey(req.key); break;
+      case 'lod': step = `timeline summaries (${req.tracks.length} tracks)`; file = fileOfKey(req.key); break;
+      case 'window': step = `table read ${req.table} (time window)`; file = fileOfKey(req.key); break;
       case 'rangeSummary': step = 'selection summary'; file = fileOfKey(req.key); break;
       case 'reopen': step = 're-opening stored tables'; file = fileOfKey(req.key); break;
       case 'clearStore': step = 'clearing stored profiles'; break;
@@ -653,6 +656,18 @@ export class CoreClient {
   /** What device profile `key` did in [start, end) ns: busy per engine, top opcodes, DMA per queue. */
   rangeSummary(key: string, start: number, end: number, top = 12): Promise<RangeSummary> {
     return this.call({ op: 'rangeSummary', key, start, end, top });
+  }
+  /** Timeline tracks of processed profile `key` (summaries built while it was decoded). */
+  lodTracks(key: string): Promise<LodListing> {
+    return this.call({ op: 'lodTracks', key });
+  }
+  /** Summaries of `tracks` over [t0, t1] (ns from the listing's origin), about `n` buckets each (layout: crate::lod::Lod::query). */
+  lod(key: string, tracks: number[], t0: number, t1: number, n: number): Promise<Float64Array> {
+    return this.call({ op: 'lod', key, tracks, t0, t1, n });
+  }
+  /** Rows of a timeline table overlapping [t0, t1] (ns from the listing's origin), at most `limit`. */
+  window(key: string, table: string, columns: string[], t0: number, t1: number, limit: number): Promise<LodWindow> {
+    return this.call({ op: 'window', key, table, columns, t0, t1, limit });
   }
   /** Field-by-field comparison of processed profile `key` with an AWS JSON export's bytes. */
   conform(key: string, exportJson: Uint8Array): Promise<ConformReport> {

@@ -35,6 +35,7 @@ import { buildTimeline } from './views/timeline-model.ts';
 import { addDeviceRows, DMA_COLUMNS, PENDING_DMA_COLUMNS, SEMAPHORE_COLUMNS, THROTTLE_COLUMNS } from './views/device-rows.ts';
 import { TimelineView } from './views/timeline.ts';
 import type { TimeRange } from './views/timeline-input.ts';
+import { DEVICE_LOD_TABLES, detachLod, showDeviceLod, showSystemLod, SYSTEM_LOD_TABLES, wantsLod } from './views/tracks/open.ts';
 
 type State = 'boot' | 'idle' | 'loading' | 'processing' | 'ready' | 'error';
 
@@ -448,9 +449,11 @@ function clearWorkspace(): void {
   memoryShown = null;
   memoryView.setModel(null, null);
   systemShown = null;
+  detachLod(systemView);
   systemView.setModel(null);
   byId('summary').replaceChildren(h('div', { class: 'muted' }, 'Pick a profile on the left.'));
   byId('conform').replaceChildren();
+  detachLod(timeline);
   timeline.setModel(null);
   timeline.input.select(null);
   browser.setSource(null, []);
@@ -511,12 +514,16 @@ async function openProfile<R extends Result>(o: {
   if (!o.isCurrent()) return;
   // Only this kind's view keeps a model.
   if (o.kind !== 'device') {
+    detachLod(timeline);
     timeline.setModel(null);
     timeline.input.select(null);
     byId('conform').replaceChildren();
     sourceView.setHeat(null);
   }
-  if (o.kind !== 'system') systemView.setModel(null);
+  if (o.kind !== 'system') {
+    detachLod(systemView);
+    systemView.setModel(null);
+  }
   if (o.kind !== 'memory') memoryView.setModel(null, null);
   shown = { kind: o.kind, hash: o.hash, key: result.key };
   // Which kind of profile is on screen (tests and styles read it).
@@ -583,24 +590,29 @@ async function openDevice(profile: ProfileEntry, deviceIndex: number, zoom?: { e
       timeline.rowLoader = (row, table) => source.page(table, row, 1);
       // Rows under the engines come from tables a profile may or may not have (PendingDma is newer).
       const has = (n: string): boolean => result.tables.some((t) => t.name === n && Number(t.rows) > 0);
-      const opt = (n: string, cols: string[]): Promise<Table | null> => (has(n) ? source.columns(n, cols) : Promise.resolve(null));
+      const opt = (n: string, cols: string[]): Promise<Table | null> => (has(n) && !lod ? source.columns(n, cols) : Promise.resolve(null));
+      delete timeline.root.dataset['zoomExecution'];
+      timeline.input.select(null);
+      // Fit shows the execution [0, total time], not a stray event (a throttle tick) far outside it.
+      const total = Number(result.summary.total_time_ns ?? NaN);
+      const fit = Number.isFinite(total) && total > 0 ? { start: 0, end: total } : null;
+      // A large profile draws from summaries and windows, never whole columns (views/tracks/).
+      const lod = wantsLod(result.tables, DEVICE_LOD_TABLES);
+      if (lod) await showDeviceLod(timeline, client, result.key, TIMELINE_COLUMNS, fit);
+      else detachLod(timeline);
       const [instr, dma, semaphores, throttle, pending] = await Promise.all([
-        hasInstr ? source.columns('Instruction', TIMELINE_COLUMNS) : Promise.resolve(null),
+        hasInstr && !lod ? source.columns('Instruction', TIMELINE_COLUMNS) : Promise.resolve(null),
         opt('DmaPacket', DMA_COLUMNS), opt('SemaphoreUpdate', SEMAPHORE_COLUMNS), opt('Throttle', THROTTLE_COLUMNS), opt('PendingDma', PENDING_DMA_COLUMNS),
       ]);
       if (!isCurrent()) return;
-      delete timeline.root.dataset['zoomExecution'];
-      const model = instr !== null || dma !== null ? buildTimeline(instr ?? emptyInstructions()) : null;
-      if (model !== null) {
-        // Fit shows the execution [0, total time], not a stray event (a throttle tick) far outside it.
-        const total = Number(result.summary.total_time_ns ?? NaN);
-        if (Number.isFinite(total) && total > 0) {
-          model.fitStart = 0;
-          model.fitEnd = total;
+      if (!lod) {
+        const model = instr !== null || dma !== null ? buildTimeline(instr ?? emptyInstructions()) : null;
+        if (model !== null && fit !== null) {
+          model.fitStart = fit.start;
+          model.fitEnd = fit.end;
         }
+        timeline.setModel(model === null ? null : addDeviceRows(model, { dma, semaphores, throttle, pending }));
       }
-      timeline.input.select(null);
-      timeline.setModel(model === null ? null : addDeviceRows(model, { dma, semaphores, throttle, pending }));
       if (zoom !== undefined && result.tables.some((t) => t.name === 'ExecutionInfo' && Number(t.rows) > 0)) {
         const ex = pickExecution(executionRows(await source.columns('ExecutionInfo', ['execution_index', 'execution_start_ts', 'execution_end_ts'])), zoom.execId);
         if (ex !== null && ex.start !== null && ex.end !== null) {
@@ -753,8 +765,10 @@ async function openSystem(profile: ProfileEntry): Promise<void> {
     draw: async (result, source) => {
       progress('Drawing the system timeline');
       const has = (n: string): boolean => result.tables.some((t) => t.name === n && Number(t.rows) > 0);
+      const lod = wantsLod(result.tables, SYSTEM_LOD_TABLES);
+      if (!lod) detachLod(systemView);
       const [events, cpu, mem, devs] = await Promise.all([
-        has('SystemProfileEvents') ? source.columns('SystemProfileEvents', SYSTEM_EVENT_COLUMNS) : Promise.resolve(null),
+        has('SystemProfileEvents') && !lod ? source.columns('SystemProfileEvents', SYSTEM_EVENT_COLUMNS) : Promise.resolve(null),
         has('CpuUsage') ? source.columns('CpuUsage', ['timestamp', 'util_percent', 'cpu_id']) : Promise.resolve(null),
         has('HostMemUsage') ? source.columns('HostMemUsage', ['timestamp', 'used_bytes', 'used_percent']) : Promise.resolve(null),
         has('DeviceProfileList') ? source.columns('DeviceProfileList', ['device_profile_name', 'nc_id', 'model_id', 'nscope_link']) : Promise.resolve(null),
@@ -763,7 +777,8 @@ async function openSystem(profile: ProfileEntry): Promise<void> {
       systemShown.devices = devs === null ? [] : deviceLinkRows(devs);
       systemView.rowLoader = (row) => source.page('SystemProfileEvents', row, 1);
       const threadNames = new Map(Object.values(result.report.framework ?? {}).flatMap((f) => Object.entries(f.thread_names ?? {})));
-      systemView.setModel(events === null && cpu === null && mem === null ? null : buildSystemTimeline(events ?? emptyEvents(), cpu, mem, threadNames));
+      if (lod) await showSystemLod(systemView, client, result.key, cpu, mem, threadNames);
+      else systemView.setModel(events === null && cpu === null && mem === null ? null : buildSystemTimeline(events ?? emptyEvents(), cpu, mem, threadNames));
     },
   });
 }

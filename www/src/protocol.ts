@@ -7,7 +7,7 @@
 // Bulk bytes (Arrow IPC) are transferred, never copied; Parquet files and zips stored on OPFS
 // cross as File objects (a handle on the stored file, nothing read).
 
-import type { ConformReport, Inventory, MemoryResult, ProcessResult, RangeSummary, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SystemResult } from './api.ts';
+import type { ConformReport, Inventory, LodListing, LodWindow, MemoryResult, ProcessResult, RangeSummary, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SystemResult } from './api.ts';
 
 /** A picked file: its path relative to the picked folder ('/'-separated) and the File itself. */
 export interface PickedFile {
@@ -105,7 +105,10 @@ export type Request =
   | { op: 'reopen'; key: string; tables: { name: string; rows: number; file: string }[] }
   /** Deletes this worker's stored tables (every profile, or `key`'s) and forgets them. */
   | { op: 'clearStore'; key?: string | null }
-  | { op: 'storeInfo' };
+  | { op: 'storeInfo' }
+  | { op: 'lodTracks'; key: string }
+  | { op: 'lod'; key: string; tracks: number[]; t0: number; t1: number; n: number }
+  | { op: 'window'; key: string; table: string; columns: string[]; t0: number; t1: number; limit: number };
 
 /** What each request resolves to. */
 export interface ReplyMap {
@@ -131,6 +134,9 @@ export interface ReplyMap {
   reopen: null;
   clearStore: null;
   storeInfo: StoreInfo;
+  lodTracks: LodListing;
+  lod: Float64Array;
+  window: LodWindow;
 }
 
 export type Envelope = Request & { id: number };

@@ -367,6 +367,29 @@ async function handle(msg: Envelope): Promise<void> {
       post({ kind: 'reply', id, ok: true, value: s.range_summary(msg.key, msg.start, msg.end, msg.top) });
       return;
     }
+    case 'lodTracks': {
+      const s = current();
+      if (s.lod_tracks === undefined) throw new Error('this build of the core has no timeline summaries');
+      post({ kind: 'reply', id, ok: true, value: s.lod_tracks(msg.key) });
+      return;
+    }
+    case 'lod': {
+      const s = current();
+      if (s.lod === undefined) throw new Error('this build of the core has no timeline summaries');
+      // A Float64Array returned by wasm-bindgen is a copy: transfer it.
+      const out = s.lod(msg.key, Uint32Array.from(msg.tracks), msg.t0, msg.t1, msg.n);
+      post({ kind: 'reply', id, ok: true, value: out }, [out.buffer]);
+      return;
+    }
+    case 'window': {
+      const s = current();
+      if (s.table_window === undefined) throw new Error('this build of the core has no windowed reads');
+      armTableFault('columns', msg.table);
+      const w = s.table_window(msg.key, msg.table, msg.columns, msg.t0, msg.t1, msg.limit);
+      const ipc = w.ipc.slice();
+      post({ kind: 'reply', id, ok: true, value: { ...w, ipc } }, [ipc.buffer]);
+      return;
+    }
     case 'conform': {
       const s = current();
       if (s.conform === undefined) throw new Error('this build of the core cannot compare with JSON exports');

@@ -13,6 +13,8 @@ import { bytes, cell, int, ns, tick } from '../format.ts';
 import { coreLabel } from './summary.ts';
 import { busyIn, lowerBound, type Counter, type TimelineModel, type Track } from './timeline-model.ts';
 import { TimelineInput, type Viewport } from './timeline-input.ts';
+import { SUMMARY_COUNT } from './tracks/lod.ts';
+import { DIMMED, drawCounters, drawTrack, HUES, RENDERERS, type Frame } from './tracks/render.ts';
 
 /** What differs between the device timeline (instructions) and the system timeline (runtime spans). */
 export interface TimelineOptions {
@@ -37,8 +39,6 @@ const ROW_H = 24;
 const GUTTER = 150;
 const PAD_BOTTOM = 6;
 
-/** Engine hues (HSL degrees); the rows under the engines use `engine` dma, semaphore, pending, throttle. */
-const HUES: Record<string, number> = { tensor: 212, vector: 150, scalar: 36, gpsimd: 275, sync: 350, semaphore: 48, pending: 24, throttle: 0 };
 /** DMA packets are coloured by DmaPacket.queue_type. */
 const DMA_HUES: Record<string, number> = { software_dynamic: 186, hardware_dynamic: 318, instruction: 62, static: 62 };
 /** What one slice is called in the details header, per row kind. */
@@ -50,7 +50,6 @@ const ROW_ALT = '#181c22';
 const GRID = '#262b33';
 const TEXT = '#c9d1d9';
 const MUTED = '#7d8590';
-const DIMMED = '#2a2f37';
 
 function hashString(s: string): number {
   let x = 2166136261;
@@ -121,6 +120,10 @@ export class TimelineView {
     const ctx = this.canvas.getContext('2d', { alpha: false });
     if (ctx === null) throw new Error('canvas 2d context unavailable');
     this.ctx = ctx;
+    // Row geometry for tests and tools (constant per view: set once).
+    this.canvas.dataset['rowH'] = String(ROW_H);
+    this.canvas.dataset['gutter'] = String(this.gutter);
+    this.canvas.dataset['axisH'] = String(AXIS_H);
     this.tooltip = h('div', { class: 'tooltip', 'data-testid': 'timeline-tooltip', hidden: true });
     this.status = h('span', { class: 'muted status' });
     this.details = h('div', { class: 'details', 'data-testid': opts.detailsTestid ?? 'instruction-details' },
@@ -184,6 +187,24 @@ export class TimelineView {
     this.fit();
   }
 
+  /**
+   * Replaces the model with one of the same profile for another window (level-of-detail store,
+   * tracks/lod.ts): the view range, collapsed groups and filter stay; hover and selection go.
+   */
+  swapModel(model: TimelineModel): void {
+    // A window arriving after the view was cleared (another profile) is dropped.
+    if (this.model === null) return;
+    this.model = model;
+    this.hover = null;
+    this.selected = null;
+    this.colorCache.clear();
+    this.applyFilter();
+    this.relayoutRows();
+  }
+
+  /** Called after each frame with the visible window (ns) and the plot width (CSS px). */
+  onView: ((t0: number, t1: number, px: number) => void) | null = null;
+
   /** The DMA queue types of the model with their colours (hidden without DMA rows). */
   private showLegend(): void {
     const m = this.model;
@@ -230,6 +251,8 @@ export class TimelineView {
         ...(t?.group !== undefined ? { group: t.group } : {}),
       };
     }));
+    // Where the counter rows begin (CSS px), for tests and tools; set when the rows change.
+    this.canvas.dataset['counterTop'] = String(this.rowsBottom());
     if (this.hover !== null && !this.rows.some((r) => r.track === this.hover?.track)) this.hover = null;
     this.layout();
   }
@@ -505,13 +528,17 @@ export class TimelineView {
     ctx.clip();
     let drawn = 0;
     ctx.font = '12px system-ui, sans-serif';
+    const frame: Frame = {
+      ctx, gutter: this.gutter, plotW, width: this.width, npp: this.nsPerPx, match: this.match,
+      color: (tr, op) => this.color(tr, op), opcodes: m.opcodes,
+    };
     for (const row of this.rows) {
       const tr = m.tracks[row.track];
       if (tr === undefined) continue;
       const pad = row.h >= ROW_H ? 3 : 2;
-      drawn += tr.style === 'step'
-        ? this.drawStep(tr, row.y + 1, row.h - 2, t0, t1)
-        : this.drawTrack(tr, row.y + pad, row.h - 2 * pad, t0, t1);
+      const render = RENDERERS[tr.kind ?? 'engine'] ?? drawTrack;
+      // Step rows use the whole band; slice rows keep a margin.
+      drawn += tr.style === 'step' ? render(frame, tr, row.y + 1, row.h - 2, t0, t1) : render(frame, tr, row.y + pad, row.h - 2 * pad, t0, t1);
     }
     for (const [hit, style] of [[this.hover, '#ffffffaa'], [this.selected, '#ffffff']] as const) {
       if (hit === null) continue;
@@ -525,20 +552,15 @@ export class TimelineView {
       ctx.strokeRect(x0 - 1, row.y + 1.5, Math.max(x1 - x0, 1) + 2, row.h - 3);
     }
     ctx.restore();
-    this.drawCounters(m.counters ?? [], this.rowsBottom(), t0, t1);
+    this.canvas.dataset['counterPoints'] = String(drawCounters(frame, m.counters ?? [], this.rowsBottom(), t0, t1));
 
     this.canvas.dataset['drawn'] = String(drawn);
-    // Row layout for tests and tools: labels top to bottom, where the counter rows begin (CSS px).
-    this.canvas.dataset['rowH'] = String(ROW_H);
-    this.canvas.dataset['gutter'] = String(this.gutter);
-    this.canvas.dataset['axisH'] = String(AXIS_H);
-    this.canvas.dataset['gutter'] = String(this.gutter);
-    this.canvas.dataset['counterTop'] = String(this.rowsBottom());
     this.canvas.dataset['nsPerPx'] = String(this.nsPerPx);
     // Visible time range, ns on the model's axis (tests compare it with ExecutionInfo).
     this.canvas.dataset['viewStart'] = String(t0);
     this.canvas.dataset['viewEnd'] = String(t1);
     this.status.textContent = ` ${ns(Math.max(t0, m.start))} – ${ns(Math.min(t1, m.end))} · ${ns(t1 - t0)} visible · ${this.rows.length} rows`;
+    this.onView?.(t0, t1, plotW);
   }
 
   /** `text` cut with an ellipsis to `maxW` CSS px in the current font. */
@@ -552,150 +574,6 @@ export class TimelineView {
       else hi = mid - 1;
     }
     return `${text.slice(0, lo)}…`;
-  }
-
-  /**
-   * A step (counter) row: each value holds until the next update, bar height ∝ value / maxValue,
-   * a tick at every update. Updates closer than a pixel merge into one column at their maximum.
-   */
-  private drawStep(tr: Track, y: number, hgt: number, t0: number, t1: number): number {
-    const ctx = this.ctx;
-    const { starts, ends } = tr;
-    const values = tr.values ?? new Float64Array(starts.length);
-    const n = starts.length;
-    const npp = this.nsPerPx;
-    const hue = HUES[tr.engine] ?? 48;
-    const fill = this.match !== null ? DIMMED : `hsl(${hue} 62% 46% / 0.75)`;
-    const tickStyle = this.match !== null ? '#3a404a' : `hsl(${hue} 80% 68%)`;
-    const scale = hgt / Math.max(tr.maxValue ?? 0, 1e-12);
-    const base = y + hgt;
-    let drawn = 0;
-    let k = Math.max(0, lowerBound(starts, t0) - 1);
-    while (k < n) {
-      const s = starts[k] ?? 0;
-      if (s > t1) break;
-      const x0 = (s - t0) / npp;
-      const x1 = ((ends[k] ?? s) - t0) / npp;
-      let v = Math.abs(values[k] ?? 0);
-      let j = k + 1;
-      if (x1 - x0 < 1) {
-        const tNext = t0 + (Math.floor(x0) + 1) * npp;
-        j = Math.max(k + 1, lowerBound(starts, tNext, k + 1));
-        for (let q = k + 1, end = Math.min(j, k + 4096); q < end; q++) v = Math.max(v, Math.abs(values[q] ?? 0));
-      }
-      const xa = Math.max(-1, x0);
-      const xb = x1 - x0 < 1 ? Math.floor(x0) + 1 : Math.min(x1, this.plotWidth() + 1);
-      if (Number.isFinite(v) && v > 0) {
-        ctx.fillStyle = fill;
-        const bh = Math.max(1, v * scale);
-        ctx.fillRect(this.gutter + xa, base - bh, Math.max(1, xb - xa), bh);
-      }
-      if (x0 >= -1) {
-        ctx.fillStyle = tickStyle;
-        ctx.fillRect(this.gutter + Math.floor(x0), y, 1, hgt);
-      }
-      drawn++;
-      k = j;
-    }
-    return drawn;
-  }
-
-  /**
-   * Counter rows under the slices: an area chart (step-wise, each sample holds until the next) or a
-   * heat strip. Samples narrower than a pixel are reduced to their maximum per pixel column.
-   */
-  private drawCounters(counters: Counter[], top: number, t0: number, t1: number): void {
-    const ctx = this.ctx;
-    const W = this.width;
-    const plotW = this.plotWidth();
-    let y = top;
-    let points = 0;
-    counters.forEach((c, i) => {
-      const hgt = c.height;
-      ctx.fillStyle = i % 2 === 0 ? '#11141a' : ROW_ALT;
-      ctx.fillRect(0, y, W, hgt);
-      ctx.strokeStyle = GRID;
-      ctx.beginPath();
-      ctx.moveTo(0, y + 0.5);
-      ctx.lineTo(W, y + 0.5);
-      ctx.stroke();
-      ctx.fillStyle = TEXT;
-      ctx.font = c.style === 'heat' ? '9px system-ui, sans-serif' : '12px system-ui, sans-serif';
-      ctx.textBaseline = 'middle';
-      if (hgt >= 8) ctx.fillText(c.label, 8, y + hgt / 2);
-      // The value at the right edge of the view (or the last sample), in the gutter.
-      const kEnd = Math.max(0, lowerBound(c.times, t1) - 1);
-      const vEnd = c.values[kEnd];
-      if (vEnd !== undefined && c.style === 'area') {
-        ctx.fillStyle = MUTED;
-        ctx.textAlign = 'right';
-        ctx.font = '11px system-ui, sans-serif';
-        ctx.fillText(c.format(vEnd), this.gutter - 6, y + hgt / 2);
-        ctx.textAlign = 'left';
-      }
-      ctx.save();
-      ctx.beginPath();
-      ctx.rect(this.gutter, y, plotW, hgt);
-      ctx.clip();
-      const n = c.times.length;
-      // Start at the sample in force at t0.
-      let k = Math.max(0, lowerBound(c.times, t0) - 1);
-      const base = y + hgt - 1;
-      const scale = (hgt - 4) / Math.max(c.max, 1e-12);
-      if (c.style === 'area') {
-        ctx.fillStyle = `hsl(${c.hue} 60% 45% / 0.55)`;
-        ctx.strokeStyle = `hsl(${c.hue} 70% 62%)`;
-        const line: [number, number][] = [];
-        while (k < n) {
-          const t = c.times[k] ?? 0;
-          if (t > t1) break;
-          const x = Math.max(-1, (t - t0) / this.nsPerPx);
-          // Max of the samples that fall in this pixel column.
-          let v = c.values[k] ?? 0;
-          let j = k + 1;
-          while (j < n && ((c.times[j] ?? 0) - t0) / this.nsPerPx < Math.floor(x) + 1) {
-            v = Math.max(v, c.values[j] ?? 0);
-            j++;
-          }
-          const yy = base - Math.min(c.max, Math.max(0, Number.isFinite(v) ? v : 0)) * scale;
-          const prev = line[line.length - 1];
-          if (prev !== undefined) line.push([x, prev[1]]);
-          line.push([x, yy]);
-          points += j - k;
-          k = j;
-        }
-        const last = line[line.length - 1];
-        if (last !== undefined) {
-          // Hold the last value to the end of the data (or of the view).
-          const tEnd = c.times[n - 1] ?? 0;
-          line.push([Math.min(plotW + 1, (Math.max(tEnd, Math.min(t1, tEnd)) - t0) / this.nsPerPx), last[1]]);
-        }
-        ctx.beginPath();
-        ctx.moveTo(this.gutter + (line[0]?.[0] ?? 0), base);
-        for (const [x, yy] of line) ctx.lineTo(this.gutter + x, yy);
-        if (last !== undefined) ctx.lineTo(this.gutter + (line[line.length - 1]?.[0] ?? 0), base);
-        ctx.closePath();
-        ctx.fill();
-        ctx.beginPath();
-        line.forEach(([x, yy], q) => (q === 0 ? ctx.moveTo(this.gutter + x, yy) : ctx.lineTo(this.gutter + x, yy)));
-        ctx.stroke();
-      } else {
-        while (k < n) {
-          const t = c.times[k] ?? 0;
-          if (t > t1) break;
-          const x0 = (t - t0) / this.nsPerPx;
-          const x1 = k + 1 < n ? ((c.times[k + 1] ?? t) - t0) / this.nsPerPx : x0 + 2;
-          const v = Math.min(1, Math.max(0, (c.values[k] ?? 0) / Math.max(c.max, 1e-12)));
-          ctx.fillStyle = `hsl(${c.hue} 70% ${8 + 52 * v}%)`;
-          ctx.fillRect(this.gutter + x0, y + 1, Math.max(1, x1 - x0), hgt - 1);
-          points++;
-          k++;
-        }
-      }
-      ctx.restore();
-      y += hgt;
-    });
-    this.canvas.dataset['counterPoints'] = String(points);
   }
 
   /** Counter row and sample under a point, or null. */
@@ -712,105 +590,6 @@ export class TimelineView {
       y += c.height;
     }
     return null;
-  }
-
-  /** Draws one track's visible slices; returns how many rectangles it drew. */
-  private drawTrack(tr: Track, y: number, hgt: number, t0: number, t1: number): number {
-    const ctx = this.ctx;
-    const { starts, ends, ops } = tr;
-    const n = starts.length;
-    const k0 = lowerBound(starts, t0 - tr.maxDur);
-    const npp = this.nsPerPx;
-    const merged = this.color(tr, 0xffff);
-    let drawn = 0;
-    // Adjacent merged bars of one colour and opacity are drawn as one rectangle (dense rows cost
-    // a few fills instead of one per pixel column).
-    let runX = 0;
-    let runW = 0;
-    let runStyle = '';
-    let runAlpha = 0;
-    const flush = (): void => {
-      if (runW <= 0) return;
-      ctx.fillStyle = runStyle;
-      ctx.globalAlpha = runAlpha;
-      ctx.fillRect(this.gutter + runX, y, runW, hgt);
-      ctx.globalAlpha = 1;
-      drawn++;
-      runW = 0;
-    };
-    let k = k0;
-    while (k < n) {
-      const s = starts[k] ?? 0;
-      if (s > t1) break;
-      const e = ends[k] ?? s;
-      if (e < t0) {
-        k++;
-        continue;
-      }
-      const x0 = (s - t0) / npp;
-      const x1 = (e - t0) / npp;
-      if (x1 - x0 >= 1) {
-        flush();
-        ctx.fillStyle = this.color(tr, ops[k] ?? 0);
-        const w = x1 - x0;
-        ctx.fillRect(this.gutter + x0, y, w > 2 ? w - 0.5 : w, hgt);
-        // DMA packets go unlabelled: the colour gives the queue type, the tooltip the bytes.
-        if (w > 44 && hgt >= 10 && tr.kind !== 'dma') {
-          const label = this.model?.opcodes[ops[k] ?? 0] ?? '';
-          if (label !== '') {
-            ctx.fillStyle = '#0b0d10';
-            const left = Math.max(x0, 0) + 3;
-            ctx.save();
-            ctx.beginPath();
-            ctx.rect(this.gutter + Math.max(x0, 0), y, Math.min(x1, this.plotWidth()) - Math.max(x0, 0), hgt);
-            ctx.clip();
-            ctx.fillText(label, this.gutter + left, y + hgt / 2);
-            ctx.restore();
-          }
-        }
-        drawn++;
-        k++;
-      } else {
-        // Sub-pixel: merge every slice starting in this pixel column into one bar.
-        const px = Math.floor(x0);
-        const tNext = t0 + (px + 1) * npp;
-        const j = Math.max(k + 1, lowerBound(starts, tNext, k + 1));
-        let endMax = e;
-        // Bounded look at the merged run's ends (ends are not sorted).
-        for (let q = Math.max(k, j - 8); q < j; q++) endMax = Math.max(endMax, ends[q] ?? 0);
-        const xe = Math.max(px + 1, (endMax - t0) / npp);
-        // A DMA queue has one queue type: merged packets keep its colour.
-        let style = j - k > 1 && tr.kind !== 'dma' ? merged : this.color(tr, ops[k] ?? 0);
-        if (this.match !== null && j - k > 1) {
-          style = DIMMED;
-          // Bounded scan: a frame stays fast even when a pixel holds a huge run.
-          for (let q = k, end = Math.min(j, k + 4096); q < end; q++) {
-            if (this.match[ops[q] ?? 0] === 1) {
-              style = this.color(tr, ops[q] ?? 0);
-              break;
-            }
-          }
-        }
-        // Opacity follows how busy the engine was inside the merged pixels, so a sparse engine
-        // does not look solid when zoomed out (in eighths; neighbours within an eighth share a fill).
-        const w = Math.min(xe, this.plotWidth() + 1) - px;
-        const frac = Math.min(1, ((tr.busy[j] ?? 0) - (tr.busy[k] ?? 0)) / Math.max(1e-9, w * npp));
-        // Instants (a collapsed semaphore group) have no duration: draw them solid.
-        const alpha = tr.maxDur === 0 ? 1 : Math.round((0.25 + 0.75 * frac) * 8) / 8;
-        if (runW > 0 && style === runStyle && Math.abs(alpha - runAlpha) <= 0.125 && px <= runX + runW) {
-          runW = Math.max(runX + runW, px + w) - runX;
-        } else {
-          flush();
-          runX = px;
-          runW = w;
-          runStyle = style;
-          runAlpha = alpha;
-        }
-        k = j;
-      }
-    }
-    flush();
-    return drawn;
   }
 
   private hitTest(xCss: number, yCss: number): Hit | null {
@@ -862,6 +641,19 @@ export class TimelineView {
     const s = tr.starts[hit.k] ?? 0;
     const e = tr.ends[hit.k] ?? 0;
     const op = m.opcodes[tr.ops[hit.k] ?? 0] || (this.opts.noun ?? 'instruction');
+    const summarised = o[SUMMARY_COUNT];
+    if (summarised !== undefined && summarised !== null && Number.isFinite(Number(summarised))) {
+      // A bucket of the level-of-detail summaries, not one row (tracks/lod.ts).
+      const c = Number(summarised);
+      this.tooltip.replaceChildren(...nodes(
+        h('div', { class: 'tt-title' }, op || 'summary'),
+        h('div', {}, tr.group !== undefined ? `${coreLabel(tr.pcore)} ${tr.label}` : tr.label),
+        h('div', { 'data-testid': 'tooltip-summary', 'data-count': c }, `${int(c)} ${NOUNS[tr.kind ?? ''] ?? this.opts.noun ?? 'instruction'}${c === 1 ? '' : 's'} start here (from ${ns(s)})${tr.style === 'step' ? '' : ` · busy ${ns(e - s)}`}`),
+        h('div', { class: 'muted' }, 'zoom in for single rows'),
+      ));
+      this.placeTooltip(xCss, yCss);
+      return;
+    }
     if (this.opts.tooltip !== undefined) this.tooltip.replaceChildren(h('div', { class: 'tt-title' }, op), ...this.opts.tooltip(o, tr, op, s, e));
     else if (tr.kind !== undefined && tr.kind !== 'engine') this.tooltip.replaceChildren(...deviceTooltip(o, tr, op, s, e, tr.values?.[hit.k]));
     else this.tooltip.replaceChildren(...nodes(
@@ -892,7 +684,16 @@ export class TimelineView {
   private showDetails(hit: Hit): void {
     const tr = this.model?.tracks[hit.track];
     if (tr === undefined) return;
-    const row = tr.rows[hit.k] ?? 0;
+    const local = tr.rows[hit.k] ?? 0;
+    const tbl = tr.table ?? this.model?.table;
+    // A window's rows carry their table row (nscope_row); summaries have none to load.
+    const summarised = tbl?.getChild(SUMMARY_COUNT) ? Number(tbl.get(local)?.[SUMMARY_COUNT] ?? NaN) : NaN;
+    if (Number.isFinite(summarised)) {
+      this.details.replaceChildren(h('div', { class: 'muted' }, summarised === 0 ? 'The value in force before the window: zoom out to find its update.' : `A summary of ${int(summarised)} rows: zoom in to click ${this.noun()}.`));
+      return;
+    }
+    const global = tbl?.getChild('nscope_row') ? Number(tbl.get(local)?.['nscope_row'] ?? local) : local;
+    const row = global;
     const noun = NOUNS[tr.kind ?? ''] ?? this.opts.noun ?? 'instruction';
     const where = tr.group !== undefined ? `${coreLabel(tr.pcore)} ${tr.label}` : tr.label;
     const head = h('div', { class: 'details-head', 'data-kind': tr.kind ?? 'engine', 'data-table': tr.source ?? '' },
@@ -918,7 +719,7 @@ export class TimelineView {
       );
     };
     // Show what the model has at once, then every field when the full row arrives.
-    render(this.rowObject(hit), (tr.table ?? this.model?.table)?.schema);
+    render(this.rowObject(hit), tbl?.schema);
     const load = this.rowLoader;
     if (load === null) return;
     load(row, tr.source ?? 'Instruction').then(

@@ -1,0 +1,144 @@
+// The level-of-detail timelines (www/src/views/tracks/): the page forced onto the summaries-and-
+// windows path (`?lod=1`) must show the same tracks as the every-row path (`?lod=0`) on real
+// samples, draw from summaries when fitted and from the window's real rows when zoomed in, and
+// load a clicked row's every field by its table row. Needs `npm run build` first and ../shared/samples.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { foreignRequests, launch, requireBuild, sample, serve, timelineColouredPixels, waitReady } from './harness.mjs';
+
+let server;
+before(async () => {
+  requireBuild();
+  server = await serve();
+});
+after(async () => {
+  await server?.close();
+});
+
+async function open(page, dir, lod) {
+  await page.goto(`${server.origin}/?lod=${lod}`);
+  await page.waitForFunction(() => document.body.dataset.state === 'idle', null, { timeout: 30_000 });
+  await page.setInputFiles('[data-testid=folder-input]', dir);
+  await waitReady(page);
+}
+
+const rowsOf = (page, testid = 'timeline-canvas') => page.locator(`[data-testid=${testid}]`).getAttribute('data-rows').then((r) => JSON.parse(r ?? '[]'));
+const lodState = (page, testid = 'timeline-canvas') => page.evaluate((t) => {
+  const s = document.querySelector(`[data-testid=${t}]`)?.closest('.timeline')?.dataset.lod;
+  return s === undefined ? null : JSON.parse(s);
+}, testid);
+
+test('fused_bf16_s512 through the level-of-detail store: same tracks as every row, summaries fitted, rows zoomed, details by table row', async () => {
+  const dir = sample('allenkchau-trainium-kernel-fusion/profiling/artifacts/fused_bf16_s512');
+  const b = await launch();
+  try {
+    const { page } = b;
+    await open(page, dir, 0);
+    const canvas = page.locator('[data-testid=timeline-canvas]');
+    const strip = (rows) => rows.map((r) => ({ label: r.label, kind: r.kind, pcore: r.pcore, header: r.header, count: r.count, collapsed: r.collapsed, group: r.group }));
+    const every = strip(await rowsOf(page));
+    const counts = {};
+    for (const a of ['data-dma-rows', 'data-semaphore-rows', 'data-throttle-rows', 'data-pending-rows']) counts[a] = await canvas.getAttribute(a);
+    assert.equal(await lodState(page), null, 'lod=0 reads every row');
+
+    await open(page, dir, 1);
+    await canvas.scrollIntoViewIfNeeded();
+    assert.deepEqual(strip(await rowsOf(page)), every, 'the same rows, labels, groups and order');
+    for (const [a, v] of Object.entries(counts)) assert.equal(await canvas.getAttribute(a), v, a);
+    const fitted = await lodState(page);
+    assert.ok(fitted !== null, 'drawn through the store');
+    assert.equal(fitted.tables.Instruction.mode, 'summary', 'fitted: Instruction from summaries');
+    assert.ok((await timelineColouredPixels(page)) > 500, 'summaries drawn');
+
+    // Hovering a summarised slice names how many instructions it stands for.
+    const rows = await rowsOf(page);
+    const eng = rows.find((r) => r.kind === 'engine' && r.items > 0);
+    const box = await canvas.boundingBox();
+    const px = await page.evaluate((row) => {
+      const c = document.querySelector('[data-testid=timeline-canvas]');
+      const dpr = c.width / c.clientWidth;
+      const y = Math.round((row.top + row.height / 2) * dpr);
+      const { data, width } = c.getContext('2d').getImageData(0, y, c.width, 1);
+      for (let x = Math.ceil((Number(c.dataset.gutter) + 2) * dpr); x < width; x++) {
+        const i = x * 4;
+        if (Math.max(data[i], data[i + 1], data[i + 2]) - Math.min(data[i], data[i + 1], data[i + 2]) > 40) return { x: x / dpr + 1, y: y / dpr };
+      }
+      return null;
+    }, eng);
+    assert.ok(px !== null, 'a drawn engine pixel');
+    await page.mouse.move(box.x + px.x, box.y + px.y);
+    await page.waitForSelector('[data-testid=timeline-tooltip]:not([hidden]) [data-testid=tooltip-summary]');
+    assert.ok(Number(await page.locator('[data-testid=tooltip-summary]').getAttribute('data-count')) >= 1);
+
+    // Zoom in around that pixel until the window's rows are drawn.
+    await canvas.focus();
+    let st = fitted;
+    for (let i = 0; i < 12 && st.tables.Instruction.mode !== 'rows'; i++) {
+      await page.mouse.move(box.x + px.x, box.y + px.y);
+      await page.mouse.wheel(0, -600);
+      await page.waitForTimeout(250);
+      st = await lodState(page);
+    }
+    assert.equal(st.tables.Instruction.mode, 'rows', `zoomed: Instruction from the window's rows (${JSON.stringify(st)})`);
+    assert.ok(st.tables.Instruction.rows > 0);
+    // Click a drawn instruction: the details name its table row and load that row's fields.
+    const after = await rowsOf(page);
+    let hit = null;
+    for (const r of after.filter((r) => r.kind === 'engine')) {
+      hit = await page.evaluate((row) => {
+        const c = document.querySelector('[data-testid=timeline-canvas]');
+        const dpr = c.width / c.clientWidth;
+        const y = Math.round((row.top + row.height / 2) * dpr);
+        const { data, width } = c.getContext('2d').getImageData(0, y, c.width, 1);
+        for (let x = Math.ceil((Number(c.dataset.gutter) + 2) * dpr); x < width; x++) {
+          const i = x * 4;
+          if (Math.max(data[i], data[i + 1], data[i + 2]) - Math.min(data[i], data[i + 1], data[i + 2]) > 40) return { x: x / dpr + 1, y: y / dpr };
+        }
+        return null;
+      }, r);
+      if (hit !== null) break;
+    }
+    assert.ok(hit !== null, 'an instruction to click');
+    await page.mouse.click(box.x + hit.x, box.y + hit.y);
+    await page.waitForSelector('[data-testid=instruction-details] [data-field=opcode]');
+    const head = await page.locator('[data-testid=instruction-details] .details-head').textContent();
+    const row = Number(/ row (\d+)$/.exec(head ?? '')?.[1]);
+    assert.ok(Number.isInteger(row), `details name the table row (${head})`);
+    const start = Number((await page.locator('[data-testid=instruction-details] [data-field=start_ts]').first().textContent()).replace(/[^\d-].*$/, '').replace(/[^\d-]/g, ''));
+    const view = [Number(await canvas.getAttribute('data-view-start')), Number(await canvas.getAttribute('data-view-end'))];
+    const span = view[1] - view[0];
+    assert.ok(start >= view[0] - span && start <= view[1] + span, `the clicked row (start ${start}) is in the view ${view}`);
+    assert.deepEqual(foreignRequests(b.requests, server.origin), [], 'no request left 127.0.0.1');
+    assert.deepEqual(b.errors, [], 'no uncaught page errors');
+  } finally {
+    await b.close();
+  }
+});
+
+test('KevGomes system trace through the level-of-detail store: runtime and NeuronCore tracks drawn', async () => {
+  const dir = sample('KevGomes-nki-moe-megakernel/output/i-0af76a70a6d3864dd_pid_713479');
+  const b = await launch();
+  try {
+    const { page } = b;
+    await open(page, dir, 1);
+    await page.locator('[data-testid=profile]').first().locator('[data-testid=open-system]').click();
+    await page.waitForFunction(() => document.body.classList.contains('has-system') && document.body.dataset.state === 'ready', null, { timeout: 120_000 });
+    const canvas = page.locator('[data-testid=system-canvas]');
+    await canvas.scrollIntoViewIfNeeded();
+    // The fitted window's data may be refined once after the first frame: let it settle.
+    await page.waitForTimeout(1500);
+    const labels = JSON.parse((await canvas.getAttribute('data-track-labels')) ?? '[]');
+    assert.ok(labels.some((l) => /^pid \d+ · tid \d+$/.test(l)), `a runtime thread row (${labels.join(' | ')})`);
+    assert.ok(labels.some((l) => l.startsWith('NeuronCore')), 'a NeuronCore row');
+    const st = await lodState(page, 'system-canvas');
+    assert.ok(['summary', 'rows'].includes(st?.tables.SystemProfileEvents.mode), JSON.stringify(st));
+    const counterTop = Number(await canvas.getAttribute('data-counter-top'));
+    const slicePixels = (await timelineColouredPixels(page, 'system-canvas')) - (await timelineColouredPixels(page, 'system-canvas', counterTop));
+    assert.ok(slicePixels > 200, `slice rows coloured (${slicePixels} pixels)`);
+    assert.ok(JSON.parse((await canvas.getAttribute('data-counter-labels')) ?? '[]').includes('CPU average'));
+    assert.deepEqual(b.errors, [], 'no uncaught page errors');
+  } finally {
+    await b.close();
+  }
+});

@@ -1,0 +1,71 @@
+// The device timeline of a large profile through the level-of-detail store (lod.ts): engine rows
+// (Instruction), DMA queues, pending DMA, throttle and semaphores, built by the same builders as a
+// small profile's (timeline-model.ts, device-rows.ts) from summaries or from the window's rows.
+
+import { tableFromArrays, type Table } from 'apache-arrow';
+import type { LodListing } from '../../api.ts';
+import { addDeviceRows, DMA_COLUMNS, PENDING_DMA_COLUMNS, SEMAPHORE_COLUMNS, THROTTLE_COLUMNS } from '../device-rows.ts';
+import { buildTimeline, type TimelineModel, type Track } from '../timeline-model.ts';
+import { LodController, type LodApi, type LodState, type LodTable, type WindowTables } from './lod.ts';
+
+/** The tables of the device timeline and the columns a window reads of each. */
+export function deviceTables(instructionColumns: string[]): LodTable[] {
+  return [
+    { name: 'Instruction', columns: instructionColumns },
+    { name: 'DmaPacket', columns: DMA_COLUMNS },
+    { name: 'SemaphoreUpdate', columns: SEMAPHORE_COLUMNS },
+    { name: 'Throttle', columns: THROTTLE_COLUMNS },
+    { name: 'PendingDma', columns: PENDING_DMA_COLUMNS },
+  ];
+}
+
+/** Table a device track draws from. */
+function tableOf(t: Track): string {
+  return t.source ?? 'Instruction';
+}
+
+/** A track's identity across models (labels, grouping and kind are the builders'). */
+function keyOf(t: Track): string {
+  return `${t.kind ?? 'engine'}|${t.pcore}|${t.header ?? ''}|${t.group ?? ''}|${t.label}`;
+}
+
+function emptyInstructions(): Table {
+  return tableFromArrays({ start_ts: new BigInt64Array(0), end_ts: new BigInt64Array(0) });
+}
+
+/** The device model of window tables: every track of the profile, in the small-profile order. */
+function build(skeleton: { model: TimelineModel | null }, tables: WindowTables, listing: LodListing): TimelineModel {
+  const model = addDeviceRows(buildTimeline(tables.get('Instruction') ?? emptyInstructions()), {
+    dma: tables.get('DmaPacket') ?? null,
+    semaphores: tables.get('SemaphoreUpdate') ?? null,
+    throttle: tables.get('Throttle') ?? null,
+    pending: tables.get('PendingDma') ?? null,
+  });
+  model.start = listing.start;
+  model.end = Math.max(listing.end, listing.start + 1);
+  const base = skeleton.model;
+  if (base === null) {
+    skeleton.model = model;
+    return model;
+  }
+  // A window's rows miss the tracks idle in it: keep the profile's track list (the first, fitted
+  // model's), each with this window's slices or none.
+  const now = new Map(model.tracks.map((t) => [keyOf(t), t]));
+  const fromRows = new Set([...tables.keys()].filter((n) => tables.get(n)?.getChild('nscope_row') !== null));
+  model.tracks = base.tracks.map((t) => {
+    const got = now.get(keyOf(t));
+    if (got !== undefined) return got;
+    if (!fromRows.has(tableOf(t))) return t;
+    return { ...t, starts: new Float64Array(0), ends: new Float64Array(0), rows: new Uint32Array(0), ops: new Uint16Array(0), busy: new Float64Array(1), maxDur: 0, values: new Float64Array(0) };
+  });
+  return model;
+}
+
+/**
+ * A controller for the device timeline of processed profile `key` (listing from lodTracks);
+ * `apply` receives each window's model (TimelineView.swapModel).
+ */
+export function deviceLod(api: LodApi, key: string, listing: LodListing, instructionColumns: string[], apply: (m: TimelineModel, s: LodState) => void): LodController<TimelineModel> {
+  const skeleton: { model: TimelineModel | null } = { model: null };
+  return new LodController(api, key, listing, deviceTables(instructionColumns), (t, l) => build(skeleton, t, l), apply, null);
+}

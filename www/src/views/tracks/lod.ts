@@ -1,0 +1,333 @@
+// Level-of-detail data for the timelines: the one interface both timelines (device, System) draw a
+// large profile through. The worker keeps per-track summaries built while the profile was decoded
+// (crate/src/lod.rs) and reads raw rows only for a time window (row-group statistics); this module
+// asks for what the visible window needs and hands the view a model of bounded size:
+//
+//   fitted / mid zoom  summaries: one pseudo-row per bucket (start, busy time, count, dominant
+//                      opcode or name), about one bucket per pixel column of the plot
+//   close zoom         the real rows of the window (only the drawn columns), when at most
+//                      WINDOW_LIMIT rows of that table overlap it
+//
+// The pseudo-rows have the shape of the real tables, so the same builders (timeline-model.ts,
+// device-rows.ts, system-model.ts) turn either into tracks with the same labels and order, and the
+// renderer draws both alike. Requests are asynchronous: the view keeps its last frame until the new
+// model arrives (TimelineView.swapModel), and a newer window supersedes an older one in flight.
+// Nothing proportional to a table's rows reaches the main thread.
+
+import { DataType, makeData, makeVector, Table, tableFromIPC, Utf8, type Vector } from 'apache-arrow';
+import { numberColumn } from '../timeline-model.ts';
+import type { LodListing, LodTrackInfo, LodWindow } from '../../api.ts';
+
+/** The worker calls this module needs (client.ts). */
+export interface LodApi {
+  lod(key: string, tracks: number[], t0: number, t1: number, n: number): Promise<Float64Array>;
+  window(key: string, table: string, columns: string[], t0: number, t1: number, limit: number): Promise<LodWindow>;
+}
+
+/** Rows of the event tables above which a timeline draws through this module (below: every row, as before). */
+export const LOD_ROWS = 500_000;
+/** Most rows of one table a window reads; above it the window is drawn from summaries. */
+export const WINDOW_LIMIT = 250_000;
+/** Fields per bucket in the core's packed answer (crate::lod::QUERY_FIELDS). */
+const FIELDS = 8;
+
+/**
+ * One track's buckets over a window (crate::lod::Lod::query), times ns from the listing's origin:
+ * bucket 0 and the non-empty ones, bucket j starting at `first + index[j] × width`.
+ */
+export interface Buckets {
+  id: number;
+  /** Bucket width, ns. */
+  width: number;
+  /** Start of bucket index 0, ns. */
+  first: number;
+  index: Float64Array;
+  busy: Float64Array;
+  count: Float64Array;
+  /** Index into LodListing.names, -1: none. */
+  dom: Float64Array;
+  /** Largest value set in the bucket (NaN: none) and the value in force at its start. */
+  vmax: Float64Array;
+  carry: Float64Array;
+}
+
+/** Splits the core's packed answer into per-track buckets. */
+export function parseBuckets(buf: Float64Array): Map<number, Buckets> {
+  const out = new Map<number, Buckets>();
+  let p = 0;
+  while (p + 4 <= buf.length) {
+    const id = buf[p] ?? 0;
+    const width = buf[p + 1] ?? 1;
+    const first = buf[p + 2] ?? 0;
+    const m = buf[p + 3] ?? 0;
+    p += 4;
+    const b: Buckets = {
+      id, width, first, index: new Float64Array(m),
+      busy: new Float64Array(m), count: new Float64Array(m), dom: new Float64Array(m), vmax: new Float64Array(m), carry: new Float64Array(m),
+    };
+    for (let k = 0; k < m; k++, p += FIELDS) {
+      b.index[k] = buf[p] ?? 0;
+      b.busy[k] = buf[p + 1] ?? 0;
+      b.count[k] = buf[p + 2] ?? 0;
+      b.dom[k] = buf[p + 3] ?? -1;
+      b.vmax[k] = buf[p + 5] ?? NaN;
+      b.carry[k] = buf[p + 7] ?? NaN;
+    }
+    out.set(id, b);
+  }
+  return out;
+}
+
+/** A window's tables: real rows (with nscope_row) or pseudo-rows from summaries, by table name. */
+export type WindowTables = Map<string, Table>;
+
+/** Builds the view's model from window tables (the builders the small-profile path uses). */
+export type ModelBuilder<M> = (tables: WindowTables, listing: LodListing) => M;
+
+/** Column of pseudo-rows carrying the bucket's event count (tooltips tell summaries from rows by it). */
+export const SUMMARY_COUNT = 'nscope_summary_count';
+
+/**
+ * Pseudo-rows of `table` from the buckets of its tracks: one per non-empty bucket, in the table's
+ * own column names, so the row builders group them into the same tracks. Slices last their busy
+ * time (at most the bucket width) from the bucket start; values are the bucket's largest.
+ * `origin` (BigInt table ns) is added back for the System tables (Unix ns).
+ */
+export function summaryTable(table: string, tracks: LodTrackInfo[], buckets: Map<number, Buckets>, names: string[], origin: bigint | null): Table {
+  const starts: number[] = [];
+  const ends: number[] = [];
+  const counts: number[] = [];
+  const doms: string[] = [];
+  const values: number[] = [];
+  const owner: LodTrackInfo[] = [];
+  const push = (t: LodTrackInfo, s: number, e: number, c: number, d: string, v: number): void => {
+    starts.push(s);
+    ends.push(e);
+    counts.push(c);
+    doms.push(d);
+    values.push(v);
+    owner.push(t);
+  };
+  for (const t of tracks) {
+    const b = buckets.get(t.id);
+    let any = false;
+    if (b !== undefined) {
+      for (let k = 0; k < b.busy.length; k++) {
+        const c = b.count[k] ?? 0;
+        const busy = b.busy[k] ?? 0;
+        if (c === 0 && busy === 0) continue;
+        const s = Math.max(t.start, b.first + (b.index[k] ?? 0) * b.width);
+        const d = b.dom[k] ?? -1;
+        push(t, s, s + Math.min(busy, b.width), c, d >= 0 ? (names[d] ?? '') : '', b.vmax[k] ?? NaN);
+        any = true;
+      }
+    }
+    // Every track keeps a row (its first event), so the track list does not change with the window.
+    if (!any) push(t, t.start, t.start, 0, '', t.vmax ?? NaN);
+  }
+  const n = starts.length;
+  const big = (xs: number[]): BigInt64Array => BigInt64Array.from(xs, (x) => BigInt(Math.round(x)) + (origin ?? 0n));
+  const str = (f: (t: LodTrackInfo, i: number) => string): string[] => owner.map(f);
+  const pcore = Float64Array.from(owner, (t) => t.pcore);
+  const count = Float64Array.from(counts);
+  switch (table) {
+    case 'Instruction':
+      return tableOf({ start_ts: big(starts), end_ts: big(ends), engine: str((t) => t.name), pcore_idx: pcore, opcode: doms, [SUMMARY_COUNT]: count });
+    case 'DmaPacket':
+      return tableOf({ start_ts: big(starts), end_ts: big(ends), pcore_idx: pcore, queue_name: str((t) => t.name), queue_type: doms, [SUMMARY_COUNT]: count });
+    case 'SemaphoreUpdate':
+      return tableOf({ timestamp: big(starts), id: str((t) => t.name), value: Float64Array.from(values), pcore_idx: pcore, [SUMMARY_COUNT]: count });
+    case 'PendingDma':
+      return tableOf({ timestamp: big(starts), value: Float64Array.from(values), pcore_idx: pcore, [SUMMARY_COUNT]: count });
+    case 'Throttle':
+      return tableOf({ timestamp: big(starts), duration: big(starts.map((s, i) => (ends[i] ?? s) - s)), type: doms, pcore_idx: pcore, [SUMMARY_COUNT]: count });
+    case 'SystemProfileEvents':
+      return tableOf({
+        id: Float64Array.from({ length: n }, () => NaN),
+        name: doms,
+        start_ts: big(starts),
+        end_ts: big(ends),
+        trace_event_source: str((t) => t.source ?? (t.name.startsWith('hw:') ? 'neuron_hw' : 'neuron_rt')),
+        process_id: Float64Array.from(owner, (t) => t.pid ?? NaN),
+        thread_id: Float64Array.from(owner, (t) => t.tid ?? NaN),
+        pcore_idx: Float64Array.from(owner, (t) => (t.name.startsWith('hw:') && t.pcore >= 0 ? t.pcore : NaN)),
+        nc_idx: Float64Array.from({ length: n }, () => NaN),
+        [SUMMARY_COUNT]: count,
+      });
+    default:
+      return tableOf({ start_ts: big(starts), end_ts: big(ends), [SUMMARY_COUNT]: count });
+  }
+}
+
+const encoder = new TextEncoder();
+
+/** A Utf8 vector of `xs` built directly (arrow's builders compile code at run time, which the page's CSP refuses). */
+function utf8(xs: string[]): Vector {
+  const parts = xs.map((x) => encoder.encode(x));
+  const offsets = new Int32Array(xs.length + 1);
+  let total = 0;
+  parts.forEach((p, i) => {
+    total += p.length;
+    offsets[i + 1] = total;
+  });
+  const data = new Uint8Array(total);
+  parts.forEach((p, i) => data.set(p, offsets[i] ?? 0));
+  return makeVector(makeData({ type: new Utf8(), length: xs.length, nullCount: 0, valueOffsets: offsets, data }));
+}
+
+/** A table of typed arrays and string lists (no arrow builder: see utf8). */
+function tableOf(cols: Record<string, BigInt64Array | Float64Array | string[]>): Table {
+  const vecs: Record<string, Vector> = {};
+  for (const [k, v] of Object.entries(cols)) vecs[k] = Array.isArray(v) ? utf8(v) : makeVector(v);
+  return new Table(vecs);
+}
+
+/** Step tables (a value holds until the next update): per track, the value in force must precede the window's rows. */
+const STEP_TABLES: Record<string, { key: string | null }> = { SemaphoreUpdate: { key: 'id' }, PendingDma: { key: null } };
+
+/**
+ * The window rows of a step table with, per track, one pseudo-row carrying the value in force
+ * before them (from the summaries' `carry`): at the start of the finest bucket that holds the
+ * window's first instant, the rows being read from two finest widths earlier. Pseudo-rows have a
+ * finite SUMMARY_COUNT (0), real rows NaN.
+ */
+function withCarry(t: Table, table: string, tracks: LodTrackInfo[], buckets: Map<number, Buckets>): Table {
+  const key = STEP_TABLES[table]?.key ?? null;
+  const add: { ts: number; pcore: number; id: string; v: number }[] = [];
+  for (const tr of tracks) {
+    const b = buckets.get(tr.id);
+    const v = b?.carry[0] ?? NaN;
+    if (b !== undefined && Number.isFinite(v)) add.push({ ts: b.first, pcore: tr.pcore, id: tr.name, v });
+  }
+  if (add.length === 0) return t;
+  const cols: Record<string, BigInt64Array | Float64Array | string[]> = {};
+  const n = t.numRows;
+  for (const f of t.schema.fields) {
+    const name = f.name;
+    if (DataType.isUtf8(f.type)) {
+      const out: string[] = [];
+      for (const v of (t.getChild(name) ?? []) as Iterable<unknown>) out.push(v === null || v === undefined ? '' : String(v));
+      for (const a of add) out.push(name === key ? a.id : '');
+      cols[name] = out;
+    } else {
+      const vals = numberColumn(t, name) ?? new Float64Array(n).fill(NaN);
+      const out = new Float64Array(n + add.length);
+      out.set(vals);
+      add.forEach((a, i) => (out[n + i] = name === 'timestamp' ? a.ts : name === 'value' ? a.v : name === 'pcore_idx' ? a.pcore : NaN));
+      cols[name] = name === 'timestamp' ? BigInt64Array.from(out, (x) => BigInt(Math.round(x))) : out;
+    }
+  }
+  const marks = new Float64Array(n + add.length).fill(NaN);
+  marks.fill(0, n);
+  cols[SUMMARY_COUNT] = marks;
+  return tableOf(cols);
+}
+
+/** What one table contributes to the timeline and which of its columns a window reads. */
+export interface LodTable {
+  name: string;
+  columns: string[];
+}
+
+/** Which window the model was built for and how it is drawn, per table (for tests and the status line). */
+export interface LodState {
+  t0: number;
+  t1: number;
+  /** Per table: 'rows' (the window's real rows) or 'summary', and the rows that overlapped. */
+  tables: Record<string, { mode: 'rows' | 'summary'; rows: number }>;
+}
+
+/**
+ * Keeps a view's model in step with its visible window: `request(t0, t1, px)` (the view calls it
+ * after each frame) fetches summaries and, when small enough, the window's rows, then hands the
+ * built model to `apply`. Windows are padded by half their width on each side so small pans reuse
+ * the data; a request for a window already covered at the same resolution costs nothing.
+ */
+export class LodController<M> {
+  private seq = 0;
+  private have: { t0: number; t1: number; npp: number } | null = null;
+  private timer = 0;
+  state: LodState | null = null;
+
+  constructor(
+    private readonly api: LodApi,
+    private readonly key: string,
+    readonly listing: LodListing,
+    private readonly tables: LodTable[],
+    private readonly build: ModelBuilder<M>,
+    private readonly apply: (model: M, state: LodState) => void,
+    private readonly origin: bigint | null,
+  ) {}
+
+  /** The model of the whole profile from summaries (the fitted view), built once at open. */
+  async initial(px: number): Promise<M> {
+    const { start, end } = this.listing;
+    const pad = (end - start) * 0.02;
+    const { model, state } = await this.fetch(start - pad, end + pad, Math.max(200, px), false);
+    this.have = { t0: start - pad, t1: end + pad, npp: (end - start + 2 * pad) / Math.max(200, px) };
+    this.state = state;
+    return model;
+  }
+
+  /** The view shows [t0, t1] over `px` pixel columns: fetch what it lacks (debounced). */
+  request(t0: number, t1: number, px: number): void {
+    const npp = (t1 - t0) / Math.max(1, px);
+    const h = this.have;
+    if (h !== null && t0 >= h.t0 && t1 <= h.t1 && npp >= h.npp * 0.7 && npp <= h.npp * 1.6) return;
+    clearTimeout(this.timer);
+    this.timer = window.setTimeout(() => {
+      const span = t1 - t0;
+      const a = t0 - span / 2;
+      const b = t1 + span / 2;
+      const seq = ++this.seq;
+      this.fetch(a, b, Math.ceil(px * 2), true).then(({ model, state }) => {
+        if (seq !== this.seq) return;
+        this.have = { t0: a, t1: b, npp };
+        this.state = state;
+        this.apply(model, state);
+      }, (e: unknown) => console.warn('timeline window failed', e));
+    }, 60);
+  }
+
+  /** Drops pending work (the view shows another profile). */
+  dispose(): void {
+    clearTimeout(this.timer);
+    this.seq++;
+  }
+
+  private async fetch(t0: number, t1: number, n: number, rows: boolean): Promise<{ model: M; state: LodState }> {
+    const byTable = new Map<string, LodTrackInfo[]>();
+    for (const t of this.listing.tracks) {
+      const l = byTable.get(t.table);
+      if (l === undefined) byTable.set(t.table, [t]);
+      else l.push(t);
+    }
+    const out: WindowTables = new Map();
+    const state: LodState = { t0, t1, tables: {} };
+    await Promise.all(this.tables.map(async (tb) => {
+      const tracks = byTable.get(tb.name) ?? [];
+      if (tracks.length === 0) return;
+      if (rows) {
+        // Step rows start with the value in force: read from two finest widths before the window.
+        const step = STEP_TABLES[tb.name] !== undefined;
+        const wmax = step ? tracks.reduce((a, t) => Math.max(a, t.width), 1) : 0;
+        const w = await this.api.window(this.key, tb.name, tb.columns, t0 - 2 * wmax, t1, WINDOW_LIMIT);
+        if (!w.over_limit) {
+          const got = tableFromIPC(w.ipc);
+          out.set(tb.name, step ? withCarry(got, tb.name, tracks, parseBuckets(await this.api.lod(this.key, tracks.map((t) => t.id), t0 - wmax, t0 - wmax, 1))) : got);
+          state.tables[tb.name] = { mode: 'rows', rows: w.rows };
+          return;
+        }
+        state.tables[tb.name] = { mode: 'summary', rows: w.rows };
+      } else state.tables[tb.name] = { mode: 'summary', rows: tracks.reduce((a, t) => a + t.rows, 0) };
+      const buckets = parseBuckets(await this.api.lod(this.key, tracks.map((t) => t.id), t0, t1, n));
+      out.set(tb.name, summaryTable(tb.name, tracks, buckets, this.listing.names, this.origin));
+    }));
+    return { model: this.build(out, this.listing), state };
+  }
+}
+
+/** Rows of the LOD-drawn tables of a processed profile (decides whether to draw through this module). */
+export function eventRows(tables: { name: string; rows: number }[], names: string[]): number {
+  return tables.filter((t) => names.includes(t.name)).reduce((a, t) => a + Number(t.rows), 0);
+}

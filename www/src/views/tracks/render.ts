@@ -1,0 +1,295 @@
+// The renderers of the timeline's track kinds over one frame description (Frame), as each of
+// Perfetto's tracks owns its render: each draws its row's visible part and returns how many marks it
+// drew. TimelineView (timeline.ts) owns the axis, row layout, input and tooltips and picks the
+// renderer by the row's kind (RENDERERS).
+//
+//   slices    engine instructions, DMA packets, throttle records, system spans: a bar per slice wider
+//             than a pixel, sub-pixel slices merged per pixel column with opacity from the busy time
+//             inside it (busy prefix sums), adjacent merged bars in one fill
+//   steps     semaphores, pending DMA: a value held until the next update, a tick at each update
+//   counters  CPU and host-memory samples under the slice rows: area chart or heat strip
+// A large profile's rows hold summary buckets or a window's rows (lod.ts); the renderers draw both.
+
+import { lowerBound, type Counter, type Track } from '../timeline-model.ts';
+
+/** What every renderer needs of the frame being drawn. */
+export interface Frame {
+  ctx: CanvasRenderingContext2D;
+  /** Label column width, plot width and canvas width, CSS px. */
+  gutter: number;
+  plotW: number;
+  width: number;
+  /** ns per CSS pixel. */
+  npp: number;
+  /** Opcode filter (1 = matches), null when none. */
+  match: Uint8Array | null;
+  /** Colour of opcode `op` on track `tr` (0xffff: merged bars). */
+  color: (tr: Track, op: number) => string;
+  /** The model's opcode dictionary. */
+  opcodes: string[];
+}
+
+/** Draws row `tr` in the band [y, y + hgt) CSS px for [t0, t1] ns; returns the marks drawn. */
+export type TrackRenderer = (f: Frame, tr: Track, y: number, hgt: number, t0: number, t1: number) => number;
+
+/** Engine hues (HSL degrees); the rows under the engines use `engine` dma, semaphore, pending, throttle. */
+export const HUES: Record<string, number> = { tensor: 212, vector: 150, scalar: 36, gpsimd: 275, sync: 350, semaphore: 48, pending: 24, throttle: 0 };
+const ROW_ALT = '#181c22';
+const GRID = '#262b33';
+const TEXT = '#c9d1d9';
+const MUTED = '#7d8590';
+/** Colour of slices the opcode filter does not match. */
+export const DIMMED = '#2a2f37';
+
+/** Draws one track's visible slices; returns how many rectangles it drew. */
+export function drawTrack(f: Frame, tr: Track, y: number, hgt: number, t0: number, t1: number): number {
+  const ctx = f.ctx;
+  const { starts, ends, ops } = tr;
+  const n = starts.length;
+  const k0 = lowerBound(starts, t0 - tr.maxDur);
+  const npp = f.npp;
+  const merged = f.color(tr, 0xffff);
+  let drawn = 0;
+  // Adjacent merged bars of one colour and opacity are drawn as one rectangle (dense rows cost
+  // a few fills instead of one per pixel column).
+  let runX = 0;
+  let runW = 0;
+  let runStyle = '';
+  let runAlpha = 0;
+  const flush = (): void => {
+    if (runW <= 0) return;
+    ctx.fillStyle = runStyle;
+    ctx.globalAlpha = runAlpha;
+    ctx.fillRect(f.gutter + runX, y, runW, hgt);
+    ctx.globalAlpha = 1;
+    drawn++;
+    runW = 0;
+  };
+  let k = k0;
+  while (k < n) {
+    const s = starts[k] ?? 0;
+    if (s > t1) break;
+    const e = ends[k] ?? s;
+    if (e < t0) {
+      k++;
+      continue;
+    }
+    const x0 = (s - t0) / npp;
+    const x1 = (e - t0) / npp;
+    if (x1 - x0 >= 1) {
+      flush();
+      ctx.fillStyle = f.color(tr, ops[k] ?? 0);
+      const w = x1 - x0;
+      ctx.fillRect(f.gutter + x0, y, w > 2 ? w - 0.5 : w, hgt);
+      // DMA packets go unlabelled: the colour gives the queue type, the tooltip the bytes.
+      if (w > 44 && hgt >= 10 && tr.kind !== 'dma') {
+        const label = f.opcodes[ops[k] ?? 0] ?? '';
+        if (label !== '') {
+          ctx.fillStyle = '#0b0d10';
+          const left = Math.max(x0, 0) + 3;
+          ctx.save();
+          ctx.beginPath();
+          ctx.rect(f.gutter + Math.max(x0, 0), y, Math.min(x1, f.plotW) - Math.max(x0, 0), hgt);
+          ctx.clip();
+          ctx.fillText(label, f.gutter + left, y + hgt / 2);
+          ctx.restore();
+        }
+      }
+      drawn++;
+      k++;
+    } else {
+      // Sub-pixel: merge every slice starting in this pixel column into one bar.
+      const px = Math.floor(x0);
+      const tNext = t0 + (px + 1) * npp;
+      const j = Math.max(k + 1, lowerBound(starts, tNext, k + 1));
+      let endMax = e;
+      // Bounded look at the merged run's ends (ends are not sorted).
+      for (let q = Math.max(k, j - 8); q < j; q++) endMax = Math.max(endMax, ends[q] ?? 0);
+      const xe = Math.max(px + 1, (endMax - t0) / npp);
+      // A DMA queue has one queue type: merged packets keep its colour.
+      let style = j - k > 1 && tr.kind !== 'dma' ? merged : f.color(tr, ops[k] ?? 0);
+      if (f.match !== null && j - k > 1) {
+        style = DIMMED;
+        // Bounded scan: a frame stays fast even when a pixel holds a huge run.
+        for (let q = k, end = Math.min(j, k + 4096); q < end; q++) {
+          if (f.match[ops[q] ?? 0] === 1) {
+            style = f.color(tr, ops[q] ?? 0);
+            break;
+          }
+        }
+      }
+      // Opacity follows how busy the engine was inside the merged pixels, so a sparse engine
+      // does not look solid when zoomed out (in eighths; neighbours within an eighth share a fill).
+      const w = Math.min(xe, f.plotW + 1) - px;
+      const frac = Math.min(1, ((tr.busy[j] ?? 0) - (tr.busy[k] ?? 0)) / Math.max(1e-9, w * npp));
+      // Instants (a collapsed semaphore group) have no duration: draw them solid.
+      const alpha = tr.maxDur === 0 ? 1 : Math.round((0.25 + 0.75 * frac) * 8) / 8;
+      if (runW > 0 && style === runStyle && Math.abs(alpha - runAlpha) <= 0.125 && px <= runX + runW) {
+        runW = Math.max(runX + runW, px + w) - runX;
+      } else {
+        flush();
+        runX = px;
+        runW = w;
+        runStyle = style;
+        runAlpha = alpha;
+      }
+      k = j;
+    }
+  }
+  flush();
+  return drawn;
+}
+
+/**
+ * A step (counter) row: each value holds until the next update, bar height ∝ value / maxValue,
+ * a tick at every update. Updates closer than a pixel merge into one column at their maximum.
+ */
+export function drawStep(f: Frame, tr: Track, y: number, hgt: number, t0: number, t1: number): number {
+  const ctx = f.ctx;
+  const { starts, ends } = tr;
+  const values = tr.values ?? new Float64Array(starts.length);
+  const n = starts.length;
+  const npp = f.npp;
+  const hue = HUES[tr.engine] ?? 48;
+  const fill = f.match !== null ? DIMMED : `hsl(${hue} 62% 46% / 0.75)`;
+  const tickStyle = f.match !== null ? '#3a404a' : `hsl(${hue} 80% 68%)`;
+  const scale = hgt / Math.max(tr.maxValue ?? 0, 1e-12);
+  const base = y + hgt;
+  let drawn = 0;
+  let k = Math.max(0, lowerBound(starts, t0) - 1);
+  while (k < n) {
+    const s = starts[k] ?? 0;
+    if (s > t1) break;
+    const x0 = (s - t0) / npp;
+    const x1 = ((ends[k] ?? s) - t0) / npp;
+    let v = Math.abs(values[k] ?? 0);
+    let j = k + 1;
+    if (x1 - x0 < 1) {
+      const tNext = t0 + (Math.floor(x0) + 1) * npp;
+      j = Math.max(k + 1, lowerBound(starts, tNext, k + 1));
+      for (let q = k + 1, end = Math.min(j, k + 4096); q < end; q++) v = Math.max(v, Math.abs(values[q] ?? 0));
+    }
+    const xa = Math.max(-1, x0);
+    const xb = x1 - x0 < 1 ? Math.floor(x0) + 1 : Math.min(x1, f.plotW + 1);
+    if (Number.isFinite(v) && v > 0) {
+      ctx.fillStyle = fill;
+      const bh = Math.max(1, v * scale);
+      ctx.fillRect(f.gutter + xa, base - bh, Math.max(1, xb - xa), bh);
+    }
+    if (x0 >= -1) {
+      ctx.fillStyle = tickStyle;
+      ctx.fillRect(f.gutter + Math.floor(x0), y, 1, hgt);
+    }
+    drawn++;
+    k = j;
+  }
+  return drawn;
+}
+
+/**
+ * Counter rows under the slices: an area chart (step-wise, each sample holds until the next) or a
+ * heat strip. Samples narrower than a pixel are reduced to their maximum per pixel column.
+ */
+export function drawCounters(f: Frame, counters: Counter[], top: number, t0: number, t1: number): number {
+  const ctx = f.ctx;
+  const W = f.width;
+  const plotW = f.plotW;
+  let y = top;
+  let points = 0;
+  counters.forEach((c, i) => {
+    const hgt = c.height;
+    ctx.fillStyle = i % 2 === 0 ? '#11141a' : ROW_ALT;
+    ctx.fillRect(0, y, W, hgt);
+    ctx.strokeStyle = GRID;
+    ctx.beginPath();
+    ctx.moveTo(0, y + 0.5);
+    ctx.lineTo(W, y + 0.5);
+    ctx.stroke();
+    ctx.fillStyle = TEXT;
+    ctx.font = c.style === 'heat' ? '9px system-ui, sans-serif' : '12px system-ui, sans-serif';
+    ctx.textBaseline = 'middle';
+    if (hgt >= 8) ctx.fillText(c.label, 8, y + hgt / 2);
+    // The value at the right edge of the view (or the last sample), in the gutter.
+    const kEnd = Math.max(0, lowerBound(c.times, t1) - 1);
+    const vEnd = c.values[kEnd];
+    if (vEnd !== undefined && c.style === 'area') {
+      ctx.fillStyle = MUTED;
+      ctx.textAlign = 'right';
+      ctx.font = '11px system-ui, sans-serif';
+      ctx.fillText(c.format(vEnd), f.gutter - 6, y + hgt / 2);
+      ctx.textAlign = 'left';
+    }
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(f.gutter, y, plotW, hgt);
+    ctx.clip();
+    const n = c.times.length;
+    // Start at the sample in force at t0.
+    let k = Math.max(0, lowerBound(c.times, t0) - 1);
+    const base = y + hgt - 1;
+    const scale = (hgt - 4) / Math.max(c.max, 1e-12);
+    if (c.style === 'area') {
+      ctx.fillStyle = `hsl(${c.hue} 60% 45% / 0.55)`;
+      ctx.strokeStyle = `hsl(${c.hue} 70% 62%)`;
+      const line: [number, number][] = [];
+      while (k < n) {
+        const t = c.times[k] ?? 0;
+        if (t > t1) break;
+        const x = Math.max(-1, (t - t0) / f.npp);
+        // Max of the samples that fall in this pixel column.
+        let v = c.values[k] ?? 0;
+        let j = k + 1;
+        while (j < n && ((c.times[j] ?? 0) - t0) / f.npp < Math.floor(x) + 1) {
+          v = Math.max(v, c.values[j] ?? 0);
+          j++;
+        }
+        const yy = base - Math.min(c.max, Math.max(0, Number.isFinite(v) ? v : 0)) * scale;
+        const prev = line[line.length - 1];
+        if (prev !== undefined) line.push([x, prev[1]]);
+        line.push([x, yy]);
+        points += j - k;
+        k = j;
+      }
+      const last = line[line.length - 1];
+      if (last !== undefined) {
+        // Hold the last value to the end of the data (or of the view).
+        const tEnd = c.times[n - 1] ?? 0;
+        line.push([Math.min(plotW + 1, (Math.max(tEnd, Math.min(t1, tEnd)) - t0) / f.npp), last[1]]);
+      }
+      ctx.beginPath();
+      ctx.moveTo(f.gutter + (line[0]?.[0] ?? 0), base);
+      for (const [x, yy] of line) ctx.lineTo(f.gutter + x, yy);
+      if (last !== undefined) ctx.lineTo(f.gutter + (line[line.length - 1]?.[0] ?? 0), base);
+      ctx.closePath();
+      ctx.fill();
+      ctx.beginPath();
+      line.forEach(([x, yy], q) => (q === 0 ? ctx.moveTo(f.gutter + x, yy) : ctx.lineTo(f.gutter + x, yy)));
+      ctx.stroke();
+    } else {
+      while (k < n) {
+        const t = c.times[k] ?? 0;
+        if (t > t1) break;
+        const x0 = (t - t0) / f.npp;
+        const x1 = k + 1 < n ? ((c.times[k + 1] ?? t) - t0) / f.npp : x0 + 2;
+        const v = Math.min(1, Math.max(0, (c.values[k] ?? 0) / Math.max(c.max, 1e-12)));
+        ctx.fillStyle = `hsl(${c.hue} 70% ${8 + 52 * v}%)`;
+        ctx.fillRect(f.gutter + x0, y + 1, Math.max(1, x1 - x0), hgt - 1);
+        points++;
+        k++;
+      }
+    }
+    ctx.restore();
+    y += hgt;
+  });
+  return points;
+}
+
+/** The renderer of each row kind (a track without a kind is an engine or system slice row). */
+export const RENDERERS: Record<string, TrackRenderer> = {
+  engine: drawTrack,
+  dma: drawTrack,
+  throttle: drawTrack,
+  // A semaphore group header draws its updates as instants; its rows are steps.
+  semaphore: (f, tr, y, hgt, t0, t1) => (tr.style === 'step' ? drawStep(f, tr, y, hgt, t0, t1) : drawTrack(f, tr, y, hgt, t0, t1)),
+  pending: drawStep,
+};
