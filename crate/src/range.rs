@@ -437,7 +437,7 @@ mod tests {
         let r = range_summary(Some(p), None, 50, 50, 10).unwrap();
         assert_eq!(r.instruction_count, 0);
         assert!(r.engines.is_empty());
-        let r = range_summary(None, None, 0, 10, 10).unwrap();
+        let r = range_summary::<bytes::Bytes>(None, None, 0, 10, 10).unwrap();
         assert_eq!(r.dma_packets, 0);
         assert!(range_summary(
             Some(bytes::Bytes::from_static(b"not parquet")),
