@@ -432,28 +432,52 @@ impl Runs {
     }
 }
 
+/// What the DMA and throttle steps of one NTFF read and write: the source, its info section and
+/// time window, the file name for problems, and where problems, progress (bytes) and rows go.
+pub(super) struct NtffIo<'a, S: ?Sized> {
+    pub(super) src: &'a S,
+    pub(super) info: &'a NtffInfo,
+    pub(super) window: Window,
+    pub(super) file: &'a str,
+    pub(super) problems: &'a mut Vec<Problem>,
+    pub(super) progress: &'a mut dyn FnMut(u64),
+    pub(super) sink: &'a mut dyn TableSink,
+}
+
+/// Row numbering carried from core to core: the next `DmaPacket.id` and the next
+/// `DmaPacketAggregated` id.
+pub(super) struct DmaIds<'a> {
+    pub(super) packet: &'a mut i64,
+    pub(super) aggregated: &'a mut i64,
+}
+
 /// Streams the DMA buffers of one core into `DmaPacket` rows (ntff.md §10 step 6), then runs
 /// [`TimePass`] over the same records for `DmaUsage` and the Summary's DMA fields
 /// (`stats.times`).
 ///
 /// `first_core` is the physical index of the logical core's first core (`sg00`), so that
-/// `engine_idx` = 16 × `first_core` + w0[30:24]. `next_id` numbers the rows.
-#[allow(clippy::too_many_arguments)]
+/// `engine_idx` = 16 × `first_core` + w0[30:24]. `ids` numbers the rows.
 pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
-    src: &S,
-    info: &NtffInfo,
+    io: NtffIo<'_, S>,
     sg: &SubgraphInfo,
     pcore: usize,
     first_core: u32,
-    window: Window,
-    file: &str,
-    problems: &mut Vec<Problem>,
-    progress: &mut dyn FnMut(u64),
-    sink: &mut dyn TableSink,
-    next_id: &mut i64,
-    next_agg_id: &mut i64,
+    ids: DmaIds<'_>,
     stats: &mut DmaCoreStats,
 ) -> Result<()> {
+    let NtffIo {
+        src,
+        info,
+        window,
+        file,
+        problems,
+        progress,
+        sink,
+    } = io;
+    let DmaIds {
+        packet: next_id,
+        aggregated: next_agg_id,
+    } = ids;
     let def = &explorer::DMA_PACKET;
     // Static-queue transfers by (queue, ordinal): one small entry per transfer until the end of
     // the core (the transfer's last packet is only known then).
@@ -940,20 +964,22 @@ pub enum ThrottleEnd {
 /// Streams the throttle buffers of one core into `Throttle` rows (ntff.md §4.5, §10 step 7).
 /// Each row lasts to the next record of the core; the last one to `last_end`. Returns per-type
 /// totals.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn decode_throttle_core<S: ByteSource + ?Sized>(
-    src: &S,
-    info: &NtffInfo,
+    io: NtffIo<'_, S>,
     sg: &SubgraphInfo,
     pcore: usize,
-    window: Window,
     last_end: ThrottleEnd,
-    file: &str,
-    problems: &mut Vec<Problem>,
-    progress: &mut dyn FnMut(u64),
-    sink: &mut dyn TableSink,
     stats: &mut DmaCoreStats,
 ) -> Result<ThrottleTotals> {
+    let NtffIo {
+        src,
+        info,
+        window,
+        file,
+        problems,
+        progress,
+        sink,
+    } = io;
     let def = &explorer::THROTTLE;
     let mut b = TableBuilder::new(def);
     let col = |n| def.col(n);
@@ -1167,20 +1193,22 @@ pub(super) fn dma_bytes_total(info: &NtffInfo) -> u64 {
 /// Throttle rows of every core and `ThrottleSummary` (ntff.md §4.5). The last record of a core
 /// lasts, in v6, to the end of the core's last exported instruction; in v4/v5 to
 /// `last_hw_timestamp` (the end of the window).
-#[allow(clippy::too_many_arguments)]
 pub(super) fn decode_throttles<S: ByteSource + ?Sized>(
-    src: &S,
-    info: &NtffInfo,
-    window: Window,
+    io: NtffIo<'_, S>,
     last_ends: &[Option<i128>],
     max_end_fs: Option<i128>,
     report: &DecodeReport,
-    file: &str,
-    problems: &mut Vec<Problem>,
-    progress: &mut dyn FnMut(u64),
-    sink: &mut dyn TableSink,
     cores: &mut [CoreSummary],
 ) -> Result<()> {
+    let NtffIo {
+        src,
+        info,
+        window,
+        file,
+        problems,
+        progress,
+        sink,
+    } = io;
     let mut totals = Vec::new();
     for (pcore, (sg, cs)) in info.subgraphs.iter().zip(cores.iter_mut()).enumerate() {
         let end = match (window.t1, last_ends.get(pcore).copied().flatten()) {
@@ -1188,19 +1216,16 @@ pub(super) fn decode_throttles<S: ByteSource + ?Sized>(
             (Some(_), None) => ThrottleEnd::None,
             (None, _) => max_end_fs.map_or(ThrottleEnd::None, ThrottleEnd::Fs),
         };
-        let t = decode_throttle_core(
+        let io = NtffIo {
             src,
             info,
-            sg,
-            pcore,
             window,
-            end,
             file,
-            problems,
-            progress,
-            sink,
-            &mut cs.dma,
-        )?;
+            problems: &mut *problems,
+            progress: &mut *progress,
+            sink: &mut *sink,
+        };
+        let t = decode_throttle_core(io, sg, pcore, end, &mut cs.dma)?;
         totals.push((sg.core, t));
     }
     let span = report
@@ -1290,22 +1315,20 @@ mod tests {
             );
             let mut stats = DmaCoreStats::default();
             let (mut id, mut agg) = (0, 0);
-            decode_dma_core(
-                &src,
+            let io = NtffIo {
+                src: &src,
                 info,
-                sg,
-                pcore,
-                first_core,
                 window,
-                "t",
-                &mut Vec::new(),
-                &mut |_| {},
-                &mut a,
-                &mut id,
-                &mut agg,
-                &mut stats,
-            )
-            .unwrap();
+                file: "t",
+                problems: &mut Vec::new(),
+                progress: &mut |_| {},
+                sink: &mut a,
+            };
+            let ids = DmaIds {
+                packet: &mut id,
+                aggregated: &mut agg,
+            };
+            decode_dma_core(io, sg, pcore, first_core, ids, &mut stats).unwrap();
             let whole: Vec<Run> = dma_buffers(sg)
                 .enumerate()
                 .map(|(buf, x)| Run {
