@@ -14,20 +14,21 @@
 //!
 //! Memory: [`DerivedCollector`] keeps, per row seen, only what the rules need — 16 B per merged
 //! busy interval (compacted as it grows, so it is bounded by the `ActiveTime` output, not by the
-//! instruction count), 16 B per DMA_DIRECT2D, 24 B per `DmaPacket` row (the throughput series
-//! needs every packet sorted by time; transient 24 B per packet of the core being written, plus a
-//! heap of the packets in flight).
+//! instruction count) and 16 B per DMA_DIRECT2D. `DmaUsage` is not built from the `DmaPacket`
+//! batches: the NTFF decoder re-reads each core's DMA buffer in time order (a k-way merge of its
+//! sorted runs, `crate::ntff::dma`) and feeds [`DmaUsageSeries`] online, whose state is the
+//! packets in flight (docs/formats.md "Derived tables" → "Memory").
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
-use arrow_array::{Array, Float32Array, RecordBatch};
+use arrow_array::RecordBatch;
 
 use crate::engine::Engine;
 use crate::error::{Code, Problem, Result};
 use crate::ntff::DecodeReport;
 use crate::summary::{IntCol, Union};
-use crate::tables::{explorer, Emitter, StrCol, TableDef, TableSink};
+use crate::tables::{explorer, Emitter, StrCol, TableBuilder, TableDef, TableSink};
 
 /// Explorer's DGE warning (`warnings[].message` of all 16 exports, category `Missing Data`).
 pub const MSG_MISSING_DGE: &str = "Missing additional dynamic DMA metadata, reported DMA values may be inaccurate. Try capturing the profile with --enable-dge-notifs or NEURON_RT_ENABLE_DGE_NOTIFICATIONS=1 env flag.";
@@ -104,26 +105,6 @@ impl NeffFacts {
     }
 }
 
-/// One DMA packet as the throughput series needs it, 24 bytes: sizes are 24-bit (w0[23:0],
-/// ntff.md §4.4) and the engine field 7-bit, so both share one word.
-#[derive(Debug, Clone, Copy)]
-struct Packet {
-    raw_s: i64,
-    raw_e: i64,
-    /// engine field << 24 | bytes.
-    field_bytes: u32,
-    rate: f32,
-}
-
-impl Packet {
-    fn field(&self) -> u8 {
-        (self.field_bytes >> 24) as u8
-    }
-    fn bytes(&self) -> u32 {
-        self.field_bytes & 0xFF_FFFF
-    }
-}
-
 /// State gathered from the `Instruction` and `DmaPacket` batches of one device profile.
 #[derive(Debug, Default)]
 pub struct Derived {
@@ -131,7 +112,6 @@ pub struct Derived {
     busy: BTreeMap<(i64, usize), Union>,
     /// (pcore) → (raw start, engine) of every DMA_DIRECT2D.
     triggers: BTreeMap<i64, Vec<(i64, usize)>>,
-    packets: BTreeMap<i64, Vec<Packet>>,
 }
 
 fn col_str<'b>(b: &'b RecordBatch, name: &str) -> Option<StrCol<'b>> {
@@ -177,41 +157,9 @@ impl Derived {
             }
         }
     }
-
-    /// Takes what the rules need from one `DmaPacket` batch.
-    pub fn add_dma(&mut self, b: &RecordBatch) {
-        let rate = b
-            .column_by_name("throughput")
-            .and_then(|c| c.as_any().downcast_ref::<Float32Array>());
-        let (rs, re, fi, pc, by) = (
-            IntCol::of(b, "nscope_raw_start_ticks"),
-            IntCol::of(b, "nscope_raw_end_ticks"),
-            IntCol::of(b, "nscope_dma_engine_field"),
-            IntCol::of(b, "pcore_idx"),
-            IntCol::of(b, "transfer_bytes"),
-        );
-        for i in 0..b.num_rows() {
-            let (Some(s), Some(e), Some(field)) = (rs.get(i), re.get(i), fi.get(i)) else {
-                continue;
-            };
-            let pcore = pc.get(i).unwrap_or(0);
-            let bytes = by.get(i).unwrap_or(0);
-            let r = rate
-                .filter(|a| i < a.len() && !a.is_null(i))
-                .map_or(0.0, |a| a.value(i));
-            self.packets.entry(pcore).or_default().push(Packet {
-                raw_s: s,
-                raw_e: e,
-                field_bytes: (u32::try_from(field).unwrap_or(0xFF).min(0xFF) << 24)
-                    | u32::try_from(bytes).unwrap_or(0xFF_FFFF).min(0xFF_FFFF),
-                rate: r,
-            });
-        }
-    }
 }
 
-/// Forwards every batch to `inner` and feeds `Instruction`/`DmaPacket` batches to
-/// [`Derived`].
+/// Forwards every batch to `inner` and feeds `Instruction` batches to [`Derived`].
 pub struct DerivedCollector<'a> {
     /// Where the batches go.
     pub inner: &'a mut dyn TableSink,
@@ -221,12 +169,145 @@ pub struct DerivedCollector<'a> {
 
 impl TableSink for DerivedCollector<'_> {
     fn batch(&mut self, def: &'static TableDef, batch: RecordBatch) -> Result<()> {
-        match def.name {
-            "Instruction" => self.state.add_instructions(&batch),
-            "DmaPacket" => self.state.add_dma(&batch),
-            _ => {}
+        if def.name == "Instruction" {
+            self.state.add_instructions(&batch);
         }
         self.inner.batch(def, batch)
+    }
+}
+
+/// `DmaUsage` of one core computed online (rule: docs/formats.md "Derived tables" →
+/// DmaUsage): packets must arrive sorted by start (whole calibrated ps from t0), packets with
+/// equal starts in `DmaPacket` row order. Each event time `t` applies the starts at `t`
+/// (cumulative bytes, + rate) and then the ends at `t` (− rate); a row is written for the first
+/// time and then for the first time at least [`DMA_USAGE_MIN_GAP_PS`] after the last row.
+///
+/// State: the packets starting at the current time and a heap of the packets in flight (12 B
+/// each); nothing proportional to the packet count. Rows go to `sink` in batches.
+pub struct DmaUsageSeries {
+    pcore: i64,
+    b: TableBuilder,
+    /// Start (ps) of the packets in `group`.
+    group_t: i64,
+    /// (end ps, bytes, rate) of the packets starting at `group_t`, not yet applied.
+    group: Vec<(i64, u32, f32)>,
+    /// (end ps, rate bits) of the packets in flight.
+    ends: BinaryHeap<(Reverse<i64>, u32)>,
+    total: u64,
+    rate: f64,
+    last: Option<i64>,
+    rows: u64,
+    peak: usize,
+}
+
+// Typed column ids of `DmaUsage`.
+crate::cols!(mod du = crate::tables::explorer::DMA_USAGE {
+    TS: I64 = "timestamp",
+    RATE: F32 = "current_throughput",
+    TOTAL: I64 = "total_transfer_bytes",
+    PCORE: I64 = "pcore_idx",
+});
+
+impl DmaUsageSeries {
+    /// An empty series for physical core `pcore`.
+    pub fn new(pcore: i64) -> Self {
+        DmaUsageSeries {
+            pcore,
+            b: TableBuilder::new(&explorer::DMA_USAGE),
+            group_t: 0,
+            group: Vec::new(),
+            ends: BinaryHeap::new(),
+            total: 0,
+            rate: 0.0,
+            last: None,
+            rows: 0,
+            peak: 0,
+        }
+    }
+
+    /// Adds one packet: `start_ps`, `end_ps` whole calibrated ps from t0, `bytes` (24-bit
+    /// field), `rate` its `DmaPacket.throughput` (B/s; 0 when null). A start earlier than the
+    /// previous one is applied at the previous time (never happens for the decoder's order).
+    pub fn push(
+        &mut self,
+        start_ps: i64,
+        end_ps: i64,
+        bytes: u32,
+        rate: f32,
+        sink: &mut dyn TableSink,
+    ) -> Result<()> {
+        if !self.group.is_empty() && start_ps > self.group_t {
+            self.advance(Some(start_ps), sink)?;
+        }
+        if self.group.is_empty() {
+            self.group_t = start_ps;
+        }
+        self.group.push((end_ps, bytes, rate));
+        self.peak = self.peak.max(self.group.len() + self.ends.len());
+        Ok(())
+    }
+
+    /// Applies every event before `limit` (all of them for `None`).
+    fn advance(&mut self, limit: Option<i64>, sink: &mut dyn TableSink) -> Result<()> {
+        loop {
+            let g = (!self.group.is_empty()).then_some(self.group_t);
+            let e = self.ends.peek().map(|(Reverse(e), _)| *e);
+            let t = match (g, e) {
+                (Some(g), Some(e)) => g.min(e),
+                (Some(t), None) | (None, Some(t)) => t,
+                (None, None) => break,
+            };
+            if limit.is_some_and(|l| t >= l) {
+                break;
+            }
+            if g == Some(t) {
+                for (end, bytes, r) in self.group.drain(..) {
+                    self.total = self.total.saturating_add(u64::from(bytes));
+                    self.rate += f64::from(r);
+                    self.ends.push((Reverse(end.max(t)), r.to_bits()));
+                }
+            }
+            while let Some(&(Reverse(e), r)) = self.ends.peek() {
+                if e != t {
+                    break;
+                }
+                self.rate -= f64::from(f32::from_bits(r));
+                self.ends.pop();
+            }
+            if self
+                .last
+                .is_none_or(|l| i128::from(t) - i128::from(l) >= DMA_USAGE_MIN_GAP_PS)
+            {
+                self.last = Some(t);
+                let b = &mut self.b;
+                b.set(du::TS, t.div_euclid(1000));
+                // Sums of float32 rates drift below zero by rounding when all packets end.
+                let rate = if self.rate.abs() < 1.0 {
+                    0.0
+                } else {
+                    self.rate
+                };
+                b.set(du::RATE, rate as f32);
+                b.set(du::TOTAL, i64::try_from(self.total).unwrap_or(i64::MAX));
+                b.set(du::PCORE, self.pcore);
+                self.rows += 1;
+                if let Some(batch) = b.end_row()? {
+                    sink.batch(&explorer::DMA_USAGE, batch)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies the remaining events and writes the last batch; returns (rows written, largest
+    /// number of packets held at once).
+    pub fn finish(mut self, sink: &mut dyn TableSink) -> Result<(u64, usize)> {
+        self.advance(None, sink)?;
+        if self.b.pending_rows() > 0 {
+            let batch = self.b.take_batch()?;
+            sink.batch(&explorer::DMA_USAGE, batch)?;
+        }
+        Ok((self.rows, self.peak))
     }
 }
 
@@ -325,77 +406,9 @@ pub fn write_tables(
     }
     counts.pending_dma = em.finish()?;
 
-    // DmaUsage: change points of (cumulative bytes counted at packet start, summed rate of the
-    // packets in flight), in whole calibrated ps like DmaPacket, sampled every ≥ 10 ns.
-    let def = &explorer::DMA_USAGE;
-    let mut em = Emitter::new(def, sink);
-    let (ct, cr, cb, cp) = (
-        def.col("timestamp"),
-        def.col("current_throughput"),
-        def.col("total_transfer_bytes"),
-        def.col("pcore_idx"),
-    );
-    let t0_ps = t0.div_euclid(1000);
-    for (pcore, packets) in d.packets {
-        let dma_ps = |field: u8, raw: i64| -> i128 {
-            let c = cal(pcore)
-                .and_then(|c| c.dma.get(usize::from(field)).copied())
-                .unwrap_or_default();
-            c.fs(u64::try_from(raw).unwrap_or(0)).div_euclid(1000) - t0_ps
-        };
-        // Packets in whole ps from t0, sorted by start (24 B each while this core is written);
-        // a heap of the ends in flight replaces a second, time-sorted event list.
-        // `into_iter().map().collect()` between same-sized types reuses the allocation in
-        // place, so the packets are not held twice at the peak.
-        let mut pk: Vec<(i64, i64, u32, f32)> = packets
-            .into_iter()
-            .map(|p| {
-                let c = |x: i128| x.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
-                (
-                    c(dma_ps(p.field(), p.raw_s)),
-                    c(dma_ps(p.field(), p.raw_e)),
-                    p.bytes(),
-                    p.rate,
-                )
-            })
-            .collect();
-        pk.sort_by_key(|p| p.0);
-        let mut ends: BinaryHeap<(Reverse<i64>, u32)> = BinaryHeap::new();
-        let (mut total, mut rate) = (0u64, 0f64);
-        let mut last: Option<i64> = None;
-        let mut next = 0usize;
-        loop {
-            let t = match (pk.get(next), ends.peek()) {
-                (Some(p), Some((Reverse(e), _))) => p.0.min(*e),
-                (Some(p), None) => p.0,
-                (None, Some((Reverse(e), _))) => *e,
-                (None, None) => break,
-            };
-            while let Some(p) = pk.get(next).filter(|p| p.0 == t) {
-                total = total.saturating_add(u64::from(p.2));
-                rate += f64::from(p.3);
-                ends.push((Reverse(p.1.max(p.0)), p.3.to_bits()));
-                next += 1;
-            }
-            while let Some(&(Reverse(e), r)) = ends.peek() {
-                if e != t {
-                    break;
-                }
-                rate -= f64::from(f32::from_bits(r));
-                ends.pop();
-            }
-            if last.is_none_or(|l| i128::from(t) - i128::from(l) >= DMA_USAGE_MIN_GAP_PS) {
-                last = Some(t);
-                em.b.i64(ct, Some(t.div_euclid(1000)));
-                // Sums of float32 rates drift below zero by rounding when all packets end.
-                em.b.f64(cr, Some(if rate.abs() < 1.0 { 0.0 } else { rate }));
-                em.b.i64(cb, Some(i64::try_from(total).unwrap_or(i64::MAX)));
-                em.b.i64(cp, Some(pcore));
-                em.end_row()?;
-            }
-        }
-    }
-    counts.dma_usage = em.finish()?;
+    // DmaUsage was written during the decode, core by core (`DmaUsageSeries`, fed by the
+    // time-ordered re-read of the DMA buffers in `crate::ntff::dma`).
+    counts.dma_usage = report.cores.iter().map(|c| c.dma.times.usage_rows).sum();
 
     // HbmUsageSummaryByType: the 22 categories in NTFF order plus a Total row (nc_mem_usage).
     let def = &explorer::HBM_USAGE_SUMMARY_BY_TYPE;
@@ -477,20 +490,6 @@ mod tests {
         b.push(0, 10);
         b.push(10, 20);
         assert_eq!(b.intervals(), &[(0, 20), (30, 40)]);
-    }
-
-    #[test]
-    fn per_row_state_sizes() {
-        // The costs docs/formats.md "Derived tables" states.
-        assert_eq!(std::mem::size_of::<Packet>(), 24);
-        assert_eq!(std::mem::size_of::<(i64, i64)>(), 16);
-        let p = Packet {
-            raw_s: 1,
-            raw_e: 2,
-            field_bytes: (21 << 24) | 0xFF_FFFF,
-            rate: 0.0,
-        };
-        assert_eq!((p.field(), p.bytes()), (21, 0xFF_FFFF));
     }
 
     #[test]

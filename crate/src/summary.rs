@@ -38,7 +38,7 @@ pub const ENGINES: [(&str, &str); 5] = [
 /// engine or DMA queue of one core, as the NTFF decoder emits them) merge in place in O(1);
 /// anything else is appended and the list is re-compacted (sort + merge, idempotent) whenever
 /// it doubled, so out-of-order input costs at most 2× plus 4 096 entries.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Union {
     iv: Vec<(i64, i64)>,
     /// `iv[..merged]` is sorted and merged.
@@ -173,6 +173,61 @@ impl Spans {
     }
 }
 
+/// Queue groups of [`DmaTimes`], in index order: `DmaPacket.queue_type` `software_dynamic`,
+/// `hardware_dynamic`, then every other type (the Summary's "static" DMA).
+pub const DMA_GROUPS: [&str; 3] = ["software_dynamic", "hardware_dynamic", "static"];
+
+/// The [`DMA_GROUPS`] index of a `DmaPacket.queue_type`.
+pub fn dma_group(queue_type: &str) -> usize {
+    match queue_type {
+        "software_dynamic" => 0,
+        "hardware_dynamic" => 1,
+        _ => 2,
+    }
+}
+
+/// The `DmaPacket` rows of one queue group of one core, as the Summary needs them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DmaGroup {
+    /// Rows.
+    pub n: u64,
+    /// Σ (end − start), ps (whole calibrated ps of each time, or raw ps on trn2).
+    pub dur: i64,
+    /// Σ `transfer_bytes`.
+    pub bytes: i64,
+    /// Union of the packets' `[start, end]`, ps. Packets arrive in start order, so this holds
+    /// one component per idle gap of the group's DMA activity, not one per packet.
+    pub u: Union,
+}
+
+impl DmaGroup {
+    /// Adds one packet `[s, e]` (ps) of `bytes`.
+    pub fn push(&mut self, s: i64, e: i64, bytes: u64) {
+        let e = e.max(s);
+        self.n += 1;
+        self.dur = self.dur.saturating_add(e.saturating_sub(s));
+        self.bytes = self
+            .bytes
+            .saturating_add(i64::try_from(bytes).unwrap_or(i64::MAX));
+        self.u.push(s, e);
+    }
+}
+
+/// What the NTFF decoder's time-ordered DMA pass gathered for one core (`DmaCoreStats::times`):
+/// the Summary's DMA fields per queue group, and the `DmaUsage` figures.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DmaTimes {
+    /// Per [`DMA_GROUPS`] entry.
+    pub groups: [DmaGroup; 3],
+    /// `DmaUsage` rows written for the core.
+    pub usage_rows: u64,
+    /// Most packets the pass held at once (reorder heap + `DmaUsage` packets in flight): the
+    /// high-water mark of its state, for the memory tests.
+    pub peak_packets: usize,
+    /// Sorted runs of the core's DMA buffers merged (0 when the pass fell back to sorting).
+    pub runs: usize,
+}
+
 /// An integer column resolved once per batch (int64 or int32; absent → all null); also used by
 /// `crate::derived`.
 pub(crate) enum IntCol<'b> {
@@ -259,10 +314,11 @@ impl Names {
     }
 }
 
-/// Everything `Summary`/`OpcodeSummary` need, accumulated batch by batch while the tables
-/// stream (no copy of the rows): counts and sums, plus the unions per stream — (engine, opcode,
-/// pcore) for instructions, (queue type, queue name, pcore) for DMA packets — each kept as its
-/// connected components ([`Union`]). Unions over streams are taken at write time by k-way merges.
+/// Everything `Summary`/`OpcodeSummary` need from the `Instruction` batches, accumulated batch
+/// by batch while the tables stream (no copy of the rows): counts and sums, plus the union per
+/// (engine, opcode, pcore) stream kept as its connected components ([`Union`]). Unions over
+/// streams are taken at write time by k-way merges. The DMA fields come from the decoder's
+/// time-ordered DMA pass instead ([`DmaTimes`] in each core's `DmaCoreStats`).
 #[derive(Debug, Default)]
 pub struct Gathered {
     raw_ps: bool,
@@ -271,8 +327,6 @@ pub struct Gathered {
     names: Names,
     /// (engine, opcode, pcore) → spans; `busy` = false for EVENT_SEMAPHORE (semaphore waits).
     ops: HashMap<Key, Spans>,
-    /// (queue type, queue name, pcore) → spans and bytes.
-    dma: HashMap<Key, (Spans, i64)>,
 }
 
 impl Gathered {
@@ -331,57 +385,13 @@ impl Gathered {
         }
     }
 
-    /// Takes one `DmaPacket` batch (columns `start_ts`, `end_ts`, `nscope_raw_*_ticks`,
-    /// `queue_type`, `queue_name`, `transfer_bytes`, `pcore_idx`).
-    pub fn add_dma(&mut self, b: &RecordBatch) {
-        let (s, e) = (IntCol::of(b, "start_ts"), IntCol::of(b, "end_ts"));
-        let (rs, re) = (
-            IntCol::of(b, "nscope_raw_start_ticks"),
-            IntCol::of(b, "nscope_raw_end_ticks"),
-        );
-        let (pc, by) = (IntCol::of(b, "pcore_idx"), IntCol::of(b, "transfer_bytes"));
-        let col = |n: &str| StrCol::by_name(b, n);
-        let (qt, qn) = (col("queue_type"), col("queue_name"));
-        let fld = IntCol::of(b, "nscope_dma_engine_field");
-        let mut last: Option<(RowKey<'_>, Key)> = None;
-        for i in 0..b.num_rows() {
-            let cal = if self.raw_ps {
-                None
-            } else {
-                row_cal(&self.cals, pc.get(i), |c| {
-                    c.dma.get(usize::try_from(fld.get(i)?).ok()?).copied()
-                })
-            };
-            let Some((a, z)) = span_of(i, (&rs, &re), (&s, &e), self.raw_ps, cal) else {
-                continue;
-            };
-            let k = (str_at(qt, i), str_at(qn, i), pc.get(i).unwrap_or(0));
-            let key = match last {
-                Some((lk, key)) if lk == k => key,
-                _ => {
-                    let key = (
-                        self.names.id(k.0.unwrap_or_default()),
-                        self.names.id(k.1.unwrap_or_default()),
-                        k.2,
-                    );
-                    last = Some((k, key));
-                    key
-                }
-            };
-            let x = self.dma.entry(key).or_default();
-            x.0.push(a, z);
-            x.1 = x.1.saturating_add(by.get(i).unwrap_or(0));
-        }
-    }
-
     /// Bytes of heap held by the interval lists (for the memory figures in docs/formats.md).
     pub fn heap_bytes(&self) -> usize {
         self.ops.values().map(|s| s.u.heap_bytes()).sum::<usize>()
-            + self.dma.values().map(|s| s.0.u.heap_bytes()).sum::<usize>()
     }
 }
 
-/// Forwards every batch to `inner` and feeds `Instruction`/`DmaPacket` batches to [`Gathered`].
+/// Forwards every batch to `inner` and feeds `Instruction` batches to [`Gathered`].
 pub struct SummaryCollector<'a> {
     /// Where the batches go.
     pub inner: &'a mut dyn TableSink,
@@ -391,10 +401,8 @@ pub struct SummaryCollector<'a> {
 
 impl TableSink for SummaryCollector<'_> {
     fn batch(&mut self, def: &'static TableDef, batch: RecordBatch) -> Result<()> {
-        match def.name {
-            "Instruction" => self.state.add_instructions(&batch),
-            "DmaPacket" => self.state.add_dma(&batch),
-            _ => {}
+        if def.name == "Instruction" {
+            self.state.add_instructions(&batch);
         }
         self.inner.batch(def, batch)
     }
@@ -412,15 +420,12 @@ fn row_cal(
         .and_then(pick)
 }
 
-/// Reads `Instruction` and `DmaPacket` from `t`. `raw_ps`: raw ticks are picoseconds; else
+/// Reads `Instruction` from `t` (the DMA fields come from the report). `raw_ps`: raw ticks are picoseconds; else
 /// `cals` (per core, NTFF subgraph order) calibrates them.
 pub fn gather(t: &Tables, raw_ps: bool, cals: &[Calibration]) -> Gathered {
     let mut g = Gathered::new(raw_ps, cals.to_vec());
     for b in t.get("Instruction").unwrap_or(&[]) {
         g.add_instructions(b);
-    }
-    for b in t.get("DmaPacket").unwrap_or(&[]) {
-        g.add_dma(b);
     }
     g
 }
@@ -452,9 +457,6 @@ pub fn write_gathered(
     for s in g.ops.values_mut() {
         s.u.compact();
     }
-    for s in g.dma.values_mut() {
-        s.0.u.compact();
-    }
     let names = &g.names;
     // (engine, opcode) → its streams (one per pcore), in name order like the old BTreeMap.
     let mut opcodes: BTreeMap<(&str, &str), Vec<&Spans>> = BTreeMap::new();
@@ -463,10 +465,6 @@ pub fn write_gathered(
             .entry((names.name(*e), names.name(*o)))
             .or_default()
             .push(sp);
-    }
-    let mut dma_by_type: BTreeMap<&str, Vec<&(Spans, i64)>> = BTreeMap::new();
-    for ((t, _, _), x) in &g.dma {
-        dma_by_type.entry(names.name(*t)).or_default().push(x);
     }
     let count = |v: &[&Spans]| v.iter().map(|s| s.count()).sum::<u64>();
     let total = |v: &[&Spans]| v.iter().fold(0i64, |a, s| a.saturating_add(s.total()));
@@ -516,12 +514,21 @@ pub fn write_gathered(
     let (an, at) = count_op("ACTIVATE");
     b.i64(c("activate_instruction_count"), Some(an as i64));
     b.f64(c("activate_instruction_time"), secs(at));
-    // DMA.
-    let all_dma: Vec<&Spans> = g.dma.values().map(|x| &x.0).collect();
-    let all = count(&all_dma);
-    let all_bytes: i64 = g.dma.values().map(|x| x.1).sum();
-    let dma_act = union(&all_dma);
-    b.f64(c("dma_packet_time"), secs(total(&all_dma)));
+    // DMA: per core and queue group, from the decoder's time-ordered pass (DmaTimes).
+    let groups = |k: usize| {
+        report
+            .cores
+            .iter()
+            .filter_map(move |c| c.dma.times.groups.get(k))
+    };
+    let all_groups = || report.cores.iter().flat_map(|c| c.dma.times.groups.iter());
+    let all = all_groups().map(|g| g.n).sum::<u64>();
+    let all_bytes: i64 = all_groups().fold(0i64, |a, g| a.saturating_add(g.bytes));
+    let dma_act = union_len(all_groups().map(|g| &g.u.iv[..]));
+    b.f64(
+        c("dma_packet_time"),
+        secs(all_groups().fold(0i64, |a, g| a.saturating_add(g.dur))),
+    );
     b.f64(c("dma_active_time"), secs(dma_act));
     b.f64(c("dma_active_time_percent"), frac(dma_act));
     // dma_active_time × NeuronCore clock (cycles = ps × GHz / 1000).
@@ -532,25 +539,14 @@ pub fn write_gathered(
     let pct = |n: f64, d: f64| (d > 0.0).then(|| n / d);
     // Per-kind DMA active percents are fractions of dma_active_time, not of total_time (7/7 v6).
     let dfrac = |ps: i64| pct(ps as f64, dma_act as f64);
-    let mut static_spans: Vec<&Spans> = Vec::new();
     let (mut dyn_n, mut dyn_b) = (0u64, 0i64);
-    for (ty, xs) in &dma_by_type {
-        for (sp, by) in xs.iter().copied() {
-            if ty.ends_with("_dynamic") {
-                dyn_n += sp.count();
-                dyn_b += by;
-            } else {
-                static_spans.push(sp);
-            }
-        }
-    }
     let mut dyn_act = 0i64;
-    for prefix in ["software_dynamic", "hardware_dynamic"] {
-        let xs = dma_by_type.get(prefix).map_or(&[][..], |v| &v[..]);
-        let sp: Vec<&Spans> = xs.iter().map(|x| &x.0).collect();
-        let by: i64 = xs.iter().map(|x| x.1).sum();
-        let n = count(&sp);
-        let act = union(&sp);
+    for (k, prefix) in DMA_GROUPS.iter().enumerate().take(2) {
+        let n: u64 = groups(k).map(|g| g.n).sum();
+        let by: i64 = groups(k).fold(0i64, |a, g| a.saturating_add(g.bytes));
+        let act = union_len(groups(k).map(|g| &g.u.iv[..]));
+        dyn_n += n;
+        dyn_b = dyn_b.saturating_add(by);
         dyn_act += act;
         b.f64(c(&format!("{prefix}_dma_active_time")), secs(act));
         b.f64(c(&format!("{prefix}_dma_active_time_percent")), dfrac(act));
@@ -567,7 +563,7 @@ pub fn write_gathered(
     }
     let st_n = all - dyn_n;
     let st_b = all_bytes - dyn_b;
-    let st_act = union(&static_spans);
+    let st_act = union_len(groups(2).map(|g| &g.u.iv[..]));
     b.f64(c("static_dma_active_time"), secs(st_act));
     b.f64(c("static_dma_active_time_percent"), dfrac(st_act));
     b.f64(

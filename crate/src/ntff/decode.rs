@@ -10,7 +10,9 @@ use std::collections::{BTreeMap, VecDeque};
 
 use rustc_hash::FxHashMap;
 
-use super::dma::{decode_dma_core, decode_throttles, dma_bytes_total, DmaCoreStats};
+use super::dma::{
+    decode_dma_core, decode_throttles, dma_bytes_total, DmaCoreStats, DmaIds, NtffIo,
+};
 use super::{opcode, read_info, CodeBlock, NtffInfo, SubgraphInfo, TraceBuffer};
 use crate::engine::Engine;
 use crate::error::{Code, Error, Problem, Result};
@@ -953,21 +955,20 @@ pub fn decode<S: ByteSource + ?Sized>(
                 Ok(())
             })?;
         }
-        decode_dma_core(
+        let io = NtffIo {
             src,
-            &info,
-            sg,
-            pcore,
-            first_core,
+            info: &info,
             window,
             file,
-            problems,
-            &mut prog,
-            &mut *out.sink,
-            &mut next_dma_id,
-            &mut next_agg_id,
-            &mut cs.dma,
-        )?;
+            problems: &mut *problems,
+            progress: &mut prog,
+            sink: &mut *out.sink,
+        };
+        let ids = DmaIds {
+            packet: &mut next_dma_id,
+            aggregated: &mut next_agg_id,
+        };
+        decode_dma_core(io, sg, pcore, first_core, ids, &mut cs.dma)?;
         last_ends.push(last_end_fs);
         if let Some(le) = last_end_fs {
             cs.last_instruction_end_ns = Some(window.ns(le));
@@ -1008,10 +1009,16 @@ pub fn decode<S: ByteSource + ?Sized>(
     report.neuroncore_cycle_count = report
         .total_time_ps
         .map(|ps| (ps as u128 * tenths as u128 / 10_000) as u64);
-    decode_throttles(
-        src, &info, window, &last_ends, max_end_fs, &report, file, problems, &mut prog, sink,
-        &mut cores,
-    )?;
+    let io = NtffIo {
+        src,
+        info: &info,
+        window,
+        file,
+        problems: &mut *problems,
+        progress: &mut prog,
+        sink: &mut *sink,
+    };
+    decode_throttles(io, &last_ends, max_end_fs, &report, &mut cores)?;
     super::errors::decode_errors(src, &info, window, file, problems, &mut prog, sink)?;
     for c in cores.iter_mut() {
         c.trace_count = c.instructions_per_engine.iter().sum::<u64>()

@@ -5,14 +5,23 @@
 //! Called by [`super::decode()`] once per physical core. Buffers are streamed in
 //! [`super::decode::CHUNK`]-byte pieces; pairing keeps at most [`MAX_OPEN_PER_STREAM`] open
 //! phase-1 records per (engine, queue) stream and [`MAX_OPEN_DMA`] per core.
+//!
+//! After the rows, a second, time-ordered pass over the same records (a k-way merge of the
+//! buffer's runs, each read in [`RUN_CHUNK`]-byte pieces) writes `DmaUsage` online
+//! ([`crate::derived::DmaUsageSeries`]) and gathers the Summary's DMA fields
+//! ([`crate::summary::DmaTimes`] in [`DmaCoreStats::times`]), so neither keeps a list of the
+//! packets (docs/formats.md "Derived tables" → "Memory").
 
-use std::collections::{HashMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 
 use super::decode::{clamp_i64, stream_buffer, CoreSummary, DecodeReport, Rec, Window};
 use super::{NtffInfo, SubgraphInfo, TraceBuffer};
+use crate::derived::DmaUsageSeries;
 use crate::error::{Problem, Result};
 use crate::neff::explorer_queue_name;
 use crate::source::ByteSource;
+use crate::summary::{dma_group, DmaTimes};
 use crate::tables::{explorer, Memo, TableBuilder, TableSink};
 
 /// Open phase-1 records kept per (engine, queue) stream before the oldest is dropped.
@@ -44,6 +53,9 @@ pub struct DmaCoreStats {
     pub throttles: u64,
     /// `DmaPacketAggregated` rows written (static-queue transfers; they count in `trace_count`).
     pub aggregated: u64,
+    /// The time-ordered pass's results (Summary DMA fields, `DmaUsage` rows; not serialised).
+    #[serde(skip)]
+    pub times: DmaTimes,
 }
 
 /// Packet size of a static-queue transfer's completion packet (the semaphore write that ends
@@ -200,28 +212,322 @@ struct Stream {
     ordinal: u32,
     /// Dictionary-key memos of `queue_type`, `variable`, `queue_name` (constant per stream).
     memo: [Memo; 3],
+    /// The [`Run`] of the stream's first record.
+    run: usize,
 }
 
-/// Streams the DMA buffers of one core into `DmaPacket` rows (ntff.md §10 step 6).
+/// A phase-1/5 DMA record, classified: (engine field, queue, phase, calibrated fs).
+type DmaRec = (u32, u32, u32, i128);
+
+/// Field, queue, phase and calibrated time of a packet start/end record (ntff.md §4.4); `None`
+/// for the other phases.
+fn classify(sg: &SubgraphInfo, r: &Rec) -> Option<DmaRec> {
+    let phase = r.w1 & 0xF;
+    if phase != PHASE_START && phase != PHASE_END {
+        return None;
+    }
+    let field = (r.w0 >> 24) & 0x7F;
+    let queue = (r.w1 >> 4) & 0xF;
+    let cal = sg
+        .calibration
+        .dma
+        .get(field as usize)
+        .copied()
+        .unwrap_or_default();
+    Some((field, queue, phase, cal.fs(r.ts)))
+}
+
+/// The pairing state of one core's DMA records (ntff.md §4.4, §10 step 6): its (engine field,
+/// queue) streams with their open phase-1 records. Both passes over a core's DMA buffers (the
+/// rows in file order, the time-ordered pass of [`TimePass`]) pair through it, so they pair
+/// alike.
+struct Pairing<'a> {
+    table: HashMap<(u32, u32), &'a super::DmaQueueInfo>,
+    streams: HashMap<(u32, u32), Stream>,
+    open_total: usize,
+    /// 16 × the logical core's first physical core.
+    base: i64,
+    window: Window,
+    /// v6: only records inside [t0, t1] take part.
+    v6: bool,
+    /// Some stream has records in two [`Run`]s: a time-ordered pass would pair differently.
+    split: bool,
+    /// [`MAX_OPEN_DMA`] was reached: pairing then depends on the order of all streams.
+    capped: bool,
+}
+
+/// A phase-5 record that ended a packet of a kept stream.
+struct Paired<'s> {
+    s: &'s mut Stream,
+    queue: u32,
+    field: u32,
+    /// Raw time and calibrated fs of the packet's start record.
+    ts1: u64,
+    fs1: i128,
+    /// Calibrated fs of this end record.
+    fs: i128,
+}
+
+impl<'a> Pairing<'a> {
+    fn new(sg: &'a SubgraphInfo, first_core: u32, window: Window) -> Self {
+        Pairing {
+            table: sg
+                .dma_queues
+                .iter()
+                .map(|q| ((q.engine, q.queue), q))
+                .collect(),
+            streams: HashMap::new(),
+            open_total: 0,
+            base: i64::from(first_core) * 16,
+            window,
+            v6: window.t1.is_some(),
+            split: false,
+            capped: false,
+        }
+    }
+
+    /// Feeds one classified record of run `run`; returns the packet it completes, if any.
+    fn feed(
+        &mut self,
+        r: &Rec,
+        d: DmaRec,
+        run: usize,
+        stats: &mut DmaCoreStats,
+    ) -> Option<Paired<'_>> {
+        let (field, queue, phase, fs) = d;
+        // v6: only records inside [t0, t1] take part (ntff.md §10 step 6). v4/v5: every
+        // record is paired and counted in packet_idx; rows are written from the origin
+        // on (the inf2 exports number packets from the start of the buffer).
+        if self.v6 && !self.window.contains(fs) {
+            return None;
+        }
+        let (base, table) = (self.base, &self.table);
+        let s = self.streams.entry((field, queue)).or_insert_with(|| {
+            let engine_idx = base + i64::from(field);
+            let entry = u32::try_from(engine_idx)
+                .ok()
+                .and_then(|e| table.get(&(e, queue)).copied());
+            let qt = queue_type(entry);
+            Stream {
+                keep: None,
+                open: VecDeque::new(),
+                next_idx: 0,
+                engine_idx,
+                queue_name: queue_name(entry, queue, engine_idx),
+                queue_type: qt,
+                // Dynamic and instruction queues: the exports write "unknown" (no DGE
+                // notifications); static queues need the NEFF dma blocks.
+                variable: (qt != "data" && qt != "unknown").then_some("unknown"),
+                static_name: entry
+                    .filter(|q| !q.name.ends_with("Dynamic") && !q.name.ends_with("DynamicHW"))
+                    .map(|q| explorer_queue_name(&q.name)),
+                ordinal: 0,
+                memo: [Memo::default(); 3],
+                run,
+            }
+        });
+        if s.run != run {
+            self.split = true;
+        }
+        if s.keep.is_none() {
+            // Stream-dropping rule (ntff.md §4.4): a stream whose first in-window
+            // phase-1/5 record is a phase 5 is omitted whole.
+            s.keep = Some(phase == PHASE_START);
+            if phase == PHASE_END {
+                stats.dropped_streams += 1;
+            }
+        }
+        if s.keep == Some(false) {
+            if phase == PHASE_END {
+                stats.dropped_packets += 1;
+            }
+            return None;
+        }
+        if phase == PHASE_START {
+            if s.open.len() >= MAX_OPEN_PER_STREAM {
+                s.open.pop_front();
+                stats.unpaired_starts += 1;
+            } else if self.open_total >= MAX_OPEN_DMA {
+                stats.unpaired_starts += 1;
+                self.capped = true;
+                return None;
+            } else {
+                self.open_total += 1;
+            }
+            s.open.push_back((r.ts, fs));
+            return None;
+        }
+        let Some((ts1, fs1)) = s.open.pop_front() else {
+            stats.unpaired_ends += 1;
+            return None;
+        };
+        self.open_total = self.open_total.saturating_sub(1);
+        Some(Paired {
+            s,
+            queue,
+            field,
+            ts1,
+            fs1,
+            fs,
+        })
+    }
+
+    /// Phase-1 records of kept streams still open.
+    fn open_left(&self) -> u64 {
+        self.streams
+            .values()
+            .filter(|s| s.keep == Some(true))
+            .map(|s| s.open.len() as u64)
+            .sum()
+    }
+
+    /// The earliest first open start of the streams (fs). A stream's later open starts come
+    /// after it in its run, so they are at most the run's largest drop earlier.
+    fn min_open(&self) -> Option<i128> {
+        self.streams
+            .values()
+            .filter_map(|s| s.open.front().map(|o| o.1))
+            .min()
+    }
+}
+
+/// Runs of a core's DMA records: the time-ordered pass merges at most this many; a core with
+/// more is handled by sorting its packets instead (memory ∝ packets).
+pub const MAX_RUNS: usize = 64;
+/// Bytes each run's reader holds while the runs are merged.
+pub const RUN_CHUNK: usize = 64 * 1024;
+/// A record more than this much (fs, = 1 µs) earlier than the latest one before it starts a new
+/// run; smaller steps back stay in the run and count in its drop ([`Runs::drop`]).
+pub const RUN_CUT_FS: i128 = 1_000_000_000;
+/// Merged records between two releases of the time-ordered pass's reorder heap.
+const RELEASE_EVERY: u32 = 1024;
+
+/// A range of records of one DMA buffer that is in time order up to a small drop: (buffer
+/// index among the core's DMA buffers, first record, end record). The real captures write one
+/// per DMA engine (16 per core), the synthetic writer one in all.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    buf: usize,
+    start: u64,
+    end: u64,
+}
+
+/// Cuts the start/end records of a core's DMA buffers into [`Run`]s while the rows are written.
+#[derive(Default)]
+struct Runs {
+    runs: Vec<Run>,
+    /// Latest time of the current run.
+    max: i128,
+    /// Largest step back below the running maximum inside any run (fs): every record of a run
+    /// is at least the run's maximum so far minus this.
+    drop: i128,
+    /// More than [`MAX_RUNS`] runs.
+    overflow: bool,
+    /// Records delivered per buffer.
+    delivered: Vec<u64>,
+}
+
+impl Runs {
+    /// Record `idx` of buffer `buf` is a start/end record at `fs`; returns its run.
+    fn see(&mut self, buf: usize, idx: u64, fs: i128) -> usize {
+        let new = match self.runs.last() {
+            Some(r) => r.buf != buf || fs < self.max.saturating_sub(RUN_CUT_FS),
+            None => true,
+        };
+        if !new {
+            self.drop = self.drop.max(self.max.saturating_sub(fs));
+            self.max = self.max.max(fs);
+            return self.runs.len() - 1;
+        }
+        self.max = fs;
+        if let Some(r) = self.runs.last_mut().filter(|r| r.buf == buf) {
+            r.end = idx;
+        }
+        if self.runs.len() >= MAX_RUNS {
+            // Merging stops here (the pass sorts instead): the run list stays bounded.
+            self.overflow = true;
+            return self.runs.len() - 1;
+        }
+        self.runs.push(Run {
+            buf,
+            start: idx,
+            end: idx,
+        });
+        self.runs.len() - 1
+    }
+    /// Buffer `buf` delivered `n` records.
+    fn end_buffer(&mut self, buf: usize, n: u64) {
+        if let Some(r) = self
+            .runs
+            .last_mut()
+            .filter(|r| r.buf == buf && !self.overflow)
+        {
+            r.end = n;
+        }
+        self.delivered.push(n);
+    }
+    /// What [`TimePass::run`] reads: the runs and their largest drop when they can be merged,
+    /// else each buffer whole in file order and `None`.
+    fn plan(self, mergeable: bool) -> (Vec<Run>, Option<i128>) {
+        if mergeable && !self.overflow {
+            return (self.runs, Some(self.drop));
+        }
+        let whole = self
+            .delivered
+            .iter()
+            .enumerate()
+            .map(|(buf, &end)| Run { buf, start: 0, end })
+            .collect();
+        (whole, None)
+    }
+}
+
+/// What the DMA and throttle steps of one NTFF read and write: the source, its info section and
+/// time window, the file name for problems, and where problems, progress (bytes) and rows go.
+pub(super) struct NtffIo<'a, S: ?Sized> {
+    pub(super) src: &'a S,
+    pub(super) info: &'a NtffInfo,
+    pub(super) window: Window,
+    pub(super) file: &'a str,
+    pub(super) problems: &'a mut Vec<Problem>,
+    pub(super) progress: &'a mut dyn FnMut(u64),
+    pub(super) sink: &'a mut dyn TableSink,
+}
+
+/// Row numbering carried from core to core: the next `DmaPacket.id` and the next
+/// `DmaPacketAggregated` id.
+pub(super) struct DmaIds<'a> {
+    pub(super) packet: &'a mut i64,
+    pub(super) aggregated: &'a mut i64,
+}
+
+/// Streams the DMA buffers of one core into `DmaPacket` rows (ntff.md §10 step 6), then runs
+/// [`TimePass`] over the same records for `DmaUsage` and the Summary's DMA fields
+/// (`stats.times`).
 ///
 /// `first_core` is the physical index of the logical core's first core (`sg00`), so that
-/// `engine_idx` = 16 × `first_core` + w0[30:24]. `next_id` numbers the rows.
-#[allow(clippy::too_many_arguments)]
+/// `engine_idx` = 16 × `first_core` + w0[30:24]. `ids` numbers the rows.
 pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
-    src: &S,
-    info: &NtffInfo,
+    io: NtffIo<'_, S>,
     sg: &SubgraphInfo,
     pcore: usize,
     first_core: u32,
-    window: Window,
-    file: &str,
-    problems: &mut Vec<Problem>,
-    progress: &mut dyn FnMut(u64),
-    sink: &mut dyn TableSink,
-    next_id: &mut i64,
-    next_agg_id: &mut i64,
+    ids: DmaIds<'_>,
     stats: &mut DmaCoreStats,
 ) -> Result<()> {
+    let NtffIo {
+        src,
+        info,
+        window,
+        file,
+        problems,
+        progress,
+        sink,
+    } = io;
+    let DmaIds {
+        packet: next_id,
+        aggregated: next_agg_id,
+    } = ids;
     let def = &explorer::DMA_PACKET;
     // Static-queue transfers by (queue, ordinal): one small entry per transfer until the end of
     // the core (the transfer's last packet is only known then).
@@ -229,16 +535,10 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
     let mut agg_index: HashMap<(u32, u32), usize> = HashMap::new();
     let mut sg_memo = Memo::default();
     let mut b = TableBuilder::new(def);
-    let table: HashMap<(u32, u32), &super::DmaQueueInfo> = sg
-        .dma_queues
-        .iter()
-        .map(|q| ((q.engine, q.queue), q))
-        .collect();
-    let mut streams: HashMap<(u32, u32), Stream> = HashMap::new();
-    let mut open_total = 0usize;
-    let base = i64::from(first_core) * 16;
-    let v6 = window.t1.is_some();
-    for buf in dma_buffers(sg) {
+    let mut pairing = Pairing::new(sg, first_core, window);
+    let mut runs = Runs::default();
+    for (bi, buf) in dma_buffers(sg).enumerate() {
+        let mut idx = 0u64;
         stream_buffer(
             src,
             info.blob_offset,
@@ -247,82 +547,23 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
             problems,
             progress,
             |r: Rec| {
-                let phase = r.w1 & 0xF;
-                if phase != PHASE_START && phase != PHASE_END {
-                    return Ok(());
-                }
-                let field = (r.w0 >> 24) & 0x7F;
-                let queue = (r.w1 >> 4) & 0xF;
-                let cal = sg
-                    .calibration
-                    .dma
-                    .get(field as usize)
-                    .copied()
-                    .unwrap_or_default();
-                let fs = cal.fs(r.ts);
-                // v6: only records inside [t0, t1] take part (ntff.md §10 step 6). v4/v5: every
-                // record is paired and counted in packet_idx; rows are written from the origin
-                // on (the inf2 exports number packets from the start of the buffer).
-                if v6 && !window.contains(fs) {
-                    return Ok(());
-                }
-                let s = streams.entry((field, queue)).or_insert_with(|| {
-                    let engine_idx = base + i64::from(field);
-                    let entry = u32::try_from(engine_idx)
-                        .ok()
-                        .and_then(|e| table.get(&(e, queue)).copied());
-                    let qt = queue_type(entry);
-                    Stream {
-                        keep: None,
-                        open: VecDeque::new(),
-                        next_idx: 0,
-                        engine_idx,
-                        queue_name: queue_name(entry, queue, engine_idx),
-                        queue_type: qt,
-                        // Dynamic and instruction queues: the exports write "unknown" (no DGE
-                        // notifications); static queues need the NEFF dma blocks.
-                        variable: (qt != "data" && qt != "unknown").then_some("unknown"),
-                        static_name: entry
-                            .filter(|q| {
-                                !q.name.ends_with("Dynamic") && !q.name.ends_with("DynamicHW")
-                            })
-                            .map(|q| explorer_queue_name(&q.name)),
-                        ordinal: 0,
-                        memo: [Memo::default(); 3],
-                    }
-                });
-                if s.keep.is_none() {
-                    // Stream-dropping rule (ntff.md §4.4): a stream whose first in-window
-                    // phase-1/5 record is a phase 5 is omitted whole.
-                    s.keep = Some(phase == PHASE_START);
-                    if phase == PHASE_END {
-                        stats.dropped_streams += 1;
-                    }
-                }
-                if s.keep == Some(false) {
-                    if phase == PHASE_END {
-                        stats.dropped_packets += 1;
-                    }
-                    return Ok(());
-                }
-                if phase == PHASE_START {
-                    if s.open.len() >= MAX_OPEN_PER_STREAM {
-                        s.open.pop_front();
-                        stats.unpaired_starts += 1;
-                    } else if open_total >= MAX_OPEN_DMA {
-                        stats.unpaired_starts += 1;
-                        return Ok(());
-                    } else {
-                        open_total += 1;
-                    }
-                    s.open.push_back((r.ts, fs));
-                    return Ok(());
-                }
-                let Some((ts1, fs1)) = s.open.pop_front() else {
-                    stats.unpaired_ends += 1;
+                let i = idx;
+                idx += 1;
+                let Some(d) = classify(sg, &r) else {
                     return Ok(());
                 };
-                open_total = open_total.saturating_sub(1);
+                let run = runs.see(bi, i, d.3);
+                let Some(p) = pairing.feed(&r, d, run, stats) else {
+                    return Ok(());
+                };
+                let Paired {
+                    s,
+                    queue,
+                    field,
+                    ts1,
+                    fs1,
+                    fs,
+                } = p;
                 let bytes = u64::from(r.w0 & 0xFF_FFFF);
                 let ordinal = s.ordinal;
                 if s.static_name.is_some() && bytes == COMPLETION_BYTES {
@@ -404,17 +645,279 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
                 Ok(())
             },
         )?;
+        runs.end_buffer(bi, idx);
     }
-    stats.unpaired_starts += streams
-        .values()
-        .filter(|s| s.keep == Some(true))
-        .map(|s| s.open.len() as u64)
-        .sum::<u64>();
+    stats.unpaired_starts += pairing.open_left();
     let batch = b.take_batch()?;
     if batch.num_rows() > 0 {
         sink.batch(def, batch)?;
     }
     stats.aggregated += write_aggregated(&aggs, pcore, &sg.name, sink)?;
+    let (plan, drop) = runs.plan(!(pairing.split || pairing.capped));
+    std::mem::drop(pairing);
+    let pass = TimePass {
+        info,
+        sg,
+        pcore,
+        first_core,
+        window,
+    };
+    stats.times = pass.run(src, &plan, drop, sink)?;
+    Ok(())
+}
+
+/// One packet awaiting its turn in [`TimePass`]'s reorder heap, ordered by (start, row order).
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct Pending {
+    /// Whole calibrated ps from t0 (`DmaUsage` times).
+    start: i64,
+    /// Buffer index << 40 | record index of the end record: the `DmaPacket` row order.
+    order: u64,
+    end: i64,
+    bytes: u32,
+    rate_bits: u32,
+    group: u8,
+    /// The Summary's interval, ps (see `summary::DmaGroup`).
+    span: (i64, i64),
+    /// In `DmaUsage` (raw times fit in int64, as the `DmaPacket` raw columns need).
+    usage: bool,
+}
+
+/// Reads one [`Run`] through the source in [`RUN_CHUNK`]-byte pieces.
+struct Cursor {
+    /// Absolute offset of record 0 of the run's buffer.
+    base: u64,
+    buf: usize,
+    next: u64,
+    end: u64,
+    chunk: Vec<u8>,
+    /// Record index of `chunk[0]`.
+    chunk_first: u64,
+    /// Read error: the run ends here (the row pass already reported the bytes).
+    failed: bool,
+    /// Latest time read so far: the run's records still to come are ≥ this − its drop.
+    max: i128,
+}
+
+impl Cursor {
+    /// The next start/end record of the run (with its index), skipping other phases.
+    fn next_rec<S: ByteSource + ?Sized>(
+        &mut self,
+        src: &S,
+        sg: &SubgraphInfo,
+    ) -> Option<(u64, Rec, DmaRec)> {
+        while self.next < self.end && !self.failed {
+            let per = (RUN_CHUNK / 16) as u64;
+            let have = (self.chunk.len() / 16) as u64;
+            if self.next < self.chunk_first || self.next >= self.chunk_first + have {
+                let n = (self.end - self.next).min(per) as usize;
+                self.chunk.resize(n * 16, 0);
+                let off = self.base.saturating_add(self.next * 16);
+                if src.read_at(off, &mut self.chunk).is_err() {
+                    self.failed = true;
+                    return None;
+                }
+                self.chunk_first = self.next;
+            }
+            let i = self.next;
+            self.next += 1;
+            let o = ((i - self.chunk_first) * 16) as usize;
+            let r = self.chunk.get(o..o + 16)?;
+            let w = |k: usize| u32::from_le_bytes([r[k], r[k + 1], r[k + 2], r[k + 3]]);
+            let mut t = [0u8; 8];
+            t.copy_from_slice(r.get(8..16)?);
+            let rec = Rec {
+                w0: w(0),
+                w1: w(4),
+                ts: u64::from_le_bytes(t),
+            };
+            if let Some(d) = classify(sg, &rec) {
+                self.max = self.max.max(d.3);
+                return Some((i, rec, d));
+            }
+        }
+        None
+    }
+}
+
+/// The time-ordered pass over one core's DMA records: `DmaUsage` rows and the Summary's DMA
+/// fields ([`DmaTimes`]), with state that does not grow with the buffer.
+///
+/// The row pass found the buffer's sorted [`Run`]s (the real captures write one run per DMA
+/// engine, 16 per core; the synthetic writer one in all). Here one [`Cursor`] per run feeds a
+/// k-way merge by calibrated time into a fresh [`Pairing`]: every stream's records keep their
+/// file order (the row pass checked it), so the packets are the rows' packets. A packet is
+/// final at its end record but `DmaUsage` wants start order, so packets wait in a reorder heap
+/// until no packet still to come can start earlier — the earliest open start, or the merge
+/// head (records not read yet). State: [`MAX_RUNS`] × [`RUN_CHUNK`] bytes, the open starts and
+/// the packets overlapping them in time.
+///
+/// When the records are not mergeable (a stream out of time order, more than [`MAX_RUNS`] runs,
+/// or the per-core open limit hit) the pass reads the buffers in file order and sorts every
+/// packet at the end instead: exact, but its memory is then proportional to the packets.
+struct TimePass<'a> {
+    info: &'a NtffInfo,
+    sg: &'a SubgraphInfo,
+    pcore: usize,
+    first_core: u32,
+    window: Window,
+}
+
+impl TimePass<'_> {
+    /// Reads `runs`; `drop`: merge them (every record of a run is at most `drop` fs below the
+    /// run's latest earlier record), else read them one after another and sort.
+    fn run<S: ByteSource + ?Sized>(
+        &self,
+        src: &S,
+        runs: &[Run],
+        drop: Option<i128>,
+        sink: &mut dyn TableSink,
+    ) -> Result<DmaTimes> {
+        let ordered = drop.is_some();
+        let drop = drop.unwrap_or(0);
+        let bufs: Vec<&TraceBuffer> = dma_buffers(self.sg).collect();
+        let base = |buf: usize| {
+            bufs.get(buf)
+                .and_then(|b| self.info.blob_offset.checked_add(b.offset))
+        };
+        let mut cursors: Vec<Cursor> = runs
+            .iter()
+            .filter_map(|r| {
+                Some(Cursor {
+                    base: base(r.buf)?,
+                    buf: r.buf,
+                    next: r.start,
+                    end: r.end,
+                    chunk: Vec::new(),
+                    chunk_first: 0,
+                    failed: false,
+                    max: i128::MIN,
+                })
+            })
+            .collect();
+        // Raw ticks are ps when every clock of the capture is the identity (trn2); the
+        // Summary then sums raw-ps durations (summary.rs, docs/formats.md "Summary").
+        let raw_ps = self.info.subgraphs.iter().all(|s| {
+            s.calibration.is_identity() && s.calibration.dma.iter().all(|d| d.is_identity())
+        });
+        let mut pairing = Pairing::new(self.sg, self.first_core, self.window);
+        let mut scratch = DmaCoreStats::default();
+        let mut series = DmaUsageSeries::new(self.pcore as i64);
+        let mut times = DmaTimes {
+            runs: if ordered { cursors.len() } else { 0 },
+            ..Default::default()
+        };
+        let mut pending: BinaryHeap<Reverse<Pending>> = BinaryHeap::new();
+        let t0ps = self.window.t0.div_euclid(1000);
+        let rel = |fs: i128| clamp_i64(fs.div_euclid(1000) - t0ps);
+        let mut heads: BinaryHeap<Reverse<(i128, usize)>> = BinaryHeap::new();
+        let mut head_rec: Vec<Option<(u64, Rec, DmaRec)>> = Vec::with_capacity(cursors.len());
+        for (k, c) in cursors.iter_mut().enumerate() {
+            let h = c.next_rec(src, self.sg);
+            if let Some((_, _, d)) = &h {
+                // File order: cursors one after another (key = cursor); else by time.
+                heads.push(Reverse((if ordered { d.3 } else { k as i128 }, k)));
+            }
+            head_rec.push(h);
+        }
+        let mut since = 0u32;
+        while let Some(Reverse((_, k))) = heads.pop() {
+            let (Some(c), Some(slot)) = (cursors.get_mut(k), head_rec.get_mut(k)) else {
+                break;
+            };
+            let Some((idx, r, d)) = slot.take() else {
+                continue;
+            };
+            let next = c.next_rec(src, self.sg);
+            if let Some((_, _, nd)) = &next {
+                heads.push(Reverse((if ordered { nd.3 } else { k as i128 }, k)));
+            }
+            *slot = next;
+            let order = ((c.buf as u64) << 40) | idx;
+            if let Some(p) = pairing.feed(&r, d, k, &mut scratch) {
+                if p.fs1 >= self.window.t0 {
+                    let bytes = r.w0 & 0xFF_FFFF;
+                    let dps = p.fs.div_euclid(1000) - p.fs1.div_euclid(1000);
+                    let rate = throughput(u64::from(bytes), dps * 1000).unwrap_or(0.0);
+                    // The Summary's interval as summary.rs took it from the row: raw ticks
+                    // (trn2), else whole calibrated ps, else the ns columns × 1000.
+                    let raw = (i64::try_from(p.ts1).ok(), i64::try_from(r.ts).ok());
+                    let has_cal = self.sg.calibration.dma.get(p.field as usize).is_some();
+                    let abs = |fs: i128| clamp_i64(fs.div_euclid(1000));
+                    let span = match raw {
+                        (Some(s), Some(e)) if raw_ps => (s, e),
+                        (Some(_), Some(_)) if has_cal => (abs(p.fs1), abs(p.fs)),
+                        _ => {
+                            let s = clamp_i64(rel(p.fs1).div_euclid(1000) as i128);
+                            let dur = clamp_i64(p.fs.saturating_sub(p.fs1).div_euclid(1_000_000));
+                            (
+                                s.saturating_mul(1000),
+                                s.saturating_add(dur).saturating_mul(1000),
+                            )
+                        }
+                    };
+                    pending.push(Reverse(Pending {
+                        start: rel(p.fs1),
+                        order,
+                        end: rel(p.fs),
+                        bytes,
+                        rate_bits: rate.to_bits(),
+                        group: dma_group(p.s.queue_type) as u8,
+                        span,
+                        usage: raw.0.is_some() && raw.1.is_some(),
+                    }));
+                    times.peak_packets = times.peak_packets.max(pending.len());
+                }
+            }
+            since += 1;
+            if ordered && since >= RELEASE_EVERY {
+                since = 0;
+                // No packet still to come starts before w: its start is open now, or in a
+                // record not read yet of a run that has one (its head is read ahead).
+                let ahead = cursors
+                    .iter()
+                    .zip(&head_rec)
+                    .filter(|(_, h)| h.is_some())
+                    .map(|(c, _)| c.max)
+                    .min();
+                let w = match (pairing.min_open(), ahead) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                let limit = w.map(|w| rel(w.saturating_sub(drop)));
+                release(&mut pending, limit, &mut series, &mut times, sink)?;
+            }
+        }
+        release(&mut pending, None, &mut series, &mut times, sink)?;
+        let (rows, peak) = series.finish(sink)?;
+        times.usage_rows = rows;
+        times.peak_packets = times.peak_packets.max(peak);
+        Ok(times)
+    }
+}
+
+/// Hands the packets starting before `limit` (all for `None`) to `DmaUsage` and the Summary.
+fn release(
+    pending: &mut BinaryHeap<Reverse<Pending>>,
+    limit: Option<i64>,
+    series: &mut DmaUsageSeries,
+    times: &mut DmaTimes,
+    sink: &mut dyn TableSink,
+) -> Result<()> {
+    while let Some(Reverse(p)) = pending.peek() {
+        if limit.is_some_and(|l| p.start >= l) {
+            break;
+        }
+        let Some(Reverse(p)) = pending.pop() else {
+            break;
+        };
+        if p.usage {
+            series.push(p.start, p.end, p.bytes, f32::from_bits(p.rate_bits), sink)?;
+        }
+        if let Some(g) = times.groups.get_mut(usize::from(p.group)) {
+            g.push(p.span.0, p.span.1, u64::from(p.bytes));
+        }
+    }
     Ok(())
 }
 
@@ -504,20 +1007,22 @@ pub enum ThrottleEnd {
 /// Streams the throttle buffers of one core into `Throttle` rows (ntff.md §4.5, §10 step 7).
 /// Each row lasts to the next record of the core; the last one to `last_end`. Returns per-type
 /// totals.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn decode_throttle_core<S: ByteSource + ?Sized>(
-    src: &S,
-    info: &NtffInfo,
+    io: NtffIo<'_, S>,
     sg: &SubgraphInfo,
     pcore: usize,
-    window: Window,
     last_end: ThrottleEnd,
-    file: &str,
-    problems: &mut Vec<Problem>,
-    progress: &mut dyn FnMut(u64),
-    sink: &mut dyn TableSink,
     stats: &mut DmaCoreStats,
 ) -> Result<ThrottleTotals> {
+    let NtffIo {
+        src,
+        info,
+        window,
+        file,
+        problems,
+        progress,
+        sink,
+    } = io;
     let mut b = TableBuilder::new(&explorer::THROTTLE);
     let mut totals: ThrottleTotals = Vec::new();
     let mut pending: Option<Ham> = None;
@@ -686,20 +1191,22 @@ pub(super) fn dma_bytes_total(info: &NtffInfo) -> u64 {
 /// Throttle rows of every core and `ThrottleSummary` (ntff.md §4.5). The last record of a core
 /// lasts, in v6, to the end of the core's last exported instruction; in v4/v5 to
 /// `last_hw_timestamp` (the end of the window).
-#[allow(clippy::too_many_arguments)]
 pub(super) fn decode_throttles<S: ByteSource + ?Sized>(
-    src: &S,
-    info: &NtffInfo,
-    window: Window,
+    io: NtffIo<'_, S>,
     last_ends: &[Option<i128>],
     max_end_fs: Option<i128>,
     report: &DecodeReport,
-    file: &str,
-    problems: &mut Vec<Problem>,
-    progress: &mut dyn FnMut(u64),
-    sink: &mut dyn TableSink,
     cores: &mut [CoreSummary],
 ) -> Result<()> {
+    let NtffIo {
+        src,
+        info,
+        window,
+        file,
+        problems,
+        progress,
+        sink,
+    } = io;
     let mut totals = Vec::new();
     for (pcore, (sg, cs)) in info.subgraphs.iter().zip(cores.iter_mut()).enumerate() {
         let end = match (window.t1, last_ends.get(pcore).copied().flatten()) {
@@ -707,19 +1214,16 @@ pub(super) fn decode_throttles<S: ByteSource + ?Sized>(
             (Some(_), None) => ThrottleEnd::None,
             (None, _) => max_end_fs.map_or(ThrottleEnd::None, ThrottleEnd::Fs),
         };
-        let t = decode_throttle_core(
+        let io = NtffIo {
             src,
             info,
-            sg,
-            pcore,
             window,
-            end,
             file,
-            problems,
-            progress,
-            sink,
-            &mut cs.dma,
-        )?;
+            problems: &mut *problems,
+            progress: &mut *progress,
+            sink: &mut *sink,
+        };
+        let t = decode_throttle_core(io, sg, pcore, end, &mut cs.dma)?;
         totals.push((sg.core, t));
     }
     let span = report
@@ -777,6 +1281,136 @@ mod tests {
             .unwrap()
             .clone();
         assert_eq!(c.value(2), i64::MAX, "the all row saturates");
+    }
+
+    /// Decodes every core of `data` twice: the time-ordered pass as the decoder runs it, and
+    /// the fallback that reads in file order and sorts every packet. Returns per core (ordered
+    /// result, sorted result, ordered `DmaUsage`, sorted `DmaUsage`, packets).
+    #[allow(clippy::type_complexity)]
+    fn both_passes(
+        data: &[u8],
+    ) -> Vec<(
+        DmaTimes,
+        DmaTimes,
+        Option<arrow_array::RecordBatch>,
+        Option<arrow_array::RecordBatch>,
+        u64,
+    )> {
+        let src = crate::SliceSource(data);
+        let mut t = crate::tables::Tables::default();
+        let rep = crate::ntff::decode(&src, &Default::default(), &mut t, &mut |_, _| {}).unwrap();
+        let info = &rep.info;
+        let window = Window {
+            t0: rep.origin_fs,
+            t1: info.executions.first().map(|x| x.end as i128 * 1000),
+        };
+        let first_core = info.subgraphs.first().map_or(0, |s| s.core);
+        let mut out = Vec::new();
+        for (pcore, sg) in info.subgraphs.iter().enumerate() {
+            let (mut a, mut b) = (
+                crate::tables::Tables::default(),
+                crate::tables::Tables::default(),
+            );
+            let mut stats = DmaCoreStats::default();
+            let (mut id, mut agg) = (0, 0);
+            let io = NtffIo {
+                src: &src,
+                info,
+                window,
+                file: "t",
+                problems: &mut Vec::new(),
+                progress: &mut |_| {},
+                sink: &mut a,
+            };
+            let ids = DmaIds {
+                packet: &mut id,
+                aggregated: &mut agg,
+            };
+            decode_dma_core(io, sg, pcore, first_core, ids, &mut stats).unwrap();
+            let whole: Vec<Run> = dma_buffers(sg)
+                .enumerate()
+                .map(|(buf, x)| Run {
+                    buf,
+                    start: 0,
+                    end: x.size / 16,
+                })
+                .collect();
+            let pass = TimePass {
+                info,
+                sg,
+                pcore,
+                first_core,
+                window,
+            };
+            let sorted = pass.run(&src, &whole, None, &mut b).unwrap();
+            out.push((
+                stats.times,
+                sorted,
+                a.concat("DmaUsage"),
+                b.concat("DmaUsage"),
+                stats.packets,
+            ));
+        }
+        out
+    }
+
+    /// The k-way merge of the sorted runs gives exactly what sorting every packet gives, on
+    /// every sample NTFF, and takes the merged (bounded) path on all of them.
+    #[test]
+    fn time_pass_equals_sorting_on_samples() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/samples");
+        let idx = std::fs::read_to_string(root.join("INDEX.tsv"))
+            .expect("../shared/samples/INDEX.tsv beside the repository");
+        let mut cores = 0;
+        for line in idx.lines().skip(1) {
+            let c: Vec<&str> = line.split('\t').collect();
+            if c.len() < 3 || c[2] != "NTFF" {
+                continue;
+            }
+            let path = root.join(c[0]).join(c[1]);
+            let data = std::fs::read(&path).unwrap();
+            for (k, (ord, sorted, ua, ub, packets)) in both_passes(&data).into_iter().enumerate() {
+                let what = format!("{} core {k}", path.display());
+                assert!(
+                    ord.runs > 0 || packets == 0,
+                    "{what}: merged path not taken"
+                );
+                assert_eq!(ord.groups, sorted.groups, "{what}");
+                assert_eq!(ord.usage_rows, sorted.usage_rows, "{what}");
+                assert_eq!(ua, ub, "{what}");
+                let n: u64 = ord.groups.iter().map(|g| g.n).sum();
+                assert!(n <= packets, "{what}");
+                cores += 1;
+            }
+        }
+        assert!(cores >= 50, "{cores} cores");
+    }
+
+    /// Bounded state: on a synthetic capture the merged pass holds a few hundred packets at
+    /// most, whatever the capture's size (the sorting fallback holds every packet).
+    #[test]
+    fn time_pass_state_is_bounded() {
+        let mut peaks = Vec::new();
+        for mb in [4u64, 16] {
+            let files = crate::synth::large_capture(mb << 20).unwrap();
+            let (_, ntff) = files.iter().find(|(n, _)| n.ends_with(".ntff")).unwrap();
+            let cores = both_passes(ntff);
+            let (ord, sorted, ua, ub, packets) = &cores[0];
+            assert!(*packets > 10_000 * mb, "{packets} packets in {mb} MB");
+            assert_eq!(ord.groups, sorted.groups);
+            assert_eq!(ua, ub);
+            assert_eq!(
+                sorted.peak_packets as u64,
+                ord.groups.iter().map(|g| g.n).sum::<u64>()
+            );
+            assert!(ord.runs >= 1);
+            peaks.push(ord.peak_packets);
+        }
+        // Packets in flight plus one release interval; not proportional to the packets.
+        assert!(
+            peaks.iter().all(|&p| p < 4 * RELEASE_EVERY as usize),
+            "{peaks:?}"
+        );
     }
 
     #[test]
