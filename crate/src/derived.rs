@@ -28,7 +28,7 @@ use crate::engine::Engine;
 use crate::error::{Code, Problem, Result};
 use crate::ntff::DecodeReport;
 use crate::summary::{IntCol, Union};
-use crate::tables::{explorer, Emitter, StrCol, TableBuilder, TableDef, TableSink};
+use crate::tables::{explorer, StrCol, TableBuilder, TableDef, TableSink};
 
 /// Explorer's DGE warning (`warnings[].message` of all 16 exports, category `Missing Data`).
 pub const MSG_MISSING_DGE: &str = "Missing additional dynamic DMA metadata, reported DMA values may be inaccurate. Try capturing the profile with --enable-dge-notifs or NEURON_RT_ENABLE_DGE_NOTIFICATIONS=1 env flag.";
@@ -201,6 +201,24 @@ pub struct DmaUsageSeries {
 }
 
 // Typed column ids of `DmaUsage`.
+crate::cols!(mod at = crate::tables::explorer::ACTIVE_TIME {
+    START: I64 = "start_ts",
+    END: I64 = "end_ts",
+    ENGINE: Str = "engine",
+    PCORE: I64 = "pcore_idx",
+    DUR: I64 = "duration_ns",
+});
+crate::cols!(mod pd = crate::tables::explorer::PENDING_DMA {
+    TS: I64 = "timestamp",
+    VALUE: I32 = "value",
+    PCORE: I64 = "pcore_idx",
+});
+crate::cols!(mod hbm = crate::tables::explorer::HBM_USAGE_SUMMARY_BY_TYPE {
+    DEVICE: I64 = "neuron_device_idx",
+    CORE: I64 = "neuroncore_idx",
+    TYPE: Str = "usage_type",
+    BYTES: I64 = "usage_bytes",
+});
 crate::cols!(mod du = crate::tables::explorer::DMA_USAGE {
     TS: I64 = "timestamp",
     RATE: F32 = "current_throughput",
@@ -291,9 +309,7 @@ impl DmaUsageSeries {
                 b.set(du::TOTAL, i64::try_from(self.total).unwrap_or(i64::MAX));
                 b.set(du::PCORE, self.pcore);
                 self.rows += 1;
-                if let Some(batch) = b.end_row()? {
-                    sink.batch(&explorer::DMA_USAGE, batch)?;
-                }
+                b.end_row_into(sink)?;
             }
         }
         Ok(())
@@ -303,10 +319,7 @@ impl DmaUsageSeries {
     /// number of packets held at once).
     pub fn finish(mut self, sink: &mut dyn TableSink) -> Result<(u64, usize)> {
         self.advance(None, sink)?;
-        if self.b.pending_rows() > 0 {
-            let batch = self.b.take_batch()?;
-            sink.batch(&explorer::DMA_USAGE, batch)?;
-        }
+        self.b.finish_into(sink)?;
         Ok((self.rows, self.peak))
     }
 }
@@ -356,16 +369,7 @@ pub fn write_tables(
 
     // ActiveTime: union per (pcore, engine); start/end floored on their own, duration from the
     // exact difference (v6 1 621 / 1 621 rows).
-    let def = &explorer::ACTIVE_TIME;
-    let mut em = Emitter::new(def, sink);
-    let c = |n| def.col(n);
-    let (cs, ce, cen, cp, cd) = (
-        c("start_ts"),
-        c("end_ts"),
-        c("engine"),
-        c("pcore_idx"),
-        c("duration_ns"),
-    );
+    let mut b = TableBuilder::new(&explorer::ACTIVE_TIME);
     for ((pcore, engine), mut busy) in d.busy {
         let name = Engine::from_ntff(engine as u32).map_or("unknown", Engine::explorer_name);
         for &(s, e) in busy.intervals() {
@@ -376,21 +380,19 @@ pub fn write_tables(
                 ps(fs_engine(pcore, engine, e)),
             );
             let t0 = ps(t0);
-            em.b.i64(cs, Some(ns(sf - t0)));
-            em.b.i64(ce, Some(ns(ef - t0)));
-            em.b.str(cen, Some(name));
-            em.b.i64(cp, Some(pcore));
-            em.b.i64(cd, Some(ns(ef - sf)));
-            em.end_row()?;
+            b.set(at::START, ns(sf - t0));
+            b.set(at::END, ns(ef - t0));
+            b.set(at::ENGINE, name);
+            b.set(at::PCORE, pcore);
+            b.set(at::DUR, ns(ef - sf));
+            b.end_row_into(sink)?;
         }
     }
-    counts.active_time = em.finish()?;
+    counts.active_time = b.finish_into(sink)?;
 
     // PendingDma: +1 at every DMA_DIRECT2D start. Completions are known only for aggregated
     // static transfers, which we do not rebuild (docs/formats.md).
-    let def = &explorer::PENDING_DMA;
-    let mut em = Emitter::new(def, sink);
-    let (ct, cv, cp) = (def.col("timestamp"), def.col("value"), def.col("pcore_idx"));
+    let mut b = TableBuilder::new(&explorer::PENDING_DMA);
     for (pcore, trig) in d.triggers {
         let mut t: Vec<i128> = trig
             .iter()
@@ -398,27 +400,20 @@ pub fn write_tables(
             .collect();
         t.sort_unstable();
         for (i, fs) in t.into_iter().enumerate() {
-            em.b.i64(ct, Some(ns(fs - t0)));
-            em.b.i64(cv, Some(i as i64 + 1));
-            em.b.i64(cp, Some(pcore));
-            em.end_row()?;
+            b.set(pd::TS, ns(fs - t0));
+            b.set(pd::VALUE, crate::util::i32_cell(Some(i as i64 + 1)));
+            b.set(pd::PCORE, pcore);
+            b.end_row_into(sink)?;
         }
     }
-    counts.pending_dma = em.finish()?;
+    counts.pending_dma = b.finish_into(sink)?;
 
     // DmaUsage was written during the decode, core by core (`DmaUsageSeries`, fed by the
     // time-ordered re-read of the DMA buffers in `crate::ntff::dma`).
     counts.dma_usage = report.cores.iter().map(|c| c.dma.times.usage_rows).sum();
 
     // HbmUsageSummaryByType: the 22 categories in NTFF order plus a Total row (nc_mem_usage).
-    let def = &explorer::HBM_USAGE_SUMMARY_BY_TYPE;
-    let mut em = Emitter::new(def, sink);
-    let (cd, cn, cu, cb) = (
-        def.col("neuron_device_idx"),
-        def.col("neuroncore_idx"),
-        def.col("usage_type"),
-        def.col("usage_bytes"),
-    );
+    let mut b = TableBuilder::new(&explorer::HBM_USAGE_SUMMARY_BY_TYPE);
     for sg in subgraphs {
         if sg.mem_usage.is_empty() {
             continue;
@@ -437,14 +432,14 @@ pub fn write_tables(
                 bytes
             };
             // The NTFF has no device index; every export says 0 (single-device captures).
-            em.b.i64(cd, Some(0));
-            em.b.i64(cn, Some(i64::from(sg.core)));
-            em.b.str(cu, Some(name));
-            em.b.i64(cb, Some(i64::try_from(bytes).unwrap_or(i64::MAX)));
-            em.end_row()?;
+            b.set(hbm::DEVICE, 0i64);
+            b.set(hbm::CORE, i64::from(sg.core));
+            b.set(hbm::TYPE, name);
+            b.set(hbm::BYTES, i64::try_from(bytes).unwrap_or(i64::MAX));
+            b.end_row_into(sink)?;
         }
     }
-    counts.hbm_usage_by_type = em.finish()?;
+    counts.hbm_usage_by_type = b.finish_into(sink)?;
     Ok(counts)
 }
 

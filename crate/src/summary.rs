@@ -20,7 +20,7 @@ use arrow_array::{Array, Int32Array, Int64Array, RecordBatch};
 use crate::engine::Engine;
 use crate::error::Result;
 use crate::ntff::{Calibration, ClockCal, DecodeReport};
-use crate::tables::{explorer, StrCol, TableBuilder, TableDef, TableSink, Tables};
+use crate::tables::{explorer, kind, StrCol, TableBuilder, TableDef, TableSink, Tables, C};
 
 /// Engines in the order and with the names of the `Summary` field prefixes.
 pub const ENGINES: [(&str, &str); 5] = [
@@ -176,6 +176,94 @@ impl Spans {
 /// Queue groups of [`DmaTimes`], in index order: `DmaPacket.queue_type` `software_dynamic`,
 /// `hardware_dynamic`, then every other type (the Summary's "static" DMA).
 pub const DMA_GROUPS: [&str; 3] = ["software_dynamic", "hardware_dynamic", "static"];
+
+crate::cols!(mod sm = crate::tables::explorer::SUMMARY {
+    ACTIVATE_INSTRUCTION_COUNT: I64 = "activate_instruction_count",
+    ACTIVATE_INSTRUCTION_TIME: F32 = "activate_instruction_time",
+    DMA_ACTIVE_CYCLES: I64 = "dma_active_cycles",
+    DMA_ACTIVE_TIME: F32 = "dma_active_time",
+    DMA_ACTIVE_TIME_PERCENT: F32 = "dma_active_time_percent",
+    DMA_PACKET_TIME: F32 = "dma_packet_time",
+    DYNAMIC_DMA_ACTIVE_TIME_PERCENT: F32 = "dynamic_dma_active_time_percent",
+    DYNAMIC_DMA_PACKET_PERCENT: F32 = "dynamic_dma_packet_percent",
+    DYNAMIC_DMA_SIZE_PERCENT: F32 = "dynamic_dma_size_percent",
+    EVENT_COUNT: I64 = "event_count",
+    MATMUL_INSTRUCTION_COUNT: I64 = "matmul_instruction_count",
+    NEURONCORE_CYCLE_COUNT: I64 = "neuroncore_cycle_count",
+    STATIC_DMA_ACTIVE_TIME: F32 = "static_dma_active_time",
+    STATIC_DMA_ACTIVE_TIME_PERCENT: F32 = "static_dma_active_time_percent",
+    STATIC_DMA_PACKET_COUNT: I64 = "static_dma_packet_count",
+    STATIC_DMA_PACKET_PERCENT: F32 = "static_dma_packet_percent",
+    STATIC_DMA_SIZE: I64 = "static_dma_size",
+    STATIC_DMA_SIZE_PERCENT: F32 = "static_dma_size_percent",
+    TOTAL_TIME: F32 = "total_time",
+    TRACE_COUNT: I64 = "trace_count",
+});
+crate::cols!(mod os = crate::tables::explorer::OPCODE_SUMMARY {
+    ENGINE: Str = "engine",
+    OPCODE: Str = "opcode",
+    COUNT: I64 = "instruction_count",
+    TIME: I64 = "instruction_time_ns",
+    ACTIVE: I64 = "active_time_ns",
+    PERCENT: F32 = "active_time_percent",
+});
+
+/// `Summary` columns of one engine (`<prefix>_…` of [`ENGINES`]).
+struct EngineCols {
+    instruction_time: C<kind::F32>,
+    active_time: C<kind::F32>,
+    active_time_percent: C<kind::F32>,
+    instruction_count: C<kind::I64>,
+}
+
+macro_rules! engine_cols {
+    ($p:literal) => {
+        EngineCols {
+            instruction_time: C::of(&explorer::SUMMARY, concat!($p, "_instruction_time")),
+            active_time: C::of(&explorer::SUMMARY, concat!($p, "_active_time")),
+            active_time_percent: C::of(&explorer::SUMMARY, concat!($p, "_active_time_percent")),
+            instruction_count: C::of(&explorer::SUMMARY, concat!($p, "_instruction_count")),
+        }
+    };
+}
+
+/// [`EngineCols`] in [`ENGINES`] order (checked at compile time, like `cols!`).
+const ENGINE_COLS: [EngineCols; 5] = [
+    engine_cols!("tensor_engine"),
+    engine_cols!("scalar_engine"),
+    engine_cols!("gpsimd_engine"),
+    engine_cols!("vector_engine"),
+    engine_cols!("sync_engine"),
+];
+
+/// `Summary` columns of one dynamic DMA group (`<prefix>_dma_…` of [`DMA_GROUPS`] 0 and 1).
+struct DmaCols {
+    dma_active_time: C<kind::F32>,
+    dma_active_time_percent: C<kind::F32>,
+    dma_packet_count: C<kind::I64>,
+    dma_size: C<kind::I64>,
+    dma_packet_percent: C<kind::F32>,
+    dma_size_percent: C<kind::F32>,
+}
+
+macro_rules! dma_cols {
+    ($p:literal) => {
+        DmaCols {
+            dma_active_time: C::of(&explorer::SUMMARY, concat!($p, "_dma_active_time")),
+            dma_active_time_percent: C::of(
+                &explorer::SUMMARY,
+                concat!($p, "_dma_active_time_percent"),
+            ),
+            dma_packet_count: C::of(&explorer::SUMMARY, concat!($p, "_dma_packet_count")),
+            dma_size: C::of(&explorer::SUMMARY, concat!($p, "_dma_size")),
+            dma_packet_percent: C::of(&explorer::SUMMARY, concat!($p, "_dma_packet_percent")),
+            dma_size_percent: C::of(&explorer::SUMMARY, concat!($p, "_dma_size_percent")),
+        }
+    };
+}
+
+/// [`DmaCols`] of `software_dynamic` and `hardware_dynamic` ([`DMA_GROUPS`] order).
+const DYN_DMA_COLS: [DmaCols; 2] = [dma_cols!("software_dynamic"), dma_cols!("hardware_dynamic")];
 
 /// The [`DMA_GROUPS`] index of a `DmaPacket.queue_type`.
 pub fn dma_group(queue_type: &str) -> usize {
@@ -469,20 +557,20 @@ pub fn write_gathered(
     let count = |v: &[&Spans]| v.iter().map(|s| s.count()).sum::<u64>();
     let total = |v: &[&Spans]| v.iter().fold(0i64, |a, s| a.saturating_add(s.total()));
     let union = |v: &[&Spans]| union_len(v.iter().map(|s| &s.u.iv[..]));
-    let def = &explorer::SUMMARY;
-    let mut b = TableBuilder::new(def);
-    let c = |n: &str| def.col(n);
+    let mut b = TableBuilder::new(&explorer::SUMMARY);
+    // Explorer's Summary times and percents are float32.
+    let f32c = |v: Option<f64>| v.map(|v| v as f32);
     let total_ps = report.total_time_ps.map(|p| p as i64);
     let secs = |ps: i64| Some(ps as f64 * 1e-12);
     let frac = |ps: i64| total_ps.filter(|t| *t > 0).map(|t| ps as f64 / t as f64);
-    b.f64(c("total_time"), total_ps.and_then(secs));
-    b.i64(
-        c("neuroncore_cycle_count"),
+    b.set(sm::TOTAL_TIME, f32c(total_ps.and_then(secs)));
+    b.set(
+        sm::NEURONCORE_CYCLE_COUNT,
         report.neuroncore_cycle_count.map(|x| x as i64),
     );
-    b.i64(c("trace_count"), Some(report.trace_count as i64));
-    b.i64(c("event_count"), Some(report.event_count as i64));
-    for (name, prefix) in ENGINES {
+    b.set(sm::TRACE_COUNT, Some(report.trace_count as i64));
+    b.set(sm::EVENT_COUNT, Some(report.event_count as i64));
+    for (&(name, _), ec) in ENGINES.iter().zip(ENGINE_COLS.iter()) {
         // Engine busy time excludes semaphore waits = the EVENT_SEMAPHORE instructions
         // (v6 exports: instruction and active times 7/7 on raw-ps sums and unions).
         let sp: Vec<&Spans> = opcodes
@@ -491,15 +579,15 @@ pub fn write_gathered(
             .flat_map(|(_, v)| v.iter().copied())
             .collect();
         let act = union(&sp);
-        b.f64(c(&format!("{prefix}_instruction_time")), secs(total(&sp)));
-        b.f64(c(&format!("{prefix}_active_time")), secs(act));
-        b.f64(c(&format!("{prefix}_active_time_percent")), frac(act));
+        b.set(ec.instruction_time, f32c(secs(total(&sp))));
+        b.set(ec.active_time, f32c(secs(act)));
+        b.set(ec.active_time_percent, f32c(frac(act)));
         let n: u64 = opcodes
             .iter()
             .filter(|((e, _), _)| *e == name)
             .map(|(_, s)| count(s))
             .sum();
-        b.i64(c(&format!("{prefix}_instruction_count")), Some(n as i64));
+        b.set(ec.instruction_count, Some(n as i64));
     }
     let count_op = |op: &str| -> (u64, i64) {
         opcodes
@@ -507,13 +595,13 @@ pub fn write_gathered(
             .filter(|((_, o), _)| *o == op)
             .fold((0, 0), |a, (_, s)| (a.0 + count(s), a.1 + total(s)))
     };
-    b.i64(
-        c("matmul_instruction_count"),
+    b.set(
+        sm::MATMUL_INSTRUCTION_COUNT,
         Some(count_op("MATMUL").0 as i64),
     );
     let (an, at) = count_op("ACTIVATE");
-    b.i64(c("activate_instruction_count"), Some(an as i64));
-    b.f64(c("activate_instruction_time"), secs(at));
+    b.set(sm::ACTIVATE_INSTRUCTION_COUNT, Some(an as i64));
+    b.set(sm::ACTIVATE_INSTRUCTION_TIME, f32c(secs(at)));
     // DMA: per core and queue group, from the decoder's time-ordered pass (DmaTimes).
     let groups = |k: usize| {
         report
@@ -525,15 +613,17 @@ pub fn write_gathered(
     let all = all_groups().map(|g| g.n).sum::<u64>();
     let all_bytes: i64 = all_groups().fold(0i64, |a, g| a.saturating_add(g.bytes));
     let dma_act = union_len(all_groups().map(|g| &g.u.iv[..]));
-    b.f64(
-        c("dma_packet_time"),
-        secs(all_groups().fold(0i64, |a, g| a.saturating_add(g.dur))),
+    b.set(
+        sm::DMA_PACKET_TIME,
+        f32c(secs(
+            all_groups().fold(0i64, |a, g| a.saturating_add(g.dur)),
+        )),
     );
-    b.f64(c("dma_active_time"), secs(dma_act));
-    b.f64(c("dma_active_time_percent"), frac(dma_act));
+    b.set(sm::DMA_ACTIVE_TIME, f32c(secs(dma_act)));
+    b.set(sm::DMA_ACTIVE_TIME_PERCENT, f32c(frac(dma_act)));
     // dma_active_time × NeuronCore clock (cycles = ps × GHz / 1000).
-    b.i64(
-        c("dma_active_cycles"),
+    b.set(
+        sm::DMA_ACTIVE_CYCLES,
         Some((dma_act as f64 * f64::from(report.neuroncore_clock_ghz) / 1000.0) as i64),
     );
     let pct = |n: f64, d: f64| (d > 0.0).then(|| n / d);
@@ -541,75 +631,66 @@ pub fn write_gathered(
     let dfrac = |ps: i64| pct(ps as f64, dma_act as f64);
     let (mut dyn_n, mut dyn_b) = (0u64, 0i64);
     let mut dyn_act = 0i64;
-    for (k, prefix) in DMA_GROUPS.iter().enumerate().take(2) {
+    for (k, dc) in DYN_DMA_COLS.iter().enumerate() {
         let n: u64 = groups(k).map(|g| g.n).sum();
         let by: i64 = groups(k).fold(0i64, |a, g| a.saturating_add(g.bytes));
         let act = union_len(groups(k).map(|g| &g.u.iv[..]));
         dyn_n += n;
         dyn_b = dyn_b.saturating_add(by);
         dyn_act += act;
-        b.f64(c(&format!("{prefix}_dma_active_time")), secs(act));
-        b.f64(c(&format!("{prefix}_dma_active_time_percent")), dfrac(act));
-        b.i64(c(&format!("{prefix}_dma_packet_count")), Some(n as i64));
-        b.i64(c(&format!("{prefix}_dma_size")), Some(by));
-        b.f64(
-            c(&format!("{prefix}_dma_packet_percent")),
-            pct(n as f64, all as f64),
-        );
-        b.f64(
-            c(&format!("{prefix}_dma_size_percent")),
-            pct(by as f64, all_bytes as f64),
-        );
+        b.set(dc.dma_active_time, f32c(secs(act)));
+        b.set(dc.dma_active_time_percent, f32c(dfrac(act)));
+        b.set(dc.dma_packet_count, Some(n as i64));
+        b.set(dc.dma_size, Some(by));
+        b.set(dc.dma_packet_percent, f32c(pct(n as f64, all as f64)));
+        b.set(dc.dma_size_percent, f32c(pct(by as f64, all_bytes as f64)));
     }
     let st_n = all - dyn_n;
     let st_b = all_bytes - dyn_b;
     let st_act = union_len(groups(2).map(|g| &g.u.iv[..]));
-    b.f64(c("static_dma_active_time"), secs(st_act));
-    b.f64(c("static_dma_active_time_percent"), dfrac(st_act));
-    b.f64(
-        c("dynamic_dma_active_time_percent"),
-        // = software + hardware active time (each a union), as a fraction of dma_active_time
-        // (7/7 v6; the union of all dynamic packets, or 1 − static share, give 4/7).
-        dfrac(dyn_act),
+    b.set(sm::STATIC_DMA_ACTIVE_TIME, f32c(secs(st_act)));
+    b.set(sm::STATIC_DMA_ACTIVE_TIME_PERCENT, f32c(dfrac(st_act)));
+    b.set(
+        sm::DYNAMIC_DMA_ACTIVE_TIME_PERCENT,
+        f32c(
+            // = software + hardware active time (each a union), as a fraction of dma_active_time
+            // (7/7 v6; the union of all dynamic packets, or 1 − static share, give 4/7).
+            dfrac(dyn_act),
+        ),
     );
-    b.i64(c("static_dma_packet_count"), Some(st_n as i64));
-    b.i64(c("static_dma_size"), Some(st_b));
-    b.f64(c("static_dma_packet_percent"), pct(st_n as f64, all as f64));
-    b.f64(
-        c("dynamic_dma_packet_percent"),
-        pct(dyn_n as f64, all as f64),
+    b.set(sm::STATIC_DMA_PACKET_COUNT, Some(st_n as i64));
+    b.set(sm::STATIC_DMA_SIZE, Some(st_b));
+    b.set(
+        sm::STATIC_DMA_PACKET_PERCENT,
+        f32c(pct(st_n as f64, all as f64)),
     );
-    b.f64(
-        c("static_dma_size_percent"),
-        pct(st_b as f64, all_bytes as f64),
+    b.set(
+        sm::DYNAMIC_DMA_PACKET_PERCENT,
+        f32c(pct(dyn_n as f64, all as f64)),
     );
-    b.f64(
-        c("dynamic_dma_size_percent"),
-        pct(dyn_b as f64, all_bytes as f64),
+    b.set(
+        sm::STATIC_DMA_SIZE_PERCENT,
+        f32c(pct(st_b as f64, all_bytes as f64)),
     );
-    if let Some(batch) = b.end_row()? {
-        sink.batch(def, batch)?;
-    }
-    sink.batch(def, b.take_batch()?)?;
+    b.set(
+        sm::DYNAMIC_DMA_SIZE_PERCENT,
+        f32c(pct(dyn_b as f64, all_bytes as f64)),
+    );
+    b.end_row_into(sink)?;
+    b.finish_into(sink)?;
 
-    let def = &explorer::OPCODE_SUMMARY;
-    let mut b = TableBuilder::new(def);
+    let mut b = TableBuilder::new(&explorer::OPCODE_SUMMARY);
     for ((eng, op), sp) in &opcodes {
         let act = union(sp);
-        b.str(def.col("engine"), Some(eng));
-        b.str(def.col("opcode"), Some(op));
-        b.i64(def.col("instruction_count"), Some(count(sp) as i64));
-        b.i64(def.col("instruction_time_ns"), Some(total(sp) / 1000));
-        b.i64(def.col("active_time_ns"), Some(act / 1000));
-        b.f64(def.col("active_time_percent"), frac(act).map(|f| f * 100.0));
-        if let Some(batch) = b.end_row()? {
-            sink.batch(def, batch)?;
-        }
+        b.set(os::ENGINE, *eng);
+        b.set(os::OPCODE, *op);
+        b.set(os::COUNT, count(sp) as i64);
+        b.set(os::TIME, total(sp) / 1000);
+        b.set(os::ACTIVE, act / 1000);
+        b.set(os::PERCENT, f32c(frac(act).map(|f| f * 100.0)));
+        b.end_row_into(sink)?;
     }
-    let batch = b.take_batch()?;
-    if batch.num_rows() > 0 {
-        sink.batch(def, batch)?;
-    }
+    b.finish_into(sink)?;
     Ok(())
 }
 

@@ -122,14 +122,6 @@ impl TableDef {
             .collect();
         Arc::new(Schema::new(fields))
     }
-    /// Column index of `name`. Panics only on a programming error (a name not in the table).
-    /// Old by-name path: only `derived.rs` and `summary.rs` still use it (with the untyped
-    /// setters and [`Emitter`]) until they move to [`cols!`] ids; delete it with them.
-    pub fn col(&self, name: &str) -> usize {
-        self.all_fields()
-            .position(|f| f.name == name)
-            .unwrap_or_else(|| panic!("{} has no field {name}", self.name))
-    }
 }
 
 /// Tables whose string columns are Arrow `dictionary<int32, utf8>`: the row-per-event tables,
@@ -895,12 +887,10 @@ pub struct Memo {
 /// [`TableBuilder::finish_into`] (the rest). Closing a row is O(1): cells not set stay null,
 /// padded in bulk when the column is next touched or the batch is cut, and a column no row of a
 /// batch sets is one null array. Setting a cell twice in a row is a programming error (debug
-/// builds assert; release keeps the first value). The untyped setters (`i64`, `f64`, `str` by
-/// index) remain only for `derived.rs` and `summary.rs`, whose rewrite moves them to typed ids.
+/// builds assert; release keeps the first value).
 pub struct TableBuilder {
     def: &'static TableDef,
     schema: SchemaRef,
-    tys: Vec<Ty>,
     /// Strings of this table are dictionary columns ([`dict_table`]).
     dict: bool,
     /// Batch number (from 1), the validity stamp of [`Memo`]s.
@@ -927,7 +917,6 @@ impl TableBuilder {
         TableBuilder {
             def,
             schema: def.schema(),
-            tys: def.all_fields().map(|f| f.ty).collect(),
             dict: dict_table(def.name),
             batch: 1,
             total: 0,
@@ -953,18 +942,13 @@ impl TableBuilder {
     pub fn pending_rows(&self) -> usize {
         self.rows
     }
-    /// The column `c`, created on first use and padded with nulls up to the current row;
-    /// `None` when the cell of this row is already set or `c` is out of range.
-    #[inline]
-    fn slot(&mut self, c: usize) -> Option<&mut Col> {
-        let ty = *self.tys.get(c)?;
-        self.slot_as(c, ty)
-    }
     #[inline]
     fn slot_typed<K: Kind>(&mut self, c: C<K>) -> Option<&mut Col> {
         self.slot_as(c.idx, K::TY)
     }
-    /// [`Self::slot`] with the column's type given (known at compile time for typed ids).
+    /// The column `c` of type `ty` (known at compile time for typed ids), created on first use
+    /// and padded with nulls up to the current row; `None` when the cell of this row is already
+    /// set or `c` is out of range.
     #[inline]
     fn slot_as(&mut self, c: usize, ty: Ty) -> Option<&mut Col> {
         let rows = self.rows;
@@ -1007,45 +991,6 @@ impl TableBuilder {
             }
             Some(Col::Str(b)) => b.append_value(v),
             _ => {}
-        }
-    }
-    /// Sets an int64 cell (also accepted by int32 columns when it fits).
-    pub fn i64(&mut self, c: usize, v: Option<i64>) {
-        match self.slot(c) {
-            Some(Col::I64(b)) => b.append_option(v),
-            Some(Col::I32(b)) => b.append_option(v.and_then(|v| i32::try_from(v).ok())),
-            Some(other) => {
-                debug_assert!(false, "i64 into non-integer column {c}");
-                other.nulls(1)
-            }
-            None => {}
-        }
-    }
-    /// Sets a float cell (float32 or double column).
-    pub fn f64(&mut self, c: usize, v: Option<f64>) {
-        match self.slot(c) {
-            Some(Col::F32(b)) => b.append_option(v.map(|v| v as f32)),
-            Some(Col::F64(b)) => b.append_option(v),
-            Some(other) => {
-                debug_assert!(false, "f64 into non-float column {c}");
-                other.nulls(1)
-            }
-            None => {}
-        }
-    }
-    /// Sets a string cell.
-    pub fn str(&mut self, c: usize, v: Option<&str>) {
-        match self.slot(c) {
-            Some(Col::Str(b)) => b.append_option(v),
-            Some(Col::Dict(d)) => match v {
-                Some(v) => d.append(v),
-                None => d.keys.append_null(),
-            },
-            Some(other) => {
-                debug_assert!(false, "str into non-string column {c}");
-                other.nulls(1)
-            }
-            None => {}
         }
     }
     /// Closes the row (unset cells are null) and sends the batch to `sink` when `batch_rows` rows
@@ -1108,44 +1053,6 @@ impl TableBuilder {
 pub trait TableSink {
     /// Receives one batch of `def`.
     fn batch(&mut self, def: &'static TableDef, batch: RecordBatch) -> Result<()>;
-}
-
-/// Feeds rows into a builder and forwards full batches to a sink; `finish` flushes the rest.
-/// Superseded by [`TableBuilder::end_row_into`] / [`TableBuilder::finish_into`]: only
-/// `derived.rs` still uses it; delete it with that use.
-pub struct Emitter<'s> {
-    pub b: TableBuilder,
-    sink: &'s mut dyn TableSink,
-    rows: u64,
-}
-
-impl<'s> Emitter<'s> {
-    /// A builder for `def` whose batches go to `sink`.
-    pub fn new(def: &'static TableDef, sink: &'s mut dyn TableSink) -> Self {
-        Emitter {
-            b: TableBuilder::new(def),
-            sink,
-            rows: 0,
-        }
-    }
-    /// Closes the current row, forwarding a full batch.
-    pub fn end_row(&mut self) -> Result<()> {
-        self.rows += 1;
-        if let Some(batch) = self.b.end_row()? {
-            self.sink.batch(self.b.def(), batch)?;
-        }
-        Ok(())
-    }
-    /// Forwards the last partial batch. A table without rows is not written at all (Explorer:
-    /// "a table exists only if the profile contains that kind of activity"). Returns the number
-    /// of rows written.
-    pub fn finish(mut self) -> Result<u64> {
-        if self.b.pending_rows() > 0 {
-            let batch = self.b.take_batch()?;
-            self.sink.batch(self.b.def(), batch)?;
-        }
-        Ok(self.rows)
-    }
 }
 
 /// Tables collected in memory, by Explorer name, in insertion order of first batch.
