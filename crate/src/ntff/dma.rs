@@ -9,6 +9,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use super::decode::{clamp_i64, stream_buffer, CoreSummary, DecodeReport, Rec, Window};
+use super::raw::DmaPhase;
 use super::{NtffInfo, SubgraphInfo, TraceBuffer};
 use crate::error::{Problem, Result};
 use crate::neff::explorer_queue_name;
@@ -176,7 +177,7 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
     // Static-queue transfers by (queue, ordinal): one small entry per transfer until the end of
     // the core (the transfer's last packet is only known then).
     let mut aggs: Vec<Agg> = Vec::new();
-    let mut agg_index: HashMap<(u32, u32), usize> = HashMap::new();
+    let mut agg_index: rustc_hash::FxHashMap<(u32, u32), usize> = Default::default();
     let mut sg_memo = Memo::default();
     let mut b = TableBuilder::new(def);
     let table: HashMap<(u32, u32), &super::DmaQueueInfo> = sg
@@ -184,7 +185,7 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
         .iter()
         .map(|q| ((q.engine, q.queue), q))
         .collect();
-    let mut streams: HashMap<(u32, u32), Stream> = HashMap::new();
+    let mut streams: rustc_hash::FxHashMap<(u32, u32), Stream> = Default::default();
     let mut open_total = 0usize;
     let base = i64::from(first_core) * 16;
     let v6 = window.t1.is_some();
@@ -197,12 +198,12 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
             problems,
             progress,
             |r: Rec| {
-                let phase = r.w1 & 0xF;
-                if phase != PHASE_START && phase != PHASE_END {
+                let phase = r.dma_phase();
+                if phase == DmaPhase::Other {
                     return Ok(());
                 }
-                let field = (r.w0 >> 24) & 0x7F;
-                let queue = (r.w1 >> 4) & 0xF;
+                let field = r.dma_engine_field();
+                let queue = r.dma_queue();
                 let cal = sg
                     .calibration
                     .dma
@@ -244,18 +245,18 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
                 if s.keep.is_none() {
                     // Stream-dropping rule (ntff.md §4.4): a stream whose first in-window
                     // phase-1/5 record is a phase 5 is omitted whole.
-                    s.keep = Some(phase == PHASE_START);
-                    if phase == PHASE_END {
+                    s.keep = Some(phase == DmaPhase::Start);
+                    if phase == DmaPhase::End {
                         stats.dropped_streams += 1;
                     }
                 }
                 if s.keep == Some(false) {
-                    if phase == PHASE_END {
+                    if phase == DmaPhase::End {
                         stats.dropped_packets += 1;
                     }
                     return Ok(());
                 }
-                if phase == PHASE_START {
+                if phase == DmaPhase::Start {
                     if s.open.len() >= MAX_OPEN_PER_STREAM {
                         s.open.pop_front();
                         stats.unpaired_starts += 1;
@@ -273,7 +274,7 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
                     return Ok(());
                 };
                 open_total = open_total.saturating_sub(1);
-                let bytes = u64::from(r.w0 & 0xFF_FFFF);
+                let bytes = u64::from(r.dma_bytes());
                 let ordinal = s.ordinal;
                 if s.static_name.is_some() && bytes == COMPLETION_BYTES {
                     s.ordinal = s.ordinal.saturating_add(1);
@@ -307,17 +308,14 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
                         a.engine = a.engine.max(s.engine_idx);
                         a.packets += 1;
                         if bytes == COMPLETION_BYTES {
-                            a.crc = i64::from(r.w1 >> 16);
+                            a.crc = i64::from(r.dma_crc());
                         } else {
                             a.bytes = a.bytes.saturating_add(bytes);
                         }
                         b.set(pk::AGG, a.id);
                     }
                 }
-                let start =
-                    clamp_i64((fs1.div_euclid(1000) - window.t0.div_euclid(1000)).div_euclid(1000));
-                let dfs = fs.saturating_sub(fs1);
-                let dur = clamp_i64(dfs.div_euclid(1_000_000));
+                let (start, dur, dps_fs) = window.packet_times(fs1, fs);
                 b.set(pk::START, start);
                 b.set(pk::END, start.saturating_add(dur));
                 b.set(pk::DUR, dur);
@@ -330,8 +328,7 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
                 b.set(pk::WRITE, by);
                 b.set(pk::TRANSFER, by);
                 // Calibrated times are whole picoseconds in the exports (inf2 rates, ±0.5 ps).
-                let dps = fs.div_euclid(1000) - fs1.div_euclid(1000);
-                b.set(pk::THROUGHPUT, throughput(bytes, dps * 1000));
+                b.set(pk::THROUGHPUT, throughput(bytes, dps_fs));
                 let [m_qt, m_var, m_qn] = &mut s.memo;
                 b.set_memo(pk::QTYPE, s.queue_type, m_qt);
                 if let Some(v) = s.variable {
@@ -339,7 +336,7 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
                 }
                 b.set_memo(pk::QNAME, &s.queue_name, m_qn);
                 b.set(pk::QIDX, i64::from(queue));
-                b.set(pk::CRC, i64::from(r.w1 >> 16));
+                b.set(pk::CRC, i64::from(r.dma_crc()));
                 b.set_memo(pk::SG, &sg.name, &mut sg_memo);
                 b.set(pk::FIELD, field as i32);
                 b.set(pk::RAW_S, i64::try_from(ts1).ok());
@@ -538,7 +535,7 @@ pub(super) fn decode_throttle_core<S: ByteSource + ?Sized>(
                 if !window.contains(fs) {
                     return Ok(());
                 }
-                let n = ((r.w0 >> 16) & 0xFF) as i32;
+                let n = i32::from(r.throttle_n());
                 let h = if n == 0 {
                     // The v5 exports show n = 0 as type 99 with k = n = 1.
                     Ham {
@@ -552,9 +549,9 @@ pub(super) fn decode_throttle_core<S: ByteSource + ?Sized>(
                     Ham {
                         fs,
                         w0: r.w0,
-                        k: (r.w1 & 0xFF) as i32,
+                        k: i32::from(r.throttle_k()),
                         n,
-                        code: ((r.w1 >> 8) & 0xFF) as i32,
+                        code: i32::from(r.throttle_type()),
                     }
                 };
                 if let Some(p) = pending.replace(h) {

@@ -58,7 +58,7 @@ pub(super) fn decode_errors<S: ByteSource + ?Sized>(
                     return Ok(());
                 }
                 em.b.str(cd, Some(UNDECODED));
-                em.b.i32(cid, Some((r.w0 & 0xFF) as i32));
+                em.b.i32(cid, Some(i32::from(r.error_type_id())));
                 em.b.str(chex, Some(&format!("{:08x} {:08x}", r.w0, r.w1)));
                 em.b.i64(cp, Some(pcore as i64));
                 em.b.i64(ct, Some(window.ns(fs)));
