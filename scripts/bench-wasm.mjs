@@ -9,9 +9,11 @@
 // usage: node scripts/bench-wasm.mjs DIR [DIR...]       (needs `npm run build` first)
 // Prints per folder: input bytes (NTFF, or the system files), the read-only pass over the NTFFs
 // (Blob slices of 4 MiB read with FileReaderSync in the worker: the limit), seconds, MB/s, rows, rows/s, wasm
-// memory high-water mark (bytes; wasm memory never shrinks, so it is the peak of the run).
+// memory high-water mark (bytes; wasm memory never shrinks, so it is the peak of the run), and
+// the CPU seconds the Chromium processes used for the folder (Linux) with MB per CPU second,
+// comparable with `neuronscope bench`'s MB/cpu_s on a busy machine.
 
-import { statSync } from 'node:fs';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { launch, requireBuild, serve } from '../tests/browser/harness.mjs';
@@ -22,6 +24,41 @@ async function ntffBytes(dir) {
     if (e.endsWith('.ntff')) n += statSync(join(dir, e)).size;
   }
   return n;
+}
+
+// CPU seconds (user + system) of every live descendant of this process: the headless Chromium
+// tree (Linux /proc; 0 elsewhere). On a shared machine wall time says little; this does.
+function childCpuSeconds() {
+  const procs = new Map();
+  let names = [];
+  try {
+    names = readdirSync('/proc');
+  } catch {
+    return 0;
+  }
+  for (const d of names) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const s = readFileSync(`/proc/${d}/stat`, 'utf8');
+      // Fields after the parenthesised name: state, ppid, … utime (14), stime (15).
+      const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+      procs.set(Number(d), { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) });
+    } catch {
+      // exited meanwhile
+    }
+  }
+  let ticks = 0;
+  const todo = [process.pid];
+  while (todo.length) {
+    const p = todo.pop();
+    for (const [pid, v] of procs) {
+      if (v.ppid === p) {
+        ticks += v.ticks;
+        todo.push(pid);
+      }
+    }
+  }
+  return ticks / 100;
 }
 
 const SYSTEM = /(^|\/)(ntrace\.pb|trace_info\.pb|cpu_util\.pb|host_mem\.pb|trace\.json(\.gz)?|[^/]*\.pt\.trace\.json(\.gz)?)$/;
@@ -44,7 +81,7 @@ const b = await launch();
 try {
   const { page } = b;
   await page.goto(`${server.origin}/`);
-  console.log('input\tntff_bytes\tread_only_MB/s\tseconds\tMB/s\trows\trows/s\tparquet_s\twasm_memory_bytes');
+  console.log('input\tntff_bytes\tread_only_MB/s\tseconds\tMB/s\trows\trows/s\tparquet_s\twasm_memory_bytes\tcpu_s\tMB/cpu_s');
   for (const dir of dirs) {
     await page.evaluate(() => {
       document.querySelector('#nscope-bench')?.remove();
@@ -56,6 +93,7 @@ try {
       document.body.append(i);
     });
     await page.setInputFiles('#nscope-bench', dir);
+    const cpu0 = childCpuSeconds();
     const r = await page.evaluate(async (origin) => {
       const src = `
         import init, { Session } from '${origin}/pkg/neuronscope.js';
@@ -127,12 +165,15 @@ try {
         w.onerror = (e) => ok({ error: e.message });
       });
     }, server.origin);
+    // The whole folder's run: read-only pass, decode, Parquet exports, system profiles. A
+    // lower bound of the decode's MB per CPU second.
+    const cpu = childCpuSeconds() - cpu0;
     if (r.error) throw new Error(`${dir}: ${r.error}`);
     const bytes = await ntffBytes(dir);
     const s = r.ms / 1000;
     if (bytes > 0) {
       console.log(
-        `${dir}\t${bytes}\t${(bytes / 1e6 / (r.readMs / 1000)).toFixed(1)}\t${s.toFixed(3)}\t${(bytes / 1e6 / s).toFixed(1)}\t${r.rows}\t${Math.round(r.rows / s)}\t${(r.parquetMs / 1000).toFixed(3)}\t${r.memory}`,
+        `${dir}\t${bytes}\t${(bytes / 1e6 / (r.readMs / 1000)).toFixed(1)}\t${s.toFixed(3)}\t${(bytes / 1e6 / s).toFixed(1)}\t${r.rows}\t${Math.round(r.rows / s)}\t${(r.parquetMs / 1000).toFixed(3)}\t${r.memory}\t${cpu.toFixed(2)}\t${cpu > 0 ? (bytes / 1e6 / cpu).toFixed(1) : ''}`,
       );
     }
     if (r.sys > 0) {
