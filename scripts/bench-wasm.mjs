@@ -14,9 +14,11 @@
 // 4 MiB read with FileReaderSync in one worker: the limit), input bytes, worker, seconds, MB/s,
 // rows, rows/s, the worker's wasm memory after the file (bytes; wasm memory never shrinks, so
 // the high-water mark of that worker so far), the Parquet bytes stored for it and where
-// (opfs|memory); then a line per folder with the wall time of the whole pool and its MB/s.
+// (opfs|memory); then a line per folder with the wall time of the whole pool and its MB/s, and
+// the CPU seconds the Chromium processes used for the folder (Linux; read-only pass included)
+// with MB per CPU second, comparable with `neuronscope bench`'s MB/cpu_s on a busy machine.
 
-import { readdirSync, statSync } from 'node:fs';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { DIST, launch, requireBuild, serve } from '../tests/browser/harness.mjs';
@@ -33,6 +35,41 @@ for (let i = 0; i < args.length; i++) {
 if (dirs.length === 0 || !Number.isFinite(pool) || !['opfs', 'memory'].includes(store)) {
   console.error('usage: node scripts/bench-wasm.mjs [--pool N] [--store opfs|memory] DIR [DIR...]');
   process.exit(2);
+}
+
+// CPU seconds (user + system) of every live descendant of this process: the headless Chromium
+// tree (Linux /proc; 0 elsewhere). On a shared machine wall time says little; this does.
+function childCpuSeconds() {
+  const procs = new Map();
+  let names = [];
+  try {
+    names = readdirSync('/proc');
+  } catch {
+    return 0;
+  }
+  for (const d of names) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const s = readFileSync(`/proc/${d}/stat`, 'utf8');
+      // Fields after the parenthesised name: state, ppid, … utime (14), stime (15).
+      const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+      procs.set(Number(d), { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) });
+    } catch {
+      // exited meanwhile
+    }
+  }
+  let ticks = 0;
+  const todo = [process.pid];
+  while (todo.length) {
+    const p = todo.pop();
+    for (const [pid, v] of procs) {
+      if (v.ppid === p) {
+        ticks += v.ticks;
+        todo.push(pid);
+      }
+    }
+  }
+  return ticks / 100;
 }
 
 async function ntffBytes(dir) {
@@ -63,6 +100,7 @@ try {
       document.body.append(i);
     });
     await page.setInputFiles('#nscope-bench', dir);
+    const cpu0 = childCpuSeconds();
     const r = await page.evaluate(async ({ origin, workerUrl, pool, store }) => {
       const files = Array.from(document.querySelector('#nscope-bench').files);
       const picked = files.map((f) => ({ path: f.webkitRelativePath || f.name, file: f }));
@@ -146,6 +184,7 @@ try {
         for (const w of workers) w.w.terminate();
       }
     }, { origin: server.origin, workerUrl: `${server.origin}/assets/${workerAsset}`, pool, store });
+    const cpu = childCpuSeconds() - cpu0;
     if (r.error) throw new Error(`${dir}: ${r.error}`);
     const nb = await ntffBytes(dir);
     const readMBs = nb > 0 ? (nb / 1e6 / (r.readMs / 1000)).toFixed(1) : '';
@@ -156,7 +195,7 @@ try {
       console.log(`${dir}\t${o.file}\t${o.worker}\t${readMBs}\t${o.bytes}\t${s.toFixed(3)}\t${(o.bytes / 1e6 / s).toFixed(1)}\t${o.rows}\t${Math.round(o.rows / s)}\t${o.memory}\t${o.stored}\t${o.store}`);
     }
     const ws = r.wallMs / 1000;
-    console.log(`${dir}\t(all, ${pool} worker${pool > 1 ? 's' : ''})\t\t${readMBs}\t${total}\t${ws.toFixed(3)}\t${(total / 1e6 / ws).toFixed(1)}`);
+    console.log(`${dir}\t(all, ${pool} worker${pool > 1 ? 's' : ''})\t\t${readMBs}\t${total}\t${ws.toFixed(3)}\t${(total / 1e6 / ws).toFixed(1)}\tcpu_s ${cpu.toFixed(2)}\tMB/cpu_s ${cpu > 0 ? (total / 1e6 / cpu).toFixed(1) : ''}`);
   }
 } finally {
   await b.close();

@@ -250,6 +250,23 @@ impl Window {
                 .div_euclid(1000),
         )
     }
+    /// DMA packet times from its phase-1 and phase-5 calibrated times (ntff.md §4.4):
+    /// (`timestamp` ns from t0 by the whole-ps rule, `duration` ⌊(end − start) / 10⁶⌋ ns on the
+    /// unfloored fs, the ps-floored duration in fs for `throughput`). Same values as the i128
+    /// formulas; the common case (everything within ±9.2 · 10¹⁸ fs) costs 64-bit divisions only.
+    #[inline]
+    pub(super) fn packet_times(&self, start_fs: i128, end_fs: i128) -> (i64, i64, i128) {
+        let start = Self::dur_ns(self.t0, start_fs);
+        if let (Ok(s), Ok(e)) = (i64::try_from(start_fs), i64::try_from(end_fs)) {
+            if let Some(d) = e.checked_sub(s) {
+                let dps = e.div_euclid(1000) - s.div_euclid(1000);
+                return (start, d.div_euclid(1_000_000), i128::from(dps) * 1000);
+            }
+        }
+        let dur = clamp_i64(end_fs.saturating_sub(start_fs).div_euclid(1_000_000));
+        let dps = end_fs.div_euclid(1000) - start_fs.div_euclid(1000);
+        (start, dur, dps * 1000)
+    }
     pub(super) fn contains(&self, fs: i128) -> bool {
         fs >= self.t0 && self.t1.is_none_or(|t1| fs <= t1)
     }
@@ -323,28 +340,12 @@ impl<'a> Out<'a> {
     }
 }
 
-/// One 16-byte notification record (ntff.md §4).
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Rec {
-    pub(super) w0: u32,
-    pub(super) w1: u32,
-    pub(super) ts: u64,
-}
-
-/// Instruction record kind: `Some((engine, is_end))` for the ten start/end kind bytes
-/// 0x84/0x85 … 0x94/0x95 (ntff.md §4.1); `None` for everything else (incl. 0x8E, 0x96).
-fn instruction_kind(w0: u32) -> Option<(usize, bool)> {
-    let k = (w0 >> 24) as u8;
-    let d = k.checked_sub(0x84)?;
-    if d >= 20 || d & 3 > 1 {
-        return None;
-    }
-    Some(((d / 4) as usize, d & 1 == 1))
-}
+use super::raw::InsKind;
+pub(super) use super::raw::Rec;
 
 /// Runtime pc of an instruction record (ntff.md §4.2), `None` outside the code block.
-fn record_pc(w0: u32, code: &EngineCode) -> Option<u32> {
-    let pc = (w0 & 0xF_FFFF).wrapping_sub(code.base) & 0xF_FFFF;
+fn record_pc(r: Rec, code: &EngineCode) -> Option<u32> {
+    let pc = r.pc_bits().wrapping_sub(code.base) & 0xF_FFFF;
     (pc < code.slots).then_some(pc)
 }
 
@@ -406,19 +407,9 @@ pub(super) fn stream_buffer<S: ByteSource + ?Sized>(
             problems.push(Problem::from_error(Code::NtffBadBuffer, file, &e));
             return Ok(());
         }
-        for r in piece.chunks_exact(16) {
-            let w = |i: usize| -> [u8; 4] {
-                let mut a = [0u8; 4];
-                a.copy_from_slice(r.get(i..i + 4).unwrap_or(&[0; 4]));
-                a
-            };
-            let mut t = [0u8; 8];
-            t.copy_from_slice(r.get(8..16).unwrap_or(&[0; 8]));
-            f(Rec {
-                w0: u32::from_le_bytes(w(0)),
-                w1: u32::from_le_bytes(w(4)),
-                ts: u64::from_le_bytes(t),
-            })?;
+        let (recs, _) = piece.as_chunks::<{ super::raw::REC_BYTES }>();
+        for r in recs {
+            f(Rec::from_bytes(r))?;
         }
         done += n as u64;
         progress(n as u64);
@@ -520,13 +511,15 @@ fn find_v5_origin<S: ByteSource + ?Sized>(
         let mut notify: BTreeMap<u32, (u32, i128)> = BTreeMap::new();
         for buf in instruction_buffers(sg) {
             stream_buffer(src, info.blob_offset, buf, file, problems, progress, |r| {
-                let Some((e, is_end)) = instruction_kind(r.w0) else {
-                    return Ok(());
+                let (e, is_end) = match r.ins_kind() {
+                    InsKind::Start(e) => (e, false),
+                    InsKind::End(e) => (e, true),
+                    InsKind::DgeNotification | InsKind::Other => return Ok(()),
                 };
                 let Some(c) = code.get(e).and_then(Option::as_ref) else {
                     return Ok(());
                 };
-                let Some(pc) = record_pc(r.w0, c) else {
+                let Some(pc) = record_pc(r, c) else {
                     return Ok(());
                 };
                 let t = sg
@@ -609,7 +602,8 @@ impl Default for InsMemo {
 struct Open {
     ts: u64,
     fs: i128,
-    w1: u32,
+    /// The start record's wait before issue (ntff.md §4.1).
+    wait_cycles: u16,
 }
 
 /// The open starts of one (engine, pc), oldest first. The first lives inline: one start at a
@@ -784,17 +778,20 @@ pub fn decode<S: ByteSource + ?Sized>(
         }
         for buf in instruction_buffers(sg) {
             stream_buffer(src, info.blob_offset, buf, file, problems, &mut prog, |r| {
-                if matches!(r.w0 >> 24, 0x8E | 0x96) {
-                    cs.dge_notifications += 1;
-                }
-                let Some((e, is_end)) = instruction_kind(r.w0) else {
-                    return Ok(());
+                let (e, is_end) = match r.ins_kind() {
+                    InsKind::Start(e) => (e, false),
+                    InsKind::End(e) => (e, true),
+                    InsKind::DgeNotification => {
+                        cs.dge_notifications += 1;
+                        return Ok(());
+                    }
+                    InsKind::Other => return Ok(()),
                 };
                 let Some(c) = code.get(e).and_then(Option::as_ref) else {
                     cs.foreign_records += 1;
                     return Ok(());
                 };
-                let Some(pc) = record_pc(r.w0, c) else {
+                let Some(pc) = record_pc(r, c) else {
                     cs.foreign_records += 1;
                     return Ok(());
                 };
@@ -807,7 +804,7 @@ pub fn decode<S: ByteSource + ?Sized>(
                     let o = Open {
                         ts: r.ts,
                         fs,
-                        w1: r.w1,
+                        wait_cycles: r.wait_cycles(),
                     };
                     match open.entry((e as u8, pc)) {
                         std::collections::hash_map::Entry::Vacant(v) => {
@@ -871,10 +868,10 @@ pub fn decode<S: ByteSource + ?Sized>(
                 }
                 b.set(ins::ID, next_id);
                 b.set(ins::PC, i64::from(pc));
-                b.set(ins::CRC_IN, i64::from(r.w1 & 0xFFFF));
-                b.set(ins::CRC_OUT, i64::from(r.w1 >> 16));
+                b.set(ins::CRC_IN, i64::from(r.crc_in()));
+                b.set(ins::CRC_OUT, i64::from(r.crc_out()));
                 // Single precision, truncated (ntff.md §4.1).
-                let cycles = (s.w1 >> 16) as f32;
+                let cycles = f32::from(s.wait_cycles);
                 b.set(ins::WAIT, (cycles / clk_f32) as i64);
                 b.set(ins::OP_BYTE, op.map(i32::from));
                 b.set(ins::RAW_S, i64::try_from(s.ts).ok());
@@ -918,10 +915,10 @@ pub fn decode<S: ByteSource + ?Sized>(
                 let t_ns = window.ns(fs);
                 max_end_ns = Some(max_end_ns.map_or(t_ns, |x| x.max(t_ns)));
                 max_end_fs = Some(max_end_fs.map_or(fs, |x| x.max(fs)));
-                if (r.w0 >> 8) & 0xFF != 1 {
+                if !r.is_sem_update() {
                     return Ok(());
                 }
-                let n = r.w0 & 0xFF;
+                let n = u32::from(r.sem_index());
                 let ts = window.ns(fs);
                 // The id text depends on the index alone (per core): formatted once.
                 let (id, id_memo) = sem_ids[n as usize].get_or_insert_with(|| {
@@ -944,8 +941,8 @@ pub fn decode<S: ByteSource + ?Sized>(
                 b.set(sem::TS, ts);
                 b.set_memo(sem::ID, id, id_memo);
                 // 32-bit register value, reinterpreted as Explorer's int32.
-                b.set(sem::VALUE, r.w1 as i32);
-                b.set(sem::MODE, ((r.w0 >> 16) & 0xFF) as i32);
+                b.set(sem::VALUE, r.sem_value());
+                b.set(sem::MODE, i32::from(r.update_mode()));
                 b.set(sem::PCORE, pcore as i64);
                 b.set(sem::INDEX, n as i32);
                 b.set(sem::W0, i64::from(r.w0));
@@ -1191,12 +1188,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn kinds_and_time_text() {
-        assert_eq!(instruction_kind(0x8400_0000), Some((0, false)));
-        assert_eq!(instruction_kind(0x9500_0000), Some((4, true)));
-        assert_eq!(instruction_kind(0x8E10_0000), None);
-        assert_eq!(instruction_kind(0x9610_0000), None);
-        assert_eq!(instruction_kind(0x8300_0000), None);
+    fn time_text() {
         assert_eq!(rfc3339_ns(0), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339_ns(38_091), "1970-01-01T00:00:00.000038091Z");
         assert_eq!(rfc3339_ns(1_871_040), "1970-01-01T00:00:00.00187104Z");
@@ -1210,8 +1202,9 @@ mod tests {
             slots: 100,
             ops: vec![],
         };
-        assert_eq!(record_pc(0x8401_0600 + 5, &c), Some(5));
-        assert_eq!(record_pc(0x8401_0600 + 100, &c), None);
-        assert_eq!(record_pc(0x8401_05FF, &c), None, "wraps to 2²⁰ − 1");
+        let r = |w0| Rec { w0, w1: 0, ts: 0 };
+        assert_eq!(record_pc(r(0x8401_0600 + 5), &c), Some(5));
+        assert_eq!(record_pc(r(0x8401_0600 + 100), &c), None);
+        assert_eq!(record_pc(r(0x8401_05FF), &c), None, "wraps to 2²⁰ − 1");
     }
 }

@@ -532,7 +532,7 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
     // Static-queue transfers by (queue, ordinal): one small entry per transfer until the end of
     // the core (the transfer's last packet is only known then).
     let mut aggs: Vec<Agg> = Vec::new();
-    let mut agg_index: HashMap<(u32, u32), usize> = HashMap::new();
+    let mut agg_index: rustc_hash::FxHashMap<(u32, u32), usize> = Default::default();
     let mut sg_memo = Memo::default();
     let mut b = TableBuilder::new(def);
     let mut pairing = Pairing::new(sg, first_core, window);
@@ -598,17 +598,14 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
                         a.engine = a.engine.max(s.engine_idx);
                         a.packets += 1;
                         if bytes == COMPLETION_BYTES {
-                            a.crc = i64::from(r.w1 >> 16);
+                            a.crc = i64::from(r.dma_crc());
                         } else {
                             a.bytes = a.bytes.saturating_add(bytes);
                         }
                         b.set(pk::AGG, a.id);
                     }
                 }
-                let start =
-                    clamp_i64((fs1.div_euclid(1000) - window.t0.div_euclid(1000)).div_euclid(1000));
-                let dfs = fs.saturating_sub(fs1);
-                let dur = clamp_i64(dfs.div_euclid(1_000_000));
+                let (start, dur, dps_fs) = window.packet_times(fs1, fs);
                 b.set(pk::START, start);
                 b.set(pk::END, start.saturating_add(dur));
                 b.set(pk::DUR, dur);
@@ -621,8 +618,7 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
                 b.set(pk::WRITE, by);
                 b.set(pk::TRANSFER, by);
                 // Calibrated times are whole picoseconds in the exports (inf2 rates, ±0.5 ps).
-                let dps = fs.div_euclid(1000) - fs1.div_euclid(1000);
-                b.set(pk::THROUGHPUT, throughput(bytes, dps * 1000));
+                b.set(pk::THROUGHPUT, throughput(bytes, dps_fs));
                 let [m_qt, m_var, m_qn] = &mut s.memo;
                 b.set_memo(pk::QTYPE, s.queue_type, m_qt);
                 if let Some(v) = s.variable {
@@ -630,14 +626,12 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
                 }
                 b.set_memo(pk::QNAME, &s.queue_name, m_qn);
                 b.set(pk::QIDX, i64::from(queue));
-                b.set(pk::CRC, i64::from(r.w1 >> 16));
+                b.set(pk::CRC, i64::from(r.dma_crc()));
                 b.set_memo(pk::SG, &sg.name, &mut sg_memo);
                 b.set(pk::FIELD, field as i32);
                 b.set(pk::RAW_S, i64::try_from(ts1).ok());
                 b.set(pk::RAW_E, i64::try_from(r.ts).ok());
-                if let Some(batch) = b.end_row()? {
-                    sink.batch(def, batch)?;
-                }
+                b.end_row_into(sink)?;
                 s.next_idx = s.next_idx.saturating_add(1);
                 *next_id = next_id.wrapping_add(1);
                 stats.packets += 1;
@@ -648,10 +642,7 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
         runs.end_buffer(bi, idx);
     }
     stats.unpaired_starts += pairing.open_left();
-    let batch = b.take_batch()?;
-    if batch.num_rows() > 0 {
-        sink.batch(def, batch)?;
-    }
+    b.finish_into(sink)?;
     stats.aggregated += write_aggregated(&aggs, pcore, &sg.name, sink)?;
     let (plan, drop) = runs.plan(!(pairing.split || pairing.capped));
     std::mem::drop(pairing);
@@ -1071,7 +1062,7 @@ pub(super) fn decode_throttle_core<S: ByteSource + ?Sized>(
                 if !window.contains(fs) {
                     return Ok(());
                 }
-                let n = ((r.w0 >> 16) & 0xFF) as i32;
+                let n = i32::from(r.throttle_n());
                 let h = if n == 0 {
                     // The v5 exports show n = 0 as type 99 with k = n = 1.
                     Ham {
@@ -1085,9 +1076,9 @@ pub(super) fn decode_throttle_core<S: ByteSource + ?Sized>(
                     Ham {
                         fs,
                         w0: r.w0,
-                        k: (r.w1 & 0xFF) as i32,
+                        k: i32::from(r.throttle_k()),
                         n,
-                        code: ((r.w1 >> 8) & 0xFF) as i32,
+                        code: i32::from(r.throttle_type()),
                     }
                 };
                 if let Some(p) = pending.replace(h) {

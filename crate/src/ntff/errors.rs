@@ -57,7 +57,7 @@ pub(super) fn decode_errors<S: ByteSource + ?Sized>(
                     return Ok(());
                 }
                 b.set(err::DESCRIPTION, UNDECODED);
-                b.set(err::TYPE_ID, (r.w0 & 0xFF) as i32);
+                b.set(err::TYPE_ID, i32::from(r.error_type_id()));
                 b.set(err::HEX, format!("{:08x} {:08x}", r.w0, r.w1).as_str());
                 b.set(err::PCORE, pcore as i64);
                 b.set(err::TS, window.ns(fs));

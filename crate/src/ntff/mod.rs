@@ -12,6 +12,7 @@ pub mod decode;
 pub mod dma;
 pub mod errors;
 pub mod opcode;
+pub mod raw;
 pub mod write;
 
 pub use decode::{decode, DecodeContext, DecodeReport, TimeOrigin};

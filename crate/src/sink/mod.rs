@@ -23,12 +23,14 @@ pub fn ipc_stream(def: &TableDef, batches: &[RecordBatch]) -> Result<Vec<u8>> {
 /// `neuronscope bench --codec` (docs/ARCHITECTURE.md "Parquet").
 pub const CODEC: Compression = Compression::LZ4_RAW;
 
-/// Writer properties for one table's Parquet file. Per column, by type: integers are
+/// Writer properties for one table's Parquet file when no batch is at hand (see
+/// [`parquet_props_for`], which the writers use). Per column, by type: integers are
 /// DELTA_BINARY_PACKED without a dictionary (times, ids and raw ticks are sorted or nearly so,
 /// so their deltas pack into a few bits; a dictionary of distinct timestamps only costs time),
 /// floats are BYTE_STREAM_SPLIT, strings keep the dictionary (engine, opcode, queue names are a
-/// handful of values). Statistics are on for every column, so a reader can skip row groups by
-/// time range; row groups are cut by the batches we hand in (≤ [`crate::tables::BATCH_ROWS`]).
+/// handful of values). Statistics are on for every non-string column, so a reader can skip row
+/// groups by time range; row groups are cut by the batches we hand in
+/// (≤ [`crate::tables::BATCH_ROWS`]).
 pub fn parquet_props(def: &TableDef) -> WriterProperties {
     parquet_props_with(def, CODEC)
 }
@@ -44,36 +46,104 @@ pub fn default_props() -> WriterProperties {
 
 /// [`parquet_props`] with another codec (for `bench --codec`).
 pub fn parquet_props_with(def: &TableDef, codec: Compression) -> WriterProperties {
+    parquet_props_for(def, codec, None)
+}
+
+/// Distinct values in a table's first batch up to which a numeric column is dictionary-encoded
+/// (byte counts, engine and queue indices, durations of a few values: their dictionary indices
+/// bit-pack into a few bits and RLE runs, where DELTA_BINARY_PACKED pays for every jump between
+/// values; on the 200 MB real-mix NTFF `read_bytes` is 1.17 MB with a dictionary, 3.05 MB with
+/// DELTA). Above it (times, ids, raw ticks, CRCs) a dictionary is all cost.
+pub const DICT_MAX_DISTINCT: usize = 1024;
+
+/// [`parquet_props_with`], with each integer and float column's encoding chosen from `first`,
+/// the table's first batch: a dictionary (falling back to DELTA_BINARY_PACKED /
+/// BYTE_STREAM_SPLIT should it outgrow its page) when `first` holds at most
+/// [`DICT_MAX_DISTINCT`] distinct non-null values in that column, else DELTA_BINARY_PACKED /
+/// BYTE_STREAM_SPLIT without one. `None`: no dictionary for numbers. Strings: dictionary, no
+/// statistics; every other column has min/max statistics (row groups skip by time range). Deterministic in the
+/// batch, so every writer given the same first batch writes the same bytes.
+pub fn parquet_props_for(
+    def: &TableDef,
+    codec: Compression,
+    first: Option<&RecordBatch>,
+) -> WriterProperties {
     use crate::tables::Ty;
     use parquet::basic::Encoding;
+    use parquet::file::properties::EnabledStatistics;
     use parquet::schema::types::ColumnPath;
     let mut b = WriterProperties::builder()
         .set_compression(codec)
         .set_created_by(format!("neuronscope {}", env!("CARGO_PKG_VERSION")));
-    for f in def.all_fields() {
+    for (i, f) in def.all_fields().enumerate() {
         let path = match f.ty {
             Ty::ListI64 | Ty::ListStr => {
                 ColumnPath::new(vec![f.name.into(), "list".into(), "item".into()])
             }
             _ => ColumnPath::from(f.name),
         };
-        b = match f.ty {
-            Ty::I64 | Ty::I32 | Ty::ListI64 => b
-                .set_column_dictionary_enabled(path.clone(), false)
-                .set_column_encoding(path, Encoding::DELTA_BINARY_PACKED),
-            Ty::F32 | Ty::F64 => b
-                .set_column_dictionary_enabled(path.clone(), false)
-                .set_column_encoding(path, Encoding::BYTE_STREAM_SPLIT),
-            Ty::Bool | Ty::Str | Ty::ListStr => b,
+        let fallback = match f.ty {
+            Ty::I64 | Ty::I32 | Ty::ListI64 => Encoding::DELTA_BINARY_PACKED,
+            Ty::F32 | Ty::F64 => Encoding::BYTE_STREAM_SPLIT,
+            // No min/max for strings: arrow-rs compares every row's text to find them (≈ 8 % of
+            // the Parquet step on the real-mix NTFF), and no reader skips by a name range.
+            Ty::Str | Ty::ListStr => {
+                b = b.set_column_statistics_enabled(path, EnabledStatistics::None);
+                continue;
+            }
+            Ty::Bool => continue,
         };
+        let dict = first
+            .and_then(|batch| batch.columns().get(i))
+            .is_some_and(|a| low_cardinality(a.as_ref(), DICT_MAX_DISTINCT));
+        b = b
+            .set_column_dictionary_enabled(path.clone(), dict)
+            .set_column_encoding(path, fallback);
     }
     b.build()
+}
+
+/// True when `a` (int32/int64/float32/float64; anything else: false) has at least one and at
+/// most `max` distinct non-null values (floats compared by bits).
+fn low_cardinality(a: &dyn arrow_array::Array, max: usize) -> bool {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type};
+    use arrow_schema::DataType;
+    fn few<T: std::hash::Hash + Eq>(it: impl Iterator<Item = T>, max: usize) -> bool {
+        let mut seen = rustc_hash::FxHashSet::default();
+        for v in it {
+            if seen.insert(v) && seen.len() > max {
+                return false;
+            }
+        }
+        !seen.is_empty()
+    }
+    match a.data_type() {
+        DataType::Int64 => few(a.as_primitive::<Int64Type>().iter().flatten(), max),
+        DataType::Int32 => few(a.as_primitive::<Int32Type>().iter().flatten(), max),
+        DataType::Float32 => few(
+            a.as_primitive::<Float32Type>()
+                .iter()
+                .flatten()
+                .map(f32::to_bits),
+            max,
+        ),
+        DataType::Float64 => few(
+            a.as_primitive::<Float64Type>()
+                .iter()
+                .flatten()
+                .map(f64::to_bits),
+            max,
+        ),
+        _ => false,
+    }
 }
 
 /// Encodes one table as a Parquet file in memory (Explorer's `<Table>.parquet`).
 pub fn parquet_bytes(def: &TableDef, batches: &[RecordBatch]) -> Result<Vec<u8>> {
     let mut out = Vec::new();
-    let mut w = ArrowWriter::try_new(&mut out, def.schema(), Some(parquet_props(def)))?;
+    let props = parquet_props_for(def, CODEC, batches.first());
+    let mut w = ArrowWriter::try_new(&mut out, def.schema(), Some(props))?;
     for b in batches {
         w.write(b)?;
         w.flush()?; // one row group per batch keeps the writer's buffer bounded
@@ -256,7 +326,7 @@ impl<W: Write + Send, F: FnMut(&str) -> Result<W>> TableSink for ParquetSink<W, 
             let w = ArrowWriter::try_new(
                 out,
                 schema.clone(),
-                Some(parquet_props_with(def, self.codec)),
+                Some(parquet_props_for(def, self.codec, Some(&batch))),
             )?;
             let w = if self.threads > 1 {
                 let (file, factory) = w.into_serialized_writer()?;
@@ -428,6 +498,45 @@ mod tests {
         MESSAGE: Str = "message",
         CATEGORY: Str = "category",
     });
+
+    /// Numeric columns with few distinct values get a dictionary; sorted, distinct ones DELTA.
+    #[test]
+    fn encodings_chosen_from_the_first_batch() {
+        use crate::tables::{kind, TableBuilder, C};
+        use parquet::basic::Encoding;
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+        let def = &explorer::DMA_PACKET;
+        let mut b = TableBuilder::new(def);
+        const TS: C<kind::I64> = C::of(&explorer::DMA_PACKET, "start_ts");
+        const BY: C<kind::I64> = C::of(&explorer::DMA_PACKET, "read_bytes");
+        const TP: C<kind::F32> = C::of(&explorer::DMA_PACKET, "throughput");
+        for i in 0..5000i64 {
+            b.set(TS, i * 37);
+            b.set(BY, [64, 2048, 4][i as usize % 3]);
+            b.set(TP, i as f32 * 0.5);
+            assert!(b.end_row().unwrap().is_none());
+        }
+        let batch = b.take_batch().unwrap();
+        let pq = parquet_bytes(def, std::slice::from_ref(&batch)).unwrap();
+        let r = SerializedFileReader::new(bytes::Bytes::from(pq.clone())).unwrap();
+        let rg = r.metadata().row_group(0);
+        let enc = |name: &str| {
+            let c = (0..rg.num_columns())
+                .find(|&c| rg.column(c).column_path().string() == name)
+                .unwrap();
+            rg.column(c).encodings().collect::<Vec<_>>()
+        };
+        assert!(enc("read_bytes").contains(&Encoding::RLE_DICTIONARY));
+        assert!(!enc("read_bytes").contains(&Encoding::DELTA_BINARY_PACKED));
+        assert!(enc("start_ts").contains(&Encoding::DELTA_BINARY_PACKED));
+        assert!(!enc("start_ts").contains(&Encoding::RLE_DICTIONARY));
+        assert!(enc("throughput").contains(&Encoding::BYTE_STREAM_SPLIT));
+        // Same values back.
+        let (_, got) = read_parquet(bytes::Bytes::from(pq), None, 0, None).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].column(BY.idx()).as_ref(), batch.column(BY.idx()).as_ref());
+        assert_eq!(got[0].column(TS.idx()).as_ref(), batch.column(TS.idx()).as_ref());
+    }
 
     #[test]
     fn parquet_and_ipc_roundtrip() {

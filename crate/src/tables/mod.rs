@@ -797,10 +797,15 @@ impl Col {
 
 /// A value that can be put into a column of kind `K` ([`TableBuilder::set`]); `Option` puts
 /// null for `None`.
-pub trait Cell<K> {
+pub trait Cell<K>: Sized {
     /// Appends itself to `col` (already padded to the current row).
     #[doc(hidden)]
     fn put(self, col: &mut Col);
+    /// The hot path of [`TableBuilder::set`]: appends itself when `col` is already of the
+    /// right variant and holds exactly `rows` cells (no padding due); hands the value back
+    /// otherwise, for the general path to create or pad the column first.
+    #[doc(hidden)]
+    fn put_at(self, col: &mut Col, rows: usize) -> std::result::Result<(), Self>;
 }
 
 macro_rules! cells {
@@ -812,12 +817,32 @@ macro_rules! cells {
                     b.append_value(($conv)(self));
                 }
             }
+            #[inline(always)]
+            fn put_at(self, col: &mut Col, rows: usize) -> std::result::Result<(), Self> {
+                match col {
+                    Col::$variant(b) if b.len() == rows => {
+                        b.append_value(($conv)(self));
+                        Ok(())
+                    }
+                    _ => Err(self),
+                }
+            }
         }
         impl Cell<kind::$k> for Option<$t> {
             #[inline]
             fn put(self, col: &mut Col) {
                 if let Col::$variant(b) = col {
                     b.append_option(self.map($conv));
+                }
+            }
+            #[inline(always)]
+            fn put_at(self, col: &mut Col, rows: usize) -> std::result::Result<(), Self> {
+                match col {
+                    Col::$variant(b) if b.len() == rows => {
+                        b.append_option(self.map($conv));
+                        Ok(())
+                    }
+                    _ => Err(self),
                 }
             }
         }
@@ -838,8 +863,23 @@ impl Cell<kind::Str> for &str {
             _ => {}
         }
     }
+    #[inline]
+    fn put_at(self, col: &mut Col, rows: usize) -> std::result::Result<(), Self> {
+        match col {
+            Col::Dict(d) if d.keys.len() == rows => {
+                d.append(self);
+                Ok(())
+            }
+            _ => Err(self),
+        }
+    }
 }
 impl Cell<kind::ListI64> for &[i64] {
+    #[inline]
+    fn put_at(self, _col: &mut Col, _rows: usize) -> std::result::Result<(), Self> {
+        // Cold tables only: always the general path.
+        Err(self)
+    }
     #[inline]
     fn put(self, col: &mut Col) {
         if let Col::ListI64(b) = col {
@@ -849,6 +889,11 @@ impl Cell<kind::ListI64> for &[i64] {
     }
 }
 impl<S: AsRef<str>> Cell<kind::ListStr> for &[S] {
+    #[inline]
+    fn put_at(self, _col: &mut Col, _rows: usize) -> std::result::Result<(), Self> {
+        // Cold tables only: always the general path.
+        Err(self)
+    }
     #[inline]
     fn put(self, col: &mut Col) {
         if let Col::ListStr(b) = col {
@@ -867,6 +912,16 @@ impl Cell<kind::Str> for Option<&str> {
             (Col::Dict(d), Some(v)) => d.append(v),
             (Col::Dict(d), None) => d.keys.append_null(),
             _ => {}
+        }
+    }
+    #[inline]
+    fn put_at(self, col: &mut Col, rows: usize) -> std::result::Result<(), Self> {
+        match (col, self) {
+            (Col::Dict(d), Some(v)) if d.keys.len() == rows => {
+                d.append(v);
+                Ok(())
+            }
+            (_, v) => Err(v),
         }
     }
 }
@@ -966,8 +1021,23 @@ impl TableBuilder {
         (len <= rows).then_some(col)
     }
     /// Sets the cell of column `c` (typed: the value's type must fit the column's kind).
-    #[inline]
+    #[inline(always)]
     pub fn set<K: Kind, V: Cell<K>>(&mut self, c: C<K>, v: V) {
+        let rows = self.rows;
+        // Hot path: the column exists and is filled up to this row (one variant match).
+        let v = match self.cols.get_mut(c.idx) {
+            Some(col) => match v.put_at(col, rows) {
+                Ok(()) => return,
+                Err(v) => v,
+            },
+            None => return,
+        };
+        self.set_slow(c, v);
+    }
+    /// [`Self::set`] when the column is yet unset or has rows to pad first.
+    #[cold]
+    #[inline(never)]
+    fn set_slow<K: Kind, V: Cell<K>>(&mut self, c: C<K>, v: V) {
         if let Some(col) = self.slot_typed(c) {
             v.put(col);
         }
@@ -975,8 +1045,22 @@ impl TableBuilder {
     /// Sets string cell `c` to `v`, through `memo`: when `memo` was made for this column in this
     /// batch, its key is appended without looking at `v`. The caller guarantees `memo` is only
     /// ever used for this column and this value.
-    #[inline]
+    #[inline(always)]
     pub fn set_memo(&mut self, c: C<kind::Str>, v: &str, memo: &mut Memo) {
+        let batch = self.batch;
+        // Hot path: a memo of this batch and a column filled up to this row.
+        if memo.batch == batch {
+            if let Some(Col::Dict(d)) = self.cols.get_mut(c.idx) {
+                if d.keys.len() == self.rows {
+                    d.keys.append_value(memo.key);
+                    return;
+                }
+            }
+        }
+        self.set_memo_slow(c, v, memo)
+    }
+    #[inline(never)]
+    fn set_memo_slow(&mut self, c: C<kind::Str>, v: &str, memo: &mut Memo) {
         let batch = self.batch;
         match self.slot_typed(c) {
             Some(Col::Dict(d)) => {
