@@ -534,8 +534,14 @@ mod tests {
         // Same values back.
         let (_, got) = read_parquet(bytes::Bytes::from(pq), None, 0, None).unwrap();
         assert_eq!(got.len(), 1);
-        assert_eq!(got[0].column(BY.idx()).as_ref(), batch.column(BY.idx()).as_ref());
-        assert_eq!(got[0].column(TS.idx()).as_ref(), batch.column(TS.idx()).as_ref());
+        assert_eq!(
+            got[0].column(BY.idx()).as_ref(),
+            batch.column(BY.idx()).as_ref()
+        );
+        assert_eq!(
+            got[0].column(TS.idx()).as_ref(),
+            batch.column(TS.idx()).as_ref()
+        );
     }
 
     #[test]
