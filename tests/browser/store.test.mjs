@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
-import { foreignRequests, launch, requireBuild, sample, serve, waitReady, zipEntryNames } from './harness.mjs';
+import { foreignRequests, launch, requireBuild, sample, serve, showView, waitReady, zipEntryNames } from './harness.mjs';
 
 let server;
 
@@ -81,10 +81,11 @@ test('tables on OPFS: the download is the stored file, the zip holds every table
     assert.ok(job.rows >= count, `rows ${job.rows} ≥ instructions ${count}`);
 
     // Instruction.parquet: the stored file itself, every row readable.
+    await showView(page, 'tables');
     await page.selectOption('[data-testid=table-select]', 'Instruction');
     await page.waitForFunction(() => document.querySelector('[data-testid=table-info]')?.dataset.rows !== undefined);
     const pq = await downloadBytes(page, 'download-parquet');
-    assert.equal(pq.name, 'Instruction.parquet');
+    assert.match(pq.name, /^[^/]+-Instruction\.parquet$/, 'named <profile>-Instruction.parquet');
     assert.equal(Number(parquetMetadata(pq.buf).num_rows), count);
     const rows = await parquetReadObjects({ file: pq.buf, columns: ['engine'], compressors });
     assert.equal(rows.length, count);
@@ -129,6 +130,7 @@ test('without OPFS (?store=memory) the page says tables stay in wasm memory and 
     await waitReady(page);
     assert.equal(await page.locator('[data-testid=jobs-store]').getAttribute('data-store'), 'memory');
     const count = Number(await page.locator('[data-testid=instruction-count]').getAttribute('data-value'));
+    await showView(page, 'tables');
     await page.selectOption('[data-testid=table-select]', 'Instruction');
     await page.waitForFunction(() => document.querySelector('[data-testid=table-info]')?.dataset.rows !== undefined);
     const pq = await downloadBytes(page, 'download-parquet');

@@ -280,7 +280,9 @@ export class LodController<M> {
       const a = t0 - span / 2;
       const b = t1 + span / 2;
       const seq = ++this.seq;
-      this.fetch(a, b, Math.ceil(px * 2), true).then(({ model, state }) => {
+      // A view of most of the profile is the fitted level: summaries, as at open.
+      const fitted = span >= 0.8 * (this.listing.end - this.listing.start);
+      this.fetch(a, b, Math.ceil(px * 2), !fitted).then(({ model, state }) => {
         if (seq !== this.seq) return;
         this.have = { t0: a, t1: b, npp };
         this.state = state;
