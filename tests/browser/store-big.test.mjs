@@ -79,6 +79,8 @@ test('a decode cancelled mid-way ends as cancelled, its worker is replaced, and 
     await page.waitForFunction(() => document.querySelector('[data-testid=job]')?.dataset.state === 'cancelled', null, { timeout: 30_000 });
     assert.match(await job(page, 0).innerText(), /cancelled after/);
     await page.waitForFunction(() => document.body.dataset.state !== 'processing', null, { timeout: 30_000 });
+    // Playwright reports a new worker a little after it is started.
+    for (let i = 0; i < 100 && workers.length < 2; i++) await new Promise((ok) => setTimeout(ok, 100));
     assert.equal(workers.length, 2, 'a replacement worker was started');
     // Playwright reports the terminated worker's close a little later.
     for (let i = 0; i < 100 && !workers[0].closed; i++) await new Promise((ok) => setTimeout(ok, 100));
