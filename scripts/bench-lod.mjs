@@ -44,6 +44,9 @@ try {
   const openS = (Date.now() - t0) / 1000;
   const state = await page.evaluate(() => document.body.dataset.state);
   if (state !== 'ready') throw new Error(`page ended in ${state}: ${await page.locator('[data-testid=error]').innerText().catch(() => '')}`);
+  // The workspace shows one view at a time: bring the timeline's tab forward.
+  await page.click(`[data-testid=tab-${system ? 'system' : 'timeline'}]`);
+  await page.waitForTimeout(500);
   const canvas = page.locator(`[data-testid=${testid}]`);
   const settle = async () => {
     // Two frames, then wait for pending window data (data-lod changes) up to 20 s.
