@@ -83,6 +83,12 @@ test('fused_bf16_s512 at 1000×800: wheel scrolls, Ctrl+wheel and keys zoom and 
     assert.deepEqual(tabs, ['tab-summary', 'tab-timeline', 'tab-source', 'tab-tables', 'tab-compare']);
     await showView(page, 'timeline');
     const canvas = page.locator('[data-testid=timeline-canvas]');
+    // Clicking the tab hands the keys to the canvas: W zooms at once, without clicking the canvas.
+    assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), 'timeline-canvas', 'the canvas has the focus after the tab click');
+    const before = await view(page);
+    await page.keyboard.press('w');
+    await page.waitForFunction((n) => Number(document.querySelector('[data-testid=timeline-canvas]').dataset.nsPerPx) < n, before.npp);
+    await page.keyboard.press('0');
     // Expand a DMA group so the tracks are taller than the window.
     const rows = JSON.parse(await canvas.getAttribute('data-rows'));
     const header = rows.find((r) => r.kind === 'dma' && r.header && r.collapsed);

@@ -113,7 +113,14 @@ function buildTabs(): void {
   for (const [name, label] of VIEWS) {
     const b = h('button', {
       class: 'tab', role: 'tab', 'data-testid': `tab-${name}`,
-      onclick: () => showView(name),
+      onclick: (e: Event) => {
+        showView(name);
+        // A pointer click on a timeline's tab hands the keys (W/S/A/D/F) to its canvas; keyboard
+        // users (detail 0) stay on the tab list.
+        if (e instanceof MouseEvent && e.detail > 0 && (name === 'timeline' || name === 'system')) {
+          document.querySelector<HTMLCanvasElement>(`[data-testid=${name === 'system' ? 'system' : 'timeline'}-canvas]`)?.focus({ preventScroll: true });
+        }
+      },
     }, label);
     b.hidden = name !== 'summary';
     tabButtons.set(name, b);
