@@ -108,6 +108,9 @@ test('tables on OPFS: the download is the stored file, the zip holds every table
     await page.click('[data-testid=clear-stored]');
     await page.waitForFunction(() => /cleared/.test(document.querySelector('[data-testid=jobs-store]')?.textContent ?? ''));
     assert.deepEqual((await opfsFiles(page)).filter((f) => f.size > 0), [], 'no stored bytes left');
+    // The profile on screen read from those files: the page closes it instead of failing later.
+    assert.equal(await page.evaluate(() => document.body.classList.contains('has-result')), false, 'the open profile is closed');
+    assert.match(await page.locator('#summary').innerText(), /Pick a profile/);
     await device(page, 'stream_256k_fd2k').click();
     await waitReady(page);
     assert.equal((await jobs(page)).length, 3, 'decoded again after the clear');

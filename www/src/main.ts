@@ -1060,7 +1060,11 @@ function boot(): void {
       byId('version').textContent = `core ${version}`;
       const jobs = h('div', { id: 'jobs' });
       byId('jobs-slot').append(jobs);
-      mountJobs(jobs, client);
+      mountJobs(jobs, client, () => {
+        selected = null;
+        clearWorkspace();
+        renderInventory();
+      });
       if (document.body.dataset['state'] === 'boot') setState('idle');
     },
     (e: unknown) => {

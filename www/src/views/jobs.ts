@@ -43,7 +43,7 @@ export function jobText(job: Job, now: number): string {
 }
 
 /** The jobs panel; re-renders on every job change of `client` (at most once per animation frame). */
-export function mountJobs(root: HTMLElement, client: CoreClient): void {
+export function mountJobs(root: HTMLElement, client: CoreClient, onCleared: () => void = () => {}): void {
   root.classList.add('jobs');
   root.dataset['testid'] = 'jobs';
   let queued = false;
@@ -54,7 +54,11 @@ export function mountJobs(root: HTMLElement, client: CoreClient): void {
     clear.setAttribute('disabled', '');
     void client
       .clearStored()
-      .then(() => (store.textContent = 'Stored profiles cleared; they are decoded again when opened.'))
+      .then(() => {
+        store.textContent = 'Stored profiles cleared; they are decoded again when opened.';
+        // The profile on screen read its rows from the deleted files: the page closes it.
+        onCleared();
+      })
       .catch((e: unknown) => (store.textContent = `Clearing failed: ${e instanceof Error ? e.message : String(e)}`))
       .finally(() => clear.removeAttribute('disabled'));
   });
