@@ -114,16 +114,7 @@ impl Union {
     }
 }
 
-/// Appends `v` as LEB128 (7 bits a byte, low first).
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-/// Reads one LEB128 value at `*at` (written by [`put_varint`]), advancing `*at`.
+/// Reads one LEB128 value (7 bits a byte, low first) at `*at`, advancing `*at`.
 fn get_varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
     let mut v = 0u64;
     for shift in (0..64).step_by(7) {
@@ -137,16 +128,70 @@ fn get_varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
     None
 }
 
+/// Bytes of one [`ByteLog`] chunk: the slack of a log is under one chunk, not the up-to-2×
+/// of a doubling `Vec`.
+const LOG_CHUNK: usize = 16 * 1024;
+
+/// Append-only LEB128 values in fixed-size chunks (a record never spans two chunks).
+#[derive(Debug, Clone, Default, PartialEq)]
+struct ByteLog {
+    chunks: Vec<Vec<u8>>,
+}
+
+impl ByteLog {
+    /// Appends the values of one record.
+    fn record(&mut self, vals: &[u64]) {
+        let mut rec = [0u8; 20];
+        let mut n = 0usize;
+        for &v in vals.iter().take(2) {
+            let mut v = v;
+            loop {
+                let (b, more) = ((v & 0x7F) as u8, v >= 0x80);
+                if let Some(x) = rec.get_mut(n) {
+                    *x = b | if more { 0x80 } else { 0 };
+                }
+                n += 1;
+                v >>= 7;
+                if !more {
+                    break;
+                }
+            }
+        }
+        let rec = rec.get(..n).unwrap_or_default();
+        match self.chunks.last_mut() {
+            Some(c) if c.len() + rec.len() <= c.capacity() => c.extend_from_slice(rec),
+            _ => {
+                let mut c = Vec::with_capacity(LOG_CHUNK);
+                c.extend_from_slice(rec);
+                self.chunks.push(c);
+            }
+        }
+    }
+
+    /// Every value, in append order.
+    fn values(&self) -> impl Iterator<Item = u64> + '_ {
+        self.chunks.iter().flat_map(|c| {
+            let mut at = 0usize;
+            std::iter::from_fn(move || get_varint(c, &mut at))
+        })
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.chunks.iter().map(Vec::capacity).sum::<usize>()
+            + self.chunks.capacity() * std::mem::size_of::<Vec<u8>>()
+    }
+}
+
 /// A [`Union`] for streams that arrive in start order (one engine of one core: 0 of 767 360
 /// v6 instructions out of order per (pcore, engine) in a 200 MB `synth` NTFF), packed: the
 /// open component plus the closed ones as LEB128 (gap from the previous end, length), so
-/// ≈ 4–6 B per component instead of 16 B plus the `Vec`'s slack. The first push that starts
+/// ≈ 4–6 B per component instead of 16 B, in 16 KiB chunks (no doubling slack). The first push that starts
 /// before the open component turns it into a plain [`Union`] (same result, 16 B per
 /// component), so any order stays exact.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PackedUnion {
     /// Closed components, in start order: (start − previous end, end − start), wrapping u64.
-    bytes: Vec<u8>,
+    bytes: ByteLog,
     /// End of the last closed component (0 before the first).
     last_end: i64,
     /// The component still growing.
@@ -168,11 +213,10 @@ impl PackedUnion {
             Some((os, oe)) if s >= *os && s <= *oe => *oe = (*oe).max(e),
             Some((os, oe)) if s > *oe => {
                 let (os, oe) = (*os, *oe);
-                put_varint(
-                    &mut self.bytes,
+                self.bytes.record(&[
                     (os as u64).wrapping_sub(self.last_end as u64),
-                );
-                put_varint(&mut self.bytes, (oe as u64).wrapping_sub(os as u64));
+                    (oe as u64).wrapping_sub(os as u64),
+                ]);
                 self.last_end = oe;
                 self.open = Some((s, e));
             }
@@ -182,7 +226,7 @@ impl PackedUnion {
                     u.push(a, z);
                 }
                 u.push(s, e);
-                self.bytes = Vec::new();
+                self.bytes = ByteLog::default();
                 self.open = None;
                 self.spill = Some(u);
             }
@@ -193,11 +237,11 @@ impl PackedUnion {
     /// out-of-order input, else those are not merged yet).
     pub fn iter(&self) -> impl Iterator<Item = (i64, i64)> + '_ {
         let spilled = self.spill.as_ref().map(|u| u.iv.iter().copied());
-        let mut at = 0usize;
+        let mut vals = self.bytes.values();
         let mut last = 0i64;
         let packed = std::iter::from_fn(move || {
-            let gap = get_varint(&self.bytes, &mut at)?;
-            let len = get_varint(&self.bytes, &mut at)?;
+            let gap = vals.next()?;
+            let len = vals.next()?;
             let s = (last as u64).wrapping_add(gap) as i64;
             let e = (s as u64).wrapping_add(len) as i64;
             last = e;
@@ -219,7 +263,7 @@ impl PackedUnion {
 
     /// Bytes of heap this union holds.
     pub fn heap_bytes(&self) -> usize {
-        self.bytes.capacity() + self.spill.as_ref().map_or(0, Union::heap_bytes)
+        self.bytes.heap_bytes() + self.spill.as_ref().map_or(0, Union::heap_bytes)
     }
 }
 
@@ -227,7 +271,7 @@ impl PackedUnion {
 /// instead of 8–16 B), read back in push order.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PackedSeq {
-    bytes: Vec<u8>,
+    bytes: ByteLog,
     last: i64,
 }
 
@@ -235,15 +279,15 @@ impl PackedSeq {
     /// Appends `v`.
     pub fn push(&mut self, v: i64) {
         let d = v.wrapping_sub(self.last);
-        put_varint(&mut self.bytes, ((d << 1) ^ (d >> 63)) as u64);
+        self.bytes.record(&[((d << 1) ^ (d >> 63)) as u64]);
         self.last = v;
     }
 
     /// The values in push order.
     pub fn iter(&self) -> impl Iterator<Item = i64> + '_ {
-        let (mut at, mut last) = (0usize, 0i64);
+        let (mut vals, mut last) = (self.bytes.values(), 0i64);
         std::iter::from_fn(move || {
-            let z = get_varint(&self.bytes, &mut at)?;
+            let z = vals.next()?;
             last = last.wrapping_add(((z >> 1) as i64) ^ -((z & 1) as i64));
             Some(last)
         })
@@ -251,7 +295,7 @@ impl PackedSeq {
 
     /// Bytes of heap held.
     pub fn heap_bytes(&self) -> usize {
-        self.bytes.capacity()
+        self.bytes.heap_bytes()
     }
 }
 
