@@ -160,6 +160,22 @@ impl Derived {
     }
 }
 
+impl Derived {
+    /// Bytes of heap held by the packed busy components and DMA_DIRECT2D starts (for the
+    /// memory figures in docs/formats.md).
+    pub fn heap_bytes(&self) -> usize {
+        self.busy
+            .values()
+            .map(PackedUnion::heap_bytes)
+            .sum::<usize>()
+            + self
+                .triggers
+                .values()
+                .map(PackedSeq::heap_bytes)
+                .sum::<usize>()
+    }
+}
+
 /// Forwards every batch to `inner` and feeds `Instruction` batches to [`Derived`].
 pub struct DerivedCollector<'a> {
     /// Where the batches go.
