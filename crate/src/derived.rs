@@ -13,8 +13,8 @@
 //! "Derived tables"); `crate/tests/derived_golden.rs` measures them.
 //!
 //! Memory: [`DerivedCollector`] keeps, per row seen, only what the rules need — one packed
-//! busy component per future `ActiveTime` row ([`PackedUnion`], ≈ 4–6 B: instructions of one
-//! engine of one core arrive in start order) and one packed raw start per DMA_DIRECT2D
+//! busy component per future `ActiveTime` row ([`NearSorted`], ≈ 4–6 B: instructions of one
+//! engine of one core arrive in near start order) and one packed raw start per DMA_DIRECT2D
 //! ([`PackedSeq`], 1–3 B), merged per core at write time from the engines' sorted streams. `DmaUsage` is not built from the `DmaPacket`
 //! batches: the NTFF decoder re-reads each core's DMA buffer in time order (a k-way merge of its
 //! sorted runs, `crate::ntff::dma`) and feeds [`DmaUsageSeries`] online, whose state is the
@@ -28,7 +28,7 @@ use arrow_array::RecordBatch;
 use crate::engine::Engine;
 use crate::error::{Code, Problem, Result};
 use crate::ntff::DecodeReport;
-use crate::summary::{IntCol, PackedSeq, PackedUnion};
+use crate::summary::{IntCol, NearSorted, PackedSeq};
 use crate::tables::{explorer, StrCol, TableBuilder, TableDef, TableSink};
 
 /// Explorer's DGE warning (`warnings[].message` of all 16 exports, category `Missing Data`).
@@ -110,7 +110,7 @@ impl NeffFacts {
 #[derive(Debug, Default)]
 pub struct Derived {
     /// (pcore, engine) → busy intervals (raw ticks), merged online and packed.
-    busy: BTreeMap<(i64, usize), PackedUnion>,
+    busy: BTreeMap<(i64, usize), NearSorted>,
     /// (pcore, engine) → raw starts of its DMA_DIRECT2D instructions, in row order, packed.
     triggers: BTreeMap<(i64, usize), PackedSeq>,
 }
@@ -166,7 +166,7 @@ impl Derived {
     pub fn heap_bytes(&self) -> usize {
         self.busy
             .values()
-            .map(PackedUnion::heap_bytes)
+            .map(NearSorted::heap_bytes)
             .sum::<usize>()
             + self
                 .triggers
