@@ -12,9 +12,10 @@
 //! The rules were fitted on the 16 JSON exports in `../shared/samples` (docs/formats.md
 //! "Derived tables"); `crate/tests/derived_golden.rs` measures them.
 //!
-//! Memory: [`DerivedCollector`] keeps, per row seen, only what the rules need — 16 B per merged
-//! busy interval (compacted as it grows, so it is bounded by the `ActiveTime` output, not by the
-//! instruction count) and 16 B per DMA_DIRECT2D. `DmaUsage` is not built from the `DmaPacket`
+//! Memory: [`DerivedCollector`] keeps, per row seen, only what the rules need — one packed
+//! busy component per future `ActiveTime` row ([`NearSorted`], ≈ 4–6 B: instructions of one
+//! engine of one core arrive in near start order) and one packed raw start per DMA_DIRECT2D
+//! ([`PackedSeq`], 1–3 B), merged per core at write time from the engines' sorted streams. `DmaUsage` is not built from the `DmaPacket`
 //! batches: the NTFF decoder re-reads each core's DMA buffer in time order (a k-way merge of its
 //! sorted runs, `crate::ntff::dma`) and feeds [`DmaUsageSeries`] online, whose state is the
 //! packets in flight (docs/formats.md "Derived tables" → "Memory").
@@ -27,7 +28,7 @@ use arrow_array::RecordBatch;
 use crate::engine::Engine;
 use crate::error::{Code, Problem, Result};
 use crate::ntff::DecodeReport;
-use crate::summary::{IntCol, Union};
+use crate::summary::{IntCol, NearSorted, PackedSeq};
 use crate::tables::{explorer, StrCol, TableBuilder, TableDef, TableSink};
 
 /// Explorer's DGE warning (`warnings[].message` of all 16 exports, category `Missing Data`).
@@ -108,10 +109,10 @@ impl NeffFacts {
 /// State gathered from the `Instruction` and `DmaPacket` batches of one device profile.
 #[derive(Debug, Default)]
 pub struct Derived {
-    /// (pcore, engine) → busy intervals (raw ticks), merged online.
-    busy: BTreeMap<(i64, usize), Union>,
-    /// (pcore) → (raw start, engine) of every DMA_DIRECT2D.
-    triggers: BTreeMap<i64, Vec<(i64, usize)>>,
+    /// (pcore, engine) → busy intervals (raw ticks), merged online and packed.
+    busy: BTreeMap<(i64, usize), NearSorted>,
+    /// (pcore, engine) → raw starts of its DMA_DIRECT2D instructions, in row order, packed.
+    triggers: BTreeMap<(i64, usize), PackedSeq>,
 }
 
 fn col_str<'b>(b: &'b RecordBatch, name: &str) -> Option<StrCol<'b>> {
@@ -150,12 +151,28 @@ impl Derived {
                 // Semaphore waits are not busy time (schema: "semaphore waits excluded").
                 Some("EVENT_SEMAPHORE") => {}
                 Some("DMA_DIRECT2D") => {
-                    self.triggers.entry(pcore).or_default().push((s, en));
+                    self.triggers.entry((pcore, en)).or_default().push(s);
                     self.busy.entry((pcore, en)).or_default().push(s, e);
                 }
                 _ => self.busy.entry((pcore, en)).or_default().push(s, e),
             }
         }
+    }
+}
+
+impl Derived {
+    /// Bytes of heap held by the packed busy components and DMA_DIRECT2D starts (for the
+    /// memory figures in docs/formats.md).
+    pub fn heap_bytes(&self) -> usize {
+        self.busy
+            .values()
+            .map(NearSorted::heap_bytes)
+            .sum::<usize>()
+            + self
+                .triggers
+                .values()
+                .map(PackedSeq::heap_bytes)
+                .sum::<usize>()
     }
 }
 
@@ -337,6 +354,16 @@ pub struct DerivedCounts {
     pub hbm_usage_by_type: u64,
 }
 
+/// Calibrated fs of the raw times in `q` (engine `e` of core `pcore`), in push order.
+fn engine_times<'a>(
+    q: &'a PackedSeq,
+    e: usize,
+    pcore: i64,
+    fs: &'a impl Fn(i64, usize, i64) -> i128,
+) -> impl Iterator<Item = i128> + 'a {
+    q.iter().map(move |raw| fs(pcore, e, raw))
+}
+
 /// ⌊fs / 10⁶⌋ as ns, clamped to i64.
 fn ns(fs: i128) -> i64 {
     fs.div_euclid(1_000_000)
@@ -372,7 +399,8 @@ pub fn write_tables(
     let mut b = TableBuilder::new(&explorer::ACTIVE_TIME);
     for ((pcore, engine), mut busy) in d.busy {
         let name = Engine::from_ntff(engine as u32).map_or("unknown", Engine::explorer_name);
-        for &(s, e) in busy.intervals() {
+        busy.compact();
+        for (s, e) in busy.iter() {
             // Whole calibrated ps first, as for DmaPacket (inf2: 9 more rows exact).
             let ps = |fs: i128| fs.div_euclid(1000) * 1000;
             let (sf, ef) = (
@@ -393,17 +421,55 @@ pub fn write_tables(
     // PendingDma: +1 at every DMA_DIRECT2D start. Completions are known only for aggregated
     // static transfers, which we do not rebuild (docs/formats.md).
     let mut b = TableBuilder::new(&explorer::PENDING_DMA);
-    for (pcore, trig) in d.triggers {
-        let mut t: Vec<i128> = trig
-            .iter()
-            .map(|&(raw, e)| fs_engine(pcore, e, raw))
+    let triggers = &d.triggers;
+    let mut pcores: Vec<i64> = d.triggers.keys().map(|k| k.0).collect();
+    pcores.dedup();
+    for pcore in pcores {
+        let streams: Vec<(usize, &PackedSeq)> = triggers
+            .range((pcore, 0)..=(pcore, usize::MAX))
+            .map(|(&(_, e), q)| (e, q))
             .collect();
-        t.sort_unstable();
-        for (i, fs) in t.into_iter().enumerate() {
+        let fs = &fs_engine;
+        // Each engine's starts arrive in start order, so the core's sorted times are a k-way
+        // merge of its engines' streams; a stream out of order falls back to one sort.
+        let sorted = streams.iter().all(|&(e, q)| {
+            engine_times(q, e, pcore, fs)
+                .zip(engine_times(q, e, pcore, fs).skip(1))
+                .all(|(a, z)| a <= z)
+        });
+        let mut i = 0i64;
+        let mut row = |fs: i128, b: &mut TableBuilder| -> Result<()> {
+            i += 1;
             b.set(pd::TS, ns(fs - t0));
-            b.set(pd::VALUE, crate::util::i32_cell(Some(i as i64 + 1)));
+            b.set(pd::VALUE, crate::util::i32_cell(Some(i)));
             b.set(pd::PCORE, pcore);
-            b.end_row_into(sink)?;
+            b.end_row_into(sink)
+        };
+        if sorted {
+            let mut its: Vec<_> = streams
+                .iter()
+                .map(|&(e, q)| engine_times(q, e, pcore, fs))
+                .collect();
+            let mut heap: BinaryHeap<Reverse<(i128, usize)>> = its
+                .iter_mut()
+                .enumerate()
+                .filter_map(|(k, it)| it.next().map(|t| Reverse((t, k))))
+                .collect();
+            while let Some(Reverse((fs, k))) = heap.pop() {
+                if let Some(t) = its.get_mut(k).and_then(Iterator::next) {
+                    heap.push(Reverse((t, k)));
+                }
+                row(fs, &mut b)?;
+            }
+        } else {
+            let mut t: Vec<i128> = streams
+                .iter()
+                .flat_map(|&(e, q)| engine_times(q, e, pcore, fs))
+                .collect();
+            t.sort_unstable();
+            for fs in t {
+                row(fs, &mut b)?;
+            }
         }
     }
     counts.pending_dma = b.finish_into(sink)?;
@@ -473,14 +539,14 @@ mod tests {
 
     #[test]
     fn busy_compaction_is_a_union() {
-        let mut b = Union::default();
+        let mut b = crate::summary::Union::default();
         for i in 0..10_000i64 {
             // Overlapping pairs and a few disjoint gaps, pushed out of order.
             let s = (i * 7919) % 10_000 * 10;
             b.push(s, s + 15);
         }
         assert_eq!(b.intervals(), &[(0, 100_005)]);
-        let mut b = Union::default();
+        let mut b = crate::summary::Union::default();
         b.push(30, 40);
         b.push(0, 10);
         b.push(10, 20);

@@ -114,19 +114,249 @@ impl Union {
     }
 }
 
-/// Length of the union of several compacted lists, ps, by a k-way merge (O(k) extra memory).
-pub fn union_len<'a>(lists: impl IntoIterator<Item = &'a [(i64, i64)]>) -> i64 {
-    let lists: Vec<&[(i64, i64)]> = lists.into_iter().collect();
-    let mut heap: BinaryHeap<Reverse<(i64, i64, usize, usize)>> = lists
-        .iter()
+/// Reads one LEB128 value (7 bits a byte, low first) at `*at`, advancing `*at`.
+fn get_varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let b = *bytes.get(*at)?;
+        *at += 1;
+        v |= u64::from(b & 0x7F) << shift;
+        if b & 0x80 == 0 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// Bytes of one [`ByteLog`] chunk: the slack of a log is under one chunk, not the up-to-2×
+/// of a doubling `Vec`.
+const LOG_CHUNK: usize = 16 * 1024;
+
+/// Append-only LEB128 values in fixed-size chunks (a record never spans two chunks).
+#[derive(Debug, Clone, Default, PartialEq)]
+struct ByteLog {
+    chunks: Vec<Vec<u8>>,
+}
+
+impl ByteLog {
+    /// Appends the values of one record.
+    fn record(&mut self, vals: &[u64]) {
+        let mut rec = [0u8; 20];
+        let mut n = 0usize;
+        for &v in vals.iter().take(2) {
+            let mut v = v;
+            loop {
+                let (b, more) = ((v & 0x7F) as u8, v >= 0x80);
+                if let Some(x) = rec.get_mut(n) {
+                    *x = b | if more { 0x80 } else { 0 };
+                }
+                n += 1;
+                v >>= 7;
+                if !more {
+                    break;
+                }
+            }
+        }
+        let rec = rec.get(..n).unwrap_or_default();
+        match self.chunks.last_mut() {
+            Some(c) if c.len() + rec.len() <= c.capacity() => c.extend_from_slice(rec),
+            _ => {
+                let mut c = Vec::with_capacity(LOG_CHUNK);
+                c.extend_from_slice(rec);
+                self.chunks.push(c);
+            }
+        }
+    }
+
+    /// Every value, in append order.
+    fn values(&self) -> impl Iterator<Item = u64> + '_ {
+        self.chunks.iter().flat_map(|c| {
+            let mut at = 0usize;
+            std::iter::from_fn(move || get_varint(c, &mut at))
+        })
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.chunks.iter().map(Vec::capacity).sum::<usize>()
+            + self.chunks.capacity() * std::mem::size_of::<Vec<u8>>()
+    }
+}
+
+/// A [`Union`] for streams that arrive in start order (one engine of one core: 0 of 767 360
+/// v6 instructions out of order per (pcore, engine) in a 200 MB `synth` NTFF), packed: the
+/// open component plus the closed ones as LEB128 (gap from the previous end, length), so
+/// ≈ 4–6 B per component instead of 16 B, in 16 KiB chunks (no doubling slack). The first push that starts
+/// before the open component turns it into a plain [`Union`] (same result, 16 B per
+/// component), so any order stays exact.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PackedUnion {
+    /// Closed components, in start order: (start − previous end, end − start), wrapping u64.
+    bytes: ByteLog,
+    /// End of the last closed component (0 before the first).
+    last_end: i64,
+    /// The component still growing.
+    open: Option<(i64, i64)>,
+    /// Set once the input was out of order.
+    spill: Option<Union>,
+}
+
+impl PackedUnion {
+    /// Adds `[s, max(s, e)]`.
+    pub fn push(&mut self, s: i64, e: i64) {
+        let e = e.max(s);
+        if let Some(u) = &mut self.spill {
+            u.push(s, e);
+            return;
+        }
+        match &mut self.open {
+            None => self.open = Some((s, e)),
+            Some((os, oe)) if s >= *os && s <= *oe => *oe = (*oe).max(e),
+            Some((os, oe)) if s > *oe => {
+                let (os, oe) = (*os, *oe);
+                self.bytes.record(&[
+                    (os as u64).wrapping_sub(self.last_end as u64),
+                    (oe as u64).wrapping_sub(os as u64),
+                ]);
+                self.last_end = oe;
+                self.open = Some((s, e));
+            }
+            Some(_) => {
+                let mut u = Union::default();
+                for (a, z) in self.iter() {
+                    u.push(a, z);
+                }
+                u.push(s, e);
+                self.bytes = ByteLog::default();
+                self.open = None;
+                self.spill = Some(u);
+            }
+        }
+    }
+
+    /// The components in start order (call [`PackedUnion::compact`] first after
+    /// out-of-order input, else those are not merged yet).
+    pub fn iter(&self) -> impl Iterator<Item = (i64, i64)> + '_ {
+        let spilled = self.spill.as_ref().map(|u| u.iv.iter().copied());
+        let mut vals = self.bytes.values();
+        let mut last = 0i64;
+        let packed = std::iter::from_fn(move || {
+            let gap = vals.next()?;
+            let len = vals.next()?;
+            let s = (last as u64).wrapping_add(gap) as i64;
+            let e = (s as u64).wrapping_add(len) as i64;
+            last = e;
+            Some((s, e))
+        });
+        let packed = spilled.is_none().then_some(packed.chain(self.open));
+        spilled
+            .into_iter()
+            .flatten()
+            .chain(packed.into_iter().flatten())
+    }
+
+    /// Sorts and merges out-of-order input (no-op for in-order input).
+    pub fn compact(&mut self) {
+        if let Some(u) = &mut self.spill {
+            u.compact();
+        }
+    }
+
+    /// Bytes of heap this union holds.
+    pub fn heap_bytes(&self) -> usize {
+        self.bytes.heap_bytes() + self.spill.as_ref().map_or(0, Union::heap_bytes)
+    }
+}
+
+/// Intervals a [`NearSorted`] may hold back to restore start order: the `Instruction` rows of
+/// one engine of one core arrive in end order, at most 52 rows from start order in the
+/// samples (cs149 conv2d; 0 in the `synth` mix).
+pub const REORDER_WINDOW: usize = 256;
+
+/// A [`PackedUnion`] fed through a window of [`REORDER_WINDOW`] intervals that puts
+/// near-sorted input back in start order, so it stays packed; input further out of order
+/// spills to a plain [`Union`] (still exact).
+#[derive(Debug, Clone, Default)]
+pub struct NearSorted {
+    held: BinaryHeap<Reverse<(i64, i64)>>,
+    u: PackedUnion,
+}
+
+impl NearSorted {
+    /// Adds `[s, max(s, e)]`.
+    pub fn push(&mut self, s: i64, e: i64) {
+        self.held.push(Reverse((s, e)));
+        if self.held.len() > REORDER_WINDOW {
+            if let Some(Reverse((s, e))) = self.held.pop() {
+                self.u.push(s, e);
+            }
+        }
+    }
+
+    /// Flushes the window and merges spilled input; call before [`NearSorted::iter`].
+    pub fn compact(&mut self) {
+        while let Some(Reverse((s, e))) = self.held.pop() {
+            self.u.push(s, e);
+        }
+        self.u.compact();
+    }
+
+    /// The components in start order (complete after [`NearSorted::compact`]).
+    pub fn iter(&self) -> impl Iterator<Item = (i64, i64)> + '_ {
+        self.u.iter()
+    }
+
+    /// Bytes of heap held.
+    pub fn heap_bytes(&self) -> usize {
+        self.held.capacity() * std::mem::size_of::<(i64, i64)>() + self.u.heap_bytes()
+    }
+}
+
+/// A sequence of i64 kept as LEB128 zigzag deltas (1–3 B per value for near-sorted times
+/// instead of 8–16 B), read back in push order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PackedSeq {
+    bytes: ByteLog,
+    last: i64,
+}
+
+impl PackedSeq {
+    /// Appends `v`.
+    pub fn push(&mut self, v: i64) {
+        let d = v.wrapping_sub(self.last);
+        self.bytes.record(&[((d << 1) ^ (d >> 63)) as u64]);
+        self.last = v;
+    }
+
+    /// The values in push order.
+    pub fn iter(&self) -> impl Iterator<Item = i64> + '_ {
+        let (mut vals, mut last) = (self.bytes.values(), 0i64);
+        std::iter::from_fn(move || {
+            let z = vals.next()?;
+            last = last.wrapping_add(((z >> 1) as i64) ^ -((z & 1) as i64));
+            Some(last)
+        })
+    }
+
+    /// Bytes of heap held.
+    pub fn heap_bytes(&self) -> usize {
+        self.bytes.heap_bytes()
+    }
+}
+
+/// Length of the union of several sorted, merged interval streams (e.g.
+/// [`PackedUnion::iter`] after [`PackedUnion::compact`]), by a k-way merge (O(k) memory).
+pub fn union_len_of<I: Iterator<Item = (i64, i64)>>(lists: impl IntoIterator<Item = I>) -> i64 {
+    let mut lists: Vec<I> = lists.into_iter().collect();
+    let mut heap: BinaryHeap<Reverse<(i64, i64, usize)>> = lists
+        .iter_mut()
         .enumerate()
-        .filter_map(|(k, l)| l.first().map(|&(s, e)| Reverse((s, e, k, 0))))
+        .filter_map(|(k, l)| l.next().map(|(s, e)| Reverse((s, e, k))))
         .collect();
     let mut sum = 0i64;
     let mut cur: Option<(i64, i64)> = None;
-    while let Some(Reverse((s, e, k, i))) = heap.pop() {
-        if let Some(&(ns, ne)) = lists.get(k).and_then(|l| l.get(i + 1)) {
-            heap.push(Reverse((ns, ne, k, i + 1)));
+    while let Some(Reverse((s, e, k))) = heap.pop() {
+        if let Some((ns, ne)) = lists.get_mut(k).and_then(Iterator::next) {
+            heap.push(Reverse((ns, ne, k)));
         }
         match cur {
             Some((cs, ce)) if s <= ce => cur = Some((cs, ce.max(e))),
@@ -143,13 +373,18 @@ pub fn union_len<'a>(lists: impl IntoIterator<Item = &'a [(i64, i64)]>) -> i64 {
     sum
 }
 
+/// Length of the union of several compacted lists, ps, by a k-way merge (O(k) extra memory).
+pub fn union_len<'a>(lists: impl IntoIterator<Item = &'a [(i64, i64)]>) -> i64 {
+    union_len_of(lists.into_iter().map(|l| l.iter().copied()))
+}
+
 /// Intervals `[start, end)` in ps: their count, summed length and union.
 #[derive(Debug, Clone, Default)]
 pub struct Spans {
     n: u64,
     sum: i64,
     /// The union (connected components).
-    pub u: Union,
+    pub u: NearSorted,
 }
 
 impl Spans {
@@ -169,7 +404,8 @@ impl Spans {
     }
     /// Length of the union, ps (overlaps merged).
     pub fn union(&mut self) -> i64 {
-        union_len([self.u.intervals()])
+        self.u.compact();
+        union_len_of([self.u.iter()])
     }
 }
 
@@ -284,8 +520,8 @@ pub struct DmaGroup {
     /// Σ `transfer_bytes`.
     pub bytes: i64,
     /// Union of the packets' `[start, end]`, ps. Packets arrive in start order, so this holds
-    /// one component per idle gap of the group's DMA activity, not one per packet.
-    pub u: Union,
+    /// one component per idle gap of the group's DMA activity, not one per packet, packed.
+    pub u: PackedUnion,
 }
 
 impl DmaGroup {
@@ -404,7 +640,8 @@ impl Names {
 
 /// Everything `Summary`/`OpcodeSummary` need from the `Instruction` batches, accumulated batch
 /// by batch while the tables stream (no copy of the rows): counts and sums, plus the union per
-/// (engine, opcode, pcore) stream kept as its connected components ([`Union`]). Unions over
+/// (engine, opcode, pcore) stream kept as its connected components, packed ([`PackedUnion`]:
+/// each stream is one engine of one core, which arrives in start order). Unions over
 /// streams are taken at write time by k-way merges. The DMA fields come from the decoder's
 /// time-ordered DMA pass instead ([`DmaTimes`] in each core's `DmaCoreStats`).
 #[derive(Debug, Default)]
@@ -556,7 +793,7 @@ pub fn write_gathered(
     }
     let count = |v: &[&Spans]| v.iter().map(|s| s.count()).sum::<u64>();
     let total = |v: &[&Spans]| v.iter().fold(0i64, |a, s| a.saturating_add(s.total()));
-    let union = |v: &[&Spans]| union_len(v.iter().map(|s| &s.u.iv[..]));
+    let union = |v: &[&Spans]| union_len_of(v.iter().map(|s| s.u.iter()));
     let mut b = TableBuilder::new(&explorer::SUMMARY);
     // Explorer's Summary times and percents are float32.
     let f32c = |v: Option<f64>| v.map(|v| v as f32);
@@ -612,7 +849,7 @@ pub fn write_gathered(
     let all_groups = || report.cores.iter().flat_map(|c| c.dma.times.groups.iter());
     let all = all_groups().map(|g| g.n).sum::<u64>();
     let all_bytes: i64 = all_groups().fold(0i64, |a, g| a.saturating_add(g.bytes));
-    let dma_act = union_len(all_groups().map(|g| &g.u.iv[..]));
+    let dma_act = union_len_of(all_groups().map(|g| g.u.iter()));
     b.set(
         sm::DMA_PACKET_TIME,
         f32c(secs(
@@ -634,7 +871,7 @@ pub fn write_gathered(
     for (k, dc) in DYN_DMA_COLS.iter().enumerate() {
         let n: u64 = groups(k).map(|g| g.n).sum();
         let by: i64 = groups(k).fold(0i64, |a, g| a.saturating_add(g.bytes));
-        let act = union_len(groups(k).map(|g| &g.u.iv[..]));
+        let act = union_len_of(groups(k).map(|g| g.u.iter()));
         dyn_n += n;
         dyn_b = dyn_b.saturating_add(by);
         dyn_act += act;
@@ -647,7 +884,7 @@ pub fn write_gathered(
     }
     let st_n = all - dyn_n;
     let st_b = all_bytes - dyn_b;
-    let st_act = union_len(groups(2).map(|g| &g.u.iv[..]));
+    let st_act = union_len_of(groups(2).map(|g| g.u.iter()));
     b.set(sm::STATIC_DMA_ACTIVE_TIME, f32c(secs(st_act)));
     b.set(sm::STATIC_DMA_ACTIVE_TIME_PERCENT, f32c(dfrac(st_act)));
     b.set(
@@ -771,5 +1008,75 @@ mod tests {
             len
         );
         assert_eq!(union_len(std::iter::empty::<&[(i64, i64)]>()), 0);
+    }
+
+    /// The packed union equals the plain one, in order (packed) and out of order (spilled),
+    /// at the ends of the i64 range too; the packed sequence reads back what was pushed.
+    #[test]
+    fn packed_union_and_seq() {
+        let mut iv: Vec<(i64, i64)> = (0..20_000i64)
+            .map(|i| {
+                let s = i * 10 + (i % 7);
+                (s, s + [3, 10, 0, 25][(i % 4) as usize])
+            })
+            .collect();
+        iv.extend([(i64::MAX - 5, i64::MAX), (i64::MAX, i64::MAX)]);
+        iv.insert(0, (i64::MIN, i64::MIN + 3));
+        for shuffle in [false, true] {
+            let (mut p, mut u) = (PackedUnion::default(), Union::default());
+            for k in 0..iv.len() {
+                let (s, e) = iv[if shuffle { (k * 7919) % iv.len() } else { k }];
+                p.push(s, e);
+                u.push(s, e);
+            }
+            p.compact();
+            assert_eq!(p.spill.is_some(), shuffle);
+            let got: Vec<(i64, i64)> = p.iter().collect();
+            assert_eq!(got, u.intervals());
+            assert!(got.len() > 1000);
+            assert_eq!(union_len_of([p.iter()]), union_len([u.intervals()]));
+            if !shuffle {
+                assert!(p.heap_bytes() < got.len() * 6, "{} B", p.heap_bytes());
+            }
+        }
+        assert_eq!(PackedUnion::default().iter().count(), 0);
+        let vals = [
+            0,
+            5,
+            3,
+            i64::MAX,
+            i64::MIN,
+            -1,
+            1_000_000_007,
+            1_000_000_008,
+        ];
+        let mut q = PackedSeq::default();
+        for v in vals {
+            q.push(v);
+        }
+        assert_eq!(q.iter().collect::<Vec<_>>(), vals);
+    }
+
+    /// Input at most a window out of order stays packed; further out it spills; both exact.
+    #[test]
+    fn near_sorted_window() {
+        let iv: Vec<(i64, i64)> = (0..20_000i64)
+            .map(|i| (i * 10, i * 10 + 4 + i % 9))
+            .collect();
+        for (block, spills) in [(1usize, false), (200, false), (2000, true)] {
+            // Reverse every block of `block` intervals: displacement < block.
+            let mut order: Vec<(i64, i64)> = Vec::new();
+            for c in iv.chunks(block) {
+                order.extend(c.iter().rev());
+            }
+            let (mut n, mut u) = (NearSorted::default(), Union::default());
+            for &(s, e) in &order {
+                n.push(s, e);
+                u.push(s, e);
+            }
+            n.compact();
+            assert_eq!(n.u.spill.is_some(), spills, "block {block}");
+            assert_eq!(n.iter().collect::<Vec<_>>(), u.intervals(), "block {block}");
+        }
     }
 }
