@@ -209,6 +209,45 @@ impl Session {
     /// Keeps a finished sink's tables under `key` and adds to the result object `js` the wasm
     /// memory high-water mark (`wasm_memory_bytes`) and where each table went
     /// (`stored: [{name, kind: "opfs"|"memory", file, bytes}]`, `file` the file store id).
+    /// The scanned inventory (`scan` first).
+    fn inventory(&self) -> std::result::Result<&Inventory, JsError> {
+        self.inventory
+            .as_ref()
+            .ok_or_else(|| JsError::new("scan() first"))
+    }
+    /// Runs `decode` (one profile's decode into the sink it is given) inside the session's sinks:
+    /// rows counted for `progress`, level-of-detail summaries gathered (`origin`: the time axis
+    /// origin, [`crate::lod::Lod::finish`]) and the tables stored under `key`. `decode` returns the
+    /// profile's result as JS; `wasm_memory_bytes` and `stored` are added to it.
+    fn decode_stored(
+        &mut self,
+        key: &str,
+        progress: &js_sys::Function,
+        origin: Option<i64>,
+        decode: impl FnOnce(
+            &Self,
+            &mut dyn crate::tables::TableSink,
+            &mut dyn FnMut(&str, u64, u64),
+        ) -> std::result::Result<JsValue, JsError>,
+    ) -> std::result::Result<JsValue, JsError> {
+        let mut sink = store_sink(key);
+        let rows = std::cell::Cell::new(0);
+        let mut cb = progress_cb(progress, &rows);
+        let mut lod = crate::lod::LodCollector::new(&mut sink);
+        let js = decode(
+            self,
+            &mut RowCount {
+                inner: &mut lod,
+                rows: &rows,
+            },
+            &mut cb,
+        )?;
+        let mut lod = lod.lod;
+        lod.finish(origin);
+        self.lods.insert(key.to_string(), lod);
+        self.store(key, sink, &js)?;
+        Ok(js)
+    }
     fn store(
         &mut self,
         key: &str,
@@ -344,35 +383,21 @@ impl Session {
         device_index: usize,
         progress: &js_sys::Function,
     ) -> std::result::Result<JsValue, JsError> {
-        let inv = self
-            .inventory
-            .as_ref()
-            .ok_or_else(|| JsError::new("scan() first"))?;
         let key = format!("{profile_id}#{device_index}");
-        let mut sink = store_sink(&key);
-        let rows = std::cell::Cell::new(0);
-        let mut cb = progress_cb(progress, &rows);
-        let mut lod = crate::lod::LodCollector::new(&mut sink);
-        let mut counted = RowCount {
-            inner: &mut lod,
-            rows: &rows,
-        };
-        let out = crate::profile::process_device(
-            inv,
-            &profile_id,
-            device_index,
-            &|p: &str| self.open(p),
-            &mut counted,
-            &mut cb,
-        )
-        .map_err(js_err)?;
         // Device tables are ns from the execution start: the axis is theirs.
-        let mut lod = lod.lod;
-        lod.finish(Some(0));
-        self.lods.insert(key.clone(), lod);
-        let js = to_js(&out.with_key(&key))?;
-        self.store(&key, sink, &js)?;
-        Ok(js)
+        self.decode_stored(&key, progress, Some(0), |s, sink, cb| {
+            let inv = s.inventory()?;
+            let out = crate::profile::process_device(
+                inv,
+                &profile_id,
+                device_index,
+                &|p: &str| s.open(p),
+                sink,
+                cb,
+            )
+            .map_err(js_err)?;
+            to_js(&out.with_key(&key))
+        })
     }
     /// Decodes the system trace of profile `profile_id` (System or System+Device); its tables are
     /// kept under the returned key like a device profile's. Returns
@@ -382,34 +407,15 @@ impl Session {
         profile_id: String,
         progress: &js_sys::Function,
     ) -> std::result::Result<JsValue, JsError> {
-        let inv = self
-            .inventory
-            .as_ref()
-            .ok_or_else(|| JsError::new("scan() first"))?;
         let key = format!("{profile_id}#system");
-        let mut sink = store_sink(&key);
-        let rows = std::cell::Cell::new(0);
-        let mut cb = progress_cb(progress, &rows);
-        let mut lod = crate::lod::LodCollector::new(&mut sink);
-        let mut counted = RowCount {
-            inner: &mut lod,
-            rows: &rows,
-        };
-        let out = crate::profile::process_system(
-            inv,
-            &profile_id,
-            &|p: &str| self.open(p),
-            &mut counted,
-            &mut cb,
-        )
-        .map_err(js_err)?;
         // System tables are Unix ns: the axis starts at the earliest event or sample.
-        let mut lod = lod.lod;
-        lod.finish(None);
-        self.lods.insert(key.clone(), lod);
-        let js = to_js(&out.with_key(&key))?;
-        self.store(&key, sink, &js)?;
-        Ok(js)
+        self.decode_stored(&key, progress, None, |s, sink, cb| {
+            let inv = s.inventory()?;
+            let out =
+                crate::profile::process_system(inv, &profile_id, &|p: &str| s.open(p), sink, cb)
+                    .map_err(js_err)?;
+            to_js(&out.with_key(&key))
+        })
     }
     /// Decodes the PyTorch memory snapshot at `path` (a picked `memory_snapshot_rank<N>.pickle`);
     /// its `Memory*` tables are kept under the returned key. Returns
