@@ -195,6 +195,20 @@ export function zipEntryNames(bytes) {
 export async function showView(page, name) {
   await page.click(`[data-testid=tab-${name}]`);
   await page.waitForFunction((n) => document.body.dataset.view === n, name);
+  // A timeline shown from hidden lays out (ResizeObserver) and redraws on the next frames: wait
+  // until its canvas has its shown size, then two frames, before anyone reads its pixels.
+  await page.evaluate((n) => new Promise((ok) => {
+    const id = n === 'system' ? 'system-canvas' : n === 'timeline' ? 'timeline-canvas' : null;
+    const c = id === null ? null : document.querySelector(`[data-testid=${id}]`);
+    if (c === null) return ok();
+    let tries = 0;
+    const sized = () => c.clientWidth > 0 && Math.abs(c.width - Math.round(c.clientWidth * devicePixelRatio)) <= 1;
+    const tick = () => {
+      if (sized() || ++tries > 120) requestAnimationFrame(() => requestAnimationFrame(() => ok()));
+      else requestAnimationFrame(tick);
+    };
+    tick();
+  }), name);
 }
 
 /**
