@@ -83,6 +83,7 @@ test('a folder of NEFFs alone: the first opens a NEFF summary (tensors, DMA queu
       const tabs = await page.locator('[data-testid=view-tabs] .tab:not([hidden])').evaluateAll((els) => els.map((e) => e.dataset.testid));
       assert.deepEqual(tabs, ['tab-summary', 'tab-tables']);
       assert.equal(await page.locator('[data-testid=bottom-panel]').isVisible(), false, 'no empty details panel');
+      if (i === 0) await shoot(page, 'neff-summary');
       await showView(page, 'tables');
       await showView(page, 'summary');
     }

@@ -209,6 +209,7 @@ async function showSelection(range: TimeRange | null): Promise<void> {
   writeHash(false);
   const seq = ++selectionSeq;
   const cur = shown;
+  document.body.classList.toggle('has-range', range !== null && cur !== null && cur.kind === 'device');
   if (range === null || cur === null || cur.kind !== 'device') {
     selectionBox.replaceChildren(h('div', { class: 'muted' }, SELECTION_HINT));
     delete selectionBox.dataset['start'];

@@ -44,12 +44,15 @@ export function isOpenable(d: DeviceEntry): boolean {
 }
 
 /**
- * `text` (a path or a folder name) in one line that keeps its end: the last `tail` characters
- * never shrink, the start is cut with an ellipsis by CSS (`.mid-ellipsis`), so the part that tells
+ * `text` (a path or a folder name) in one line that keeps its end: the last path segment (or the
+ * last `tail` characters of a long one) never shrinks, the start is cut with an ellipsis by CSS (`.mid-ellipsis`), so the part that tells
  * sibling folders apart (`…_s512`, `…_exec_2`) stays visible. The full text is the title.
  */
 export function middleEllipsis(text: string, tail = 16, attrs: Record<string, string> = {}): HTMLElement {
-  const cut = Math.max(0, text.length - tail);
+  // Keep the whole last path segment when it is short enough (a folder name, not half of one).
+  const slash = text.lastIndexOf('/');
+  const last = text.length - slash - 1;
+  const cut = slash >= 0 && last <= 2 * tail ? slash + 1 : Math.max(0, text.length - tail);
   return h('span', { class: 'mid-ellipsis', title: text, ...attrs },
     h('span', { class: 'mid-head' }, text.slice(0, cut)),
     h('span', { class: 'mid-tail' }, text.slice(cut)));
@@ -78,7 +81,7 @@ export function pairingText(d: DeviceEntry): string {
     case 'EmptyNtff':
       return 'empty NTFF: the core was initialised but ran nothing (skipped)';
     case 'NeffOnly':
-      return 'NEFF without a trace: open it for its tensors, DMA queues and instructions (no NTFF in the folder executed it)';
+      return 'NEFF only, no trace ran it: opens its tensors, DMA queues and instructions';
     case 'Ambiguous': {
       const c = Array.isArray(data['candidates']) ? (data['candidates'] as unknown[]).map((x) => basename(String(x))).join(', ') : '';
       return `several NEFFs match (${c}); cannot tell which one ran`;

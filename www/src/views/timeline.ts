@@ -143,13 +143,18 @@ export class TimelineView {
     this.filter = h('input', { type: 'search', class: 'filter', placeholder: opts.filterPlaceholder ?? 'Highlight opcode…', 'data-testid': `${opts.canvasTestid ?? 'timeline'}-filter`, spellcheck: 'false' });
     this.filterInfo = h('span', { class: 'muted small', 'data-testid': 'timeline-filter-count' });
     let debounce = 0;
+    // The device timeline (instructions) or another (the system view's events): the hint's words.
+    const device = (opts.noun ?? 'instruction') === 'instruction';
     this.filter.addEventListener('input', () => {
       clearTimeout(debounce);
       debounce = window.setTimeout(() => this.applyFilter(), 120);
     });
     this.root = h('div', { class: 'timeline' },
       h('div', { class: 'timeline-bar' }, fit, zin, zout, this.filter, this.filterInfo,
-        h('span', { class: 'muted small hint', title: 'Wheel scrolls the tracks; Ctrl/⌘+wheel or W/S zoom around the cursor; Shift+wheel, A/D or a drag pan; drag on the time axis (or Shift+drag) selects a range, F fits it, 0 fits the execution. On the focused timeline ←/→ step through a row’s slices, ↑/↓ change rows, Enter shows the details. The % beside each row is that row’s busy time in view: the union of its slices (semaphore waits excluded on engine rows) over the visible part of the execution, for its core alone; the line above the tracks gives each engine over all cores, which at Fit is the Summary’s <engine>_active_time_percent.' }, 'Ctrl+wheel zoom · drag pan · drag axis to select · ←↑↓→ Enter · row % = busy on that core'), this.status),
+        h('span', { class: 'muted small hint', title: `Wheel scrolls the tracks; Ctrl/⌘+wheel or W/S zoom around the cursor; Shift+wheel, A/D or a drag pan; drag on the time axis (or Shift+drag) selects a range, F fits it, 0 fits the ${device ? 'execution' : 'events'}. On the focused timeline ←/→ step through a row’s slices, ↑/↓ change rows, Enter shows the details. ${device
+          ? 'The % beside each row is that row’s busy time in view: the union of its slices (semaphore waits excluded on engine rows) over the visible part of the execution, for its core alone; the line above the tracks gives each engine over all cores, which at Fit is the Summary’s <engine>_active_time_percent.'
+          : 'The % beside each row is the union of its spans over the visible part of the events window (what Fit shows).'}` },
+        `Ctrl+wheel zoom · drag pan · drag axis to select · ←↑↓→ Enter · row % = ${device ? 'busy on that core' : 'busy in view'}`), this.status),
       (this.busyLine = h('div', { class: 'timeline-busy small', 'data-testid': `${opts.canvasTestid ?? 'timeline'}-busy`, hidden: true })),
       h('div', { class: 'timeline-wrap' }, this.canvas, this.tooltip),
       (this.live = h('div', { class: 'sr-only', 'aria-live': 'polite', role: 'status', 'data-testid': `${opts.canvasTestid ?? 'timeline'}-live` })),
