@@ -349,6 +349,9 @@ test('System view: "Time span" and what Fit shows are named and agree; the jobs 
     const fit = await canvas.evaluate((c) => Number(c.dataset.fitEnd) - Number(c.dataset.fitStart));
     const shown = await canvas.evaluate((c) => Number(c.dataset.viewEnd) - Number(c.dataset.viewStart));
     await shoot(page, 'system');
+    // The page was resized (1000 px and back): a fitted view fits again rather than keeping its scale.
+    const after = await canvas.evaluate((c) => Number(c.dataset.viewEnd) - Number(c.dataset.viewStart));
+    assert.ok(Math.abs(after - shown) <= shown * 1e-6, `still fitted after a resize (${after} vs ${shown})`);
     await showView(page, 'summary');
     const fitCard = Number(await page.locator('[data-testid=system-fit-span]').getAttribute('data-value'));
     assert.ok(fitCard > 0 && Math.abs(fitCard - fit) <= 1, `"Events span (what Fit shows)" ${fitCard} = the Fit window ${fit}`);

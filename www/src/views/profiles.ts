@@ -53,7 +53,7 @@ export function middleEllipsis(text: string, tail = 16, attrs: Record<string, st
   const slash = text.lastIndexOf('/');
   const last = text.length - slash - 1;
   const cut = slash >= 0 && last <= 2 * tail ? slash + 1 : Math.max(0, text.length - tail);
-  return h('span', { class: 'mid-ellipsis', title: text, ...attrs },
+  return h('span', { class: 'mid-ellipsis', title: text, style: `--tail:${text.length - cut}ch`, ...attrs },
     h('span', { class: 'mid-head' }, text.slice(0, cut)),
     h('span', { class: 'mid-tail' }, text.slice(cut)));
 }

@@ -320,6 +320,7 @@ export class TimelineView {
   zoomTo(start: number, end: number): void {
     if (this.model === null || !(end > start)) return;
     this.pinned = { start, end };
+    this.fitted = false;
     this.viewStart = start;
     this.nsPerPx = (end - start) / this.plotWidth();
     this.canvas.dataset['zoomStart'] = String(start);
@@ -327,11 +328,15 @@ export class TimelineView {
     this.request();
   }
 
+  /** True while the view is what Fit showed: a resize fits again instead of keeping the scale. */
+  private fitted = false;
+
   fit(): void {
     this.pinned = null;
     const m = this.model;
     if (m === null) return;
     this.dropHover();
+    this.fitted = true;
     const lo = m.fitStart ?? m.start;
     const span = (m.fitEnd ?? m.end) - lo;
     const pad = span * 0.01;
@@ -343,6 +348,7 @@ export class TimelineView {
   private zoomBy(factor: number, xCss: number): void {
     if (this.model === null) return;
     this.pinned = null;
+    this.fitted = false;
     this.dropHover();
     const px = Math.max(0, xCss - this.gutter);
     const t = this.viewStart + px * this.nsPerPx;
@@ -354,6 +360,7 @@ export class TimelineView {
 
   private panBy(dxCss: number): void {
     this.pinned = null;
+    this.fitted = false;
     this.dropHover();
     this.viewStart += dxCss * this.nsPerPx;
     this.request();
@@ -372,6 +379,10 @@ export class TimelineView {
       this.canvas.height = Math.round(hgt * dpr);
     }
     if (this.pinned !== null) this.nsPerPx = (this.pinned.end - this.pinned.start) / this.plotWidth();
+    if (this.fitted && this.pinned === null) {
+      this.fit();
+      return;
+    }
     this.request();
   }
 
@@ -446,6 +457,7 @@ export class TimelineView {
   setViewport(start: number, nsPerPx: number): void {
     if (this.model === null) return;
     this.pinned = null;
+    this.fitted = false;
     this.viewStart = start;
     this.nsPerPx = nsPerPx;
     this.dropHover();
@@ -840,6 +852,7 @@ export class TimelineView {
       if (Math.abs(dx) > 3) this.drag.moved = true;
       if (this.drag.moved) {
         this.pinned = null;
+        this.fitted = false;
         this.viewStart = this.drag.start - dx * this.nsPerPx;
         this.tooltip.hidden = true;
         this.request();
@@ -943,6 +956,7 @@ export class TimelineView {
     const t1 = t0 + this.plotWidth() * this.nsPerPx;
     if (s < t0 || s > t1) {
       this.pinned = null;
+      this.fitted = false;
       this.viewStart = (s + e) / 2 - (this.plotWidth() / 2) * this.nsPerPx;
     }
     const row = this.rows.find((r) => r.track === hit.track);
