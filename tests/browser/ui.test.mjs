@@ -10,8 +10,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { REPO, foreignRequests, launch, requireBuild, sample, serve, showView, waitReady } from './harness.mjs';
 
 const SHOTS = '/tmp/shots';
@@ -32,6 +32,12 @@ before(async () => {
   // A snapshot written by Python's own pickle (the memory fixture), alone in a folder.
   execFileSync('python3', [join(REPO, 'crate', 'tests', 'fixtures', 'make_snapshots.py'), join(TMP, 'gen')], { stdio: 'ignore' });
   copyFileSync(join(TMP, 'gen', 'snapshot_p4.pickle'), join(MEM, 'memory_snapshot_rank0.pickle'));
+  // The fixture's stack frames name these host files (lines 1 – 2000): picked beside the snapshot,
+  // a frame's file:line opens in the Source view.
+  for (const rel of ['train/model.py', 'train/layers/attention.py', 'torch/nn/modules/module.py', 'torch_neuronx/xla_impl/ops.py']) {
+    mkdirSync(dirname(join(MEM, rel)), { recursive: true });
+    writeFileSync(join(MEM, rel), Array.from({ length: 2000 }, (_, i) => `line_${i + 1} = ${i + 1}\n`).join(''));
+  }
   server = await serve();
 });
 
@@ -103,6 +109,7 @@ test('Memory view: times in ms since the first entry, a click pins the stack, a 
     await page.setViewportSize({ width: 1440, height: 900 });
     await openFolder(page, MEM);
     await page.waitForFunction(() => document.body.classList.contains('has-memory') && document.body.dataset.view === 'memory');
+    assert.equal(await page.locator('[data-testid=bottom-panel]').isVisible(), false, 'no empty bottom panel under the Memory view');
     assert.equal(await page.locator('#source-panel').isVisible(), false, 'the Source panel is not under the Memory view');
     assert.match(await page.locator('[data-testid=memory-span]').innerText(), /^[\d,.]+ ms$/, 'trace span in ms');
     assert.match(await page.locator('[data-testid=memory-status]').innerText(), /^\s*[\d,.]+ ms – [\d,.]+ ms · [\d,.]+ ms visible/, 'visible window in ms');
@@ -128,8 +135,14 @@ test('Memory view: times in ms since the first entry, a click pins the stack, a 
     await page.keyboard.press('Enter');
     await page.waitForFunction(() => document.body.dataset.view === 'source');
     assert.equal(await page.locator('[data-testid=tab-source]').getAttribute('aria-selected'), 'true');
-    await page.waitForFunction((l) => document.querySelector('#source-panel [data-pending-location]')?.getAttribute('data-pending-location') === l
-      || (document.querySelector('#source-panel')?.textContent ?? '').includes(l.replace(/:\d+$/, '').replace(/^.*\//, '')), loc, { timeout: 10_000 });
+    // The picked file whose path ends like the frame's, at the frame's line.
+    await page.waitForSelector('[data-testid=source-current]', { timeout: 10_000 });
+    const [file, line] = [loc.replace(/:\d+$/, ''), Number(loc.replace(/^.*:/, ''))];
+    const shownPath = await page.locator('[data-testid=source-path]').innerText();
+    const suffix = file.replace(/^\/home\/ubuntu\//, '').replace(/^\/opt\/venv\/lib\/python3\.11\/site-packages\//, '');
+    assert.ok(shownPath.endsWith(suffix), `Source shows ${shownPath} for ${file}`);
+    assert.equal(Number(await page.locator('[data-testid=source-current]').getAttribute('data-line')), line, 'at the frame\'s line');
+    assert.equal(await page.locator(`[data-testid=source-line-${line}]`).innerText().then((t) => t.includes(`line_${line} = ${line}`)), true);
     await shoot(page, 'source');
     // No "1 allocations" (or any "1 <plural>") anywhere on the Memory view.
     await showView(page, 'memory');
