@@ -10,7 +10,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
 import { dirname, join } from 'node:path';
 import { REPO, foreignRequests, launch, requireBuild, sample, serve, showView, waitReady } from './harness.mjs';
 
@@ -44,6 +45,39 @@ before(async () => {
 after(async () => {
   await server?.close();
 });
+
+/**
+ * Instructions per (subgraph, engine) of a NEFF read here, independently of the core: the payload
+ * after the 1024-byte header is a gzip'd ustar archive (docs/format/neff.md §1); each
+ * `sgNN/def.json` names its engines' `<e>_instr` streams, 64 bytes per instruction (§7).
+ * Returns { "tensor-sg00": n, … }.
+ */
+function neffStreamCounts(path) {
+  const tar = gunzipSync(readFileSync(path).subarray(1024));
+  const members = new Map();
+  for (let off = 0; off + 512 <= tar.length;) {
+    const str = (a, b) => tar.subarray(off + a, off + b).toString('latin1').replace(/\0.*$/s, '');
+    const name = str(0, 100);
+    if (name === '') break;
+    const prefix = str(345, 500);
+    const size = parseInt(str(124, 136).trim() || '0', 8);
+    members.set(prefix ? `${prefix}/${name}` : name, tar.subarray(off + 512, off + 512 + size));
+    off += 512 + Math.ceil(size / 512) * 512;
+  }
+  const engines = { pe: 'tensor', act: 'scalar', pool: 'gpsimd', dve: 'vector', sp: 'sync' };
+  const out = {};
+  for (const [k, v] of members) {
+    const m = /^(sg\d+)\/def\.json$/.exec(k);
+    if (m === null) continue;
+    const def = JSON.parse(v.toString('utf8'));
+    for (const [key, engine] of Object.entries(engines)) {
+      const stream = def[`${key}_instr`];
+      const data = stream === undefined ? undefined : members.get(`${m[1]}/${stream}`) ?? members.get(stream);
+      if (data !== undefined) out[`${engine}-${m[1]}`] = data.length / 64;
+    }
+  }
+  return out;
+}
 
 async function openFolder(page, dir) {
   await page.goto(`${server.origin}/`);
@@ -79,6 +113,12 @@ test('a folder of NEFFs alone: the first opens a NEFF summary (tensors, DMA queu
       assert.ok(total > 0, `NEFF ${i}: instructions counted (${total})`);
       const cells = await page.locator('[data-testid=neff-instructions] td[data-value]').evaluateAll((els) => els.map((e) => Number(e.dataset.value)));
       assert.equal(cells.reduce((a, x) => a + x, 0), total, 'the per-engine cells add up to the total');
+      // Each cell = that engine stream's size / 64, read from the NEFF's archive here.
+      const file = (await page.locator('[data-testid=neff-file]').innerText()).replace(/^.*\//, '');
+      const want = neffStreamCounts(join(sample(NEFFS), file));
+      const got = Object.fromEntries(await page.locator('[data-testid=neff-instructions] td[data-value]').evaluateAll((els) =>
+        els.map((e) => [e.dataset.testid.replace(/^neff-count-/, ''), Number(e.dataset.value)])));
+      assert.deepEqual(got, want, `${file}: instructions per engine = stream bytes / 64`);
       const tensorRows = Number(await page.locator('[data-testid=neff-tensor-count]').getAttribute('data-value'));
       assert.ok(tensorRows > 0, 'tensors listed');
       assert.equal(await page.locator('[data-testid=neff-tensors] tbody tr').count(), Math.min(200, tensorRows), 'tensor rows shown');
