@@ -377,6 +377,8 @@ test('keyboard: Tab reaches every profile, the tabs and the canvas with a focus 
     await page.waitForFunction(() => document.querySelector('[data-testid=timeline-panel] [data-testid=timeline-tooltip]').hidden, null, { timeout: 2_000 });
 
     await showView(page, 'compare');
+    await page.click('[data-testid=conform-run]');
+    await page.waitForSelector('[data-testid=conform-verdict]', { timeout: 60_000 });
     await shoot(page, 'compare');
     assert.deepEqual(foreignRequests(b.requests, server.origin), []);
     assert.deepEqual(b.errors, []);
