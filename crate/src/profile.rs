@@ -64,6 +64,10 @@ pub struct DeviceSummary {
     pub per_engine: Vec<EngineCount>,
     /// The paired NEFF.
     pub neff: Option<NeffBrief>,
+    /// Instructions the NEFF holds per (physical core, engine): each stream's 64-byte slot count
+    /// (neff.md §7), engines in NTFF order. Empty without a usable NEFF. What a NEFF-only entry
+    /// shows in place of the executed counts.
+    pub neff_instructions: Vec<EngineCount>,
 }
 
 /// Rows written per table.
@@ -217,6 +221,17 @@ pub fn process_device(
         }) {
             Ok((neff, debug)) => {
                 neff_facts = Some(crate::derived::NeffFacts::of(&neff));
+                summary.neff_instructions = neff
+                    .subgraphs
+                    .iter()
+                    .flat_map(|sg| {
+                        sg.engines.iter().map(|e| EngineCount {
+                            pcore_idx: sg.pcore_idx,
+                            engine: e.engine.explorer_name(),
+                            count: e.slot_count,
+                        })
+                    })
+                    .collect();
                 summary.neff = Some(NeffBrief {
                     file: path.clone(),
                     name: neff.header.name.clone(),

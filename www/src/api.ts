@@ -100,6 +100,8 @@ export interface Summary {
   instruction_count: number;
   semaphore_count: number;
   per_engine: EngineCount[];
+  /** Instructions the NEFF holds per (physical core, engine): stream slot counts (crate::profile::DeviceSummary). */
+  neff_instructions?: EngineCount[];
   neff: { file?: string; name?: string | null; uuid?: string | null; compiler_version?: string | null } | null;
 }
 

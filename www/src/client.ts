@@ -490,7 +490,7 @@ export class CoreClient {
   private fileOf(req: Request): string | null {
     if (req.op === 'process') {
       const dev = this.inventory?.profiles.find((q) => q.id === req.profileId)?.devices[req.deviceIndex];
-      return dev?.ntff ?? null;
+      return dev?.ntff ?? dev?.neff ?? null; // a NEFF-only entry decodes its NEFF
     }
     if (req.op === 'processMemory') return req.path;
     if (req.op === 'processSystem') return this.inventory?.profiles.find((q) => q.id === req.profileId)?.system_files?.join(', ') ?? null;

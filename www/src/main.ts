@@ -13,8 +13,8 @@ import { bytes, cell, count, int, ns } from './format.ts';
 import { mountJobs } from './views/jobs.ts';
 import { directoryPicker, filesFromDrop, filesFromInput, pickWithDirectoryPicker } from './picker.ts';
 import type { FaultSpec, PickedFile } from './protocol.ts';
-import { foldedProblems, hasSystemTrace, isPaired, memorySnapshots, renderProfiles } from './views/profiles.ts';
-import { MemoryView } from './views/memory.ts';
+import { foldedProblems, hasSystemTrace, isNeffOnly, isOpenable, isPaired, memorySnapshots, renderProfiles } from './views/profiles.ts';
+import { MemoryView, type StackFrame } from './views/memory.ts';
 import { buildMemoryModel } from './views/memory-model.ts';
 import {
   buildSystemTimeline,
@@ -28,7 +28,7 @@ import {
   type DeviceLinkRow,
 } from './views/system-model.ts';
 import { SourceView } from './views/source.ts';
-import { coreLabel, engineLabel, renderSummary, renderSummaryGroups, THROTTLE_SUMMARY_COLUMNS } from './views/summary.ts';
+import { coreLabel, engineLabel, NEFF_ROWS_SHOWN, renderNeffSummary, renderSummary, renderSummaryGroups, THROTTLE_SUMMARY_COLUMNS } from './views/summary.ts';
 import { exportsFor, renderConform } from './views/conform.ts';
 import { TableBrowser, type TableSource } from './views/tables.ts';
 import { buildTimeline } from './views/timeline-model.ts';
@@ -209,6 +209,7 @@ async function showSelection(range: TimeRange | null): Promise<void> {
   writeHash(false);
   const seq = ++selectionSeq;
   const cur = shown;
+  document.body.classList.toggle('has-range', range !== null && cur !== null && cur.kind === 'device');
   if (range === null || cur === null || cur.kind !== 'device') {
     selectionBox.replaceChildren(h('div', { class: 'muted' }, SELECTION_HINT));
     delete selectionBox.dataset['start'];
@@ -309,7 +310,8 @@ function applyHash(fromHistory: boolean): boolean {
     const cut = dev.lastIndexOf(':');
     const p = inv.profiles.find((x) => x.id === dev.slice(0, cut));
     const i = Number(dev.slice(cut + 1));
-    if (p === undefined || p.devices[i]?.ntff == null) return false;
+    const d = p?.devices[i];
+    if (p === undefined || d === undefined || !isOpenable(d)) return false;
     if (fromHistory && shown?.hash === `device=${encodeURIComponent(p.id)}:${i}`) {
       then();
       applyingHash = true;
@@ -376,7 +378,11 @@ function progress(stage: string | null, done = 0, total = 0): void {
 
 function renderInventory(): void {
   if (inventory === null) return;
-  renderProfiles(byId('profiles'), inventory, {
+  // The list is rebuilt: the entry that had the focus (Enter on it) keeps it.
+  const side = byId('profiles');
+  const had = document.activeElement instanceof HTMLElement && side.contains(document.activeElement) ? document.activeElement : null;
+  const focusKey = had === null ? null : focusKeyOf(had);
+  renderProfiles(side, inventory, {
     selected,
     onOpen: (p, i) => void openDevice(p, i),
     onOpenSystem: (p) => void openSystem(p),
@@ -384,6 +390,19 @@ function renderInventory(): void {
     onOpenMemory: (path) => void openMemory(path),
     memoryShown,
   });
+  if (focusKey !== null) {
+    for (const el of side.querySelectorAll<HTMLElement>('[tabindex], button')) {
+      if (focusKeyOf(el) === focusKey) {
+        el.focus({ preventScroll: true });
+        break;
+      }
+    }
+  }
+}
+
+/** Identity of a sidebar control across re-renders: its kind, profile, device index or path. */
+function focusKeyOf(el: HTMLElement): string {
+  return [el.dataset['testid'] ?? el.tagName, el.closest<HTMLElement>('[data-profile-id]')?.dataset['profileId'] ?? '', el.dataset['deviceIndex'] ?? '', el.dataset['path'] ?? ''].join('\u0000');
 }
 
 async function loadFiles(files: PickedFile[] | Promise<PickedFile[]>, what: string): Promise<void> {
@@ -433,9 +452,12 @@ function showInventory(inv: Inventory): void {
   const first = candidates.find((c) => c.ok) ?? candidates[0];
   const snap = memorySnapshots(inv)[0];
   const sys = inv.profiles.find((p) => hasSystemTrace(p));
+  // A folder of NEFFs alone opens the first one's summary (tensors, queues, instructions).
+  const neff = inv.profiles.flatMap((p) => p.devices.flatMap((d, i) => (isNeffOnly(d) ? [{ p, i }] : [])))[0];
   if (first !== undefined) void openDevice(first.p, first.i);
   else if (snap !== undefined) void openMemory(snap.path);
   else if (sys !== undefined) void openSystem(sys);
+  else if (neff !== undefined) void openDevice(neff.p, neff.i);
   else {
     setViews(['summary']);
     byId('summary').replaceChildren(
@@ -452,7 +474,7 @@ function showInventory(inv: Inventory): void {
 /** Empties every view (a new folder, or a profile that failed to open). */
 function clearWorkspace(): void {
   shown = null;
-  document.body.classList.remove('has-result', 'has-system', 'has-memory');
+  document.body.classList.remove('has-result', 'has-system', 'has-memory', 'neff-only');
   memoryShown = null;
   memoryView.setModel(null, null);
   systemShown = null;
@@ -501,6 +523,8 @@ async function openProfile<R extends Result>(o: {
   firstTable?: string;
   summary: (r: R, source: Source) => void;
   draw: (r: R, source: Source) => Promise<void>;
+  /** A NEFF without a trace: only the Summary and Tables, no bottom panel (nothing to click). */
+  neffOnly?: boolean;
   drawWhat: string;
 }): Promise<void> {
   clearError();
@@ -534,8 +558,9 @@ async function openProfile<R extends Result>(o: {
   if (o.kind !== 'memory') memoryView.setModel(null, null);
   shown = { kind: o.kind, hash: o.hash, key: result.key };
   // Which kind of profile is on screen (tests and styles read it).
-  document.body.classList.remove('has-result', 'has-system', 'has-memory');
+  document.body.classList.remove('has-result', 'has-system', 'has-memory', 'neff-only');
   document.body.classList.add(o.kind === 'device' ? 'has-result' : `has-${o.kind}`);
+  if (o.neffOnly === true) document.body.classList.add('neff-only');
   const source = tableSource(result, o.sourceName);
   o.summary(result, source);
   browser.setSource(source, o.firstTable !== undefined ? preferFirst(result.tables, o.firstTable) : result.tables);
@@ -566,6 +591,10 @@ async function openDevice(profile: ProfileEntry, deviceIndex: number, zoom?: { e
   const device = profile.devices[deviceIndex];
   const name = device?.name ?? device?.ntff ?? `${profile.id} device ${deviceIndex}`;
   const isCurrent = (): boolean => selected?.profileId === profile.id && selected.deviceIndex === deviceIndex;
+  if (device !== undefined && isNeffOnly(device)) {
+    await openNeff(profile, deviceIndex, device.neff ?? name, isCurrent);
+    return;
+  }
   await openProfile<ProcessResult>({
     kind: 'device',
     hash: `device=${encodeURIComponent(profile.id)}:${deviceIndex}`,
@@ -635,6 +664,49 @@ async function openDevice(profile: ProfileEntry, deviceIndex: number, zoom?: { e
           return null;
         }));
       }
+    },
+  });
+}
+
+/**
+ * Opens a NEFF that no trace ran (pairing NeffOnly): the core decodes the NEFF alone (NeffHeader,
+ * TensorInfo, DmaQueuesInfo and the debug tables) and the page shows the program's summary and
+ * its tables; no timeline, source heat or comparison (there is no execution to draw).
+ */
+async function openNeff(profile: ProfileEntry, deviceIndex: number, neffPath: string, isCurrent: () => boolean): Promise<void> {
+  const name = neffPath.replace(/^.*\//, '');
+  await openProfile<ProcessResult>({
+    kind: 'device',
+    hash: `device=${encodeURIComponent(profile.id)}:${deviceIndex}`,
+    claim: () => {
+      selected = { profileId: profile.id, deviceIndex };
+      systemShown = null;
+      memoryShown = null;
+    },
+    isCurrent,
+    label: `Reading ${name}`,
+    what: `Reading the NEFF ${neffPath}`,
+    process: (onProgress) => client.process(profile.id, deviceIndex, onProgress),
+    views: ['summary', 'tables'],
+    prefer: 'summary',
+    sourceName: name,
+    firstTable: 'TensorInfo',
+    neffOnly: true,
+    summary: () => {
+      byId('summary').replaceChildren(h('h2', {}, `NEFF · ${neffPath}`), h('div', { class: 'muted' }, 'Reading its tensors and DMA queues…'));
+    },
+    drawWhat: 'The NEFF summary',
+    draw: async (result, source) => {
+      detachLod(timeline);
+      timeline.setModel(null);
+      sourceView.setHeat(null);
+      const rows = (n: string): number => Number(result.tables.find((t) => t.name === n)?.rows ?? 0);
+      const [tensors, queues] = await Promise.all([
+        rows('TensorInfo') > 0 ? source.page('TensorInfo', 0, Math.min(NEFF_ROWS_SHOWN, rows('TensorInfo'))) : Promise.resolve(null),
+        rows('DmaQueuesInfo') > 0 ? source.page('DmaQueuesInfo', 0, Math.min(NEFF_ROWS_SHOWN, rows('DmaQueuesInfo'))) : Promise.resolve(null),
+      ]);
+      if (!isCurrent()) return;
+      renderNeffSummary(byId('summary'), `NEFF · ${profile.root ? `${profile.root} · ` : ''}${name}`, result, tensors, queues);
     },
   });
 }
@@ -786,6 +858,7 @@ async function openSystem(profile: ProfileEntry): Promise<void> {
       const threadNames = new Map(Object.values(result.report.framework ?? {}).flatMap((f) => Object.entries(f.thread_names ?? {})));
       if (lod) await showSystemLod(systemView, client, result.key, cpu, mem, threadNames);
       else systemView.setModel(events === null && cpu === null && mem === null ? null : buildSystemTimeline(events ?? emptyEvents(), cpu, mem, threadNames));
+      showFitSpan(systemView.dataBounds());
     },
   });
 }
@@ -845,16 +918,21 @@ async function openMemory(path: string): Promise<void> {
         if (e === undefined) firstRow.set(s, [i, 1]);
         else e[1]++;
       }
-      const loader = async (stack: number): Promise<string[]> => {
+      const loader = async (stack: number): Promise<StackFrame[]> => {
         const at = firstRow.get(stack);
         if (at === undefined) return [];
         const t = await source.page('MemoryStackFrame', at[0], at[1]);
-        const out: string[] = [];
+        const out: StackFrame[] = [];
         for (let i = 0; i < t.numRows; i++) {
           const r = t.get(i)?.toJSON() as Record<string, unknown> | undefined;
           if (r === undefined) continue;
-          const fx = r['fx_node_name'] ? `  [fx ${String(r['fx_node_op'] ?? '')} ${String(r['fx_node_name'])}]` : '';
-          out.push(`${String(r['filename'] ?? '?')}:${String(r['line'] ?? '?')} ${String(r['name'] ?? '?')}${fx}`);
+          const line = r['line'] === null || r['line'] === undefined ? NaN : Number(r['line'] as number | bigint);
+          out.push({
+            file: typeof r['filename'] === 'string' ? r['filename'] : '',
+            line: Number.isFinite(line) ? line : null,
+            name: typeof r['name'] === 'string' ? r['name'] : '',
+            fx: r['fx_node_name'] ? `${String(r['fx_node_op'] ?? '')} ${String(r['fx_node_name'])}` : '',
+          });
         }
         return out;
       };
@@ -876,6 +954,19 @@ function preferFirst(tables: TableInfo[], name: string): TableInfo[] {
   return [...tables.filter((t) => t.name === name), ...tables.filter((t) => t.name !== name)];
 }
 
+/**
+ * Fills the System summary's "Events span" card with the window Fit shows (the runtime and
+ * hardware events; CPU and memory sampling often runs far longer), so the two spans on the page
+ * say which window each is.
+ */
+function showFitSpan(b: { fitStart: number; fitEnd: number } | null): void {
+  const el = document.querySelector<HTMLElement>('[data-testid=system-fit-span]');
+  if (el === null) return;
+  const span = b === null ? null : b.fitEnd - b.fitStart;
+  el.textContent = span === null ? '–' : ns(span);
+  el.dataset['value'] = span === null ? '' : String(span);
+}
+
 /** Headline numbers of a decoded system trace. */
 function renderSystemSummary(root: HTMLElement, title: string, r: SystemResult): void {
   const rep = r.report;
@@ -891,7 +982,8 @@ function renderSystemSummary(root: HTMLElement, title: string, r: SystemResult):
     h('h2', {}, title),
     h('div', { class: 'cards' },
       card('Events', int(rows('SystemProfileEvents')), 'system-event-count', rows('SystemProfileEvents')),
-      card('Time span (events and CPU / memory samples)', span === null ? '–' : ns(span), 'system-span', span ?? ''),
+      card('Time span (first to last event or CPU / memory sample)', span === null ? '–' : ns(span), 'system-span', span ?? ''),
+      card('Events span (what Fit shows on the System view)', '…', 'system-fit-span', ''),
       card('CPU samples', int(rows('CpuUsage')), 'system-cpu-rows', rows('CpuUsage')),
       card('Host memory samples', int(rows('HostMemUsage')), 'system-mem-rows', rows('HostMemUsage')),
       card('Device profiles', int(rows('DeviceProfileList')), 'system-device-count', rows('DeviceProfileList'))),
@@ -1024,6 +1116,8 @@ function wire(): void {
   byId('timeline-slot').append(timeline.root);
   byId('system-slot').append(systemView.root);
   byId('memory-slot').append(memoryView.root);
+  // A stack frame's file:line opens the Source view (memory.ts frameItem).
+  memoryView.onSource = (loc) => void openSourceLine(loc);
   byId('tables-slot').append(browser.root);
   byId('source-slot').append(sourceView.root);
   client.onFatal = (m) => showError(`The processing worker stopped: ${m}`);

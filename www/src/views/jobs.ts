@@ -20,9 +20,28 @@ function duration(s: number): string {
   return `${m} min ${Math.round(s - m * 60)} s`;
 }
 
+/** System-trace files of a capture directory (inventory.rs): a job over them decodes the system trace. */
+const SYSTEM_FILES = /(^|\/)(trace_info|ntrace|cpu_util|host_mem)\.pb$/;
+
+/**
+ * What a job decodes, for its line: the file name, or for a system trace (its job lists the
+ * capture's `.pb` files, comma-separated) the capture folder's name and "system trace", never one
+ * of its files (new-user trial: a system job read `trace_info.pb`).
+ */
+export function jobName(file: string): string {
+  const parts = file.split(', ').filter((p) => p !== '');
+  if (parts.length > 1 || SYSTEM_FILES.test(parts[0] ?? '')) {
+    const dirs = parts.map((p) => (p.includes('/') ? p.replace(/\/[^/]*$/, '') : ''));
+    const dir = dirs.every((d) => d === dirs[0]) ? (dirs[0] ?? '') : '';
+    const folder = dir.replace(/^.*\//, '');
+    return `${folder || 'capture'} system trace`;
+  }
+  return (parts[0] ?? file).replace(/^.*\//, '');
+}
+
 /** One job as text (also the line's `title`). */
 export function jobText(job: Job, now: number): string {
-  const name = job.file.replace(/^.*\//, '');
+  const name = jobName(job.file);
   const took = ((job.ended ?? now) - job.started) / 1000;
   switch (job.state) {
     case 'running': {

@@ -1,17 +1,17 @@
-// Memory view: a PyTorch allocator snapshot of one device on its own time axis (ns since the
-// device's first trace entry; the wall-clock start is printed beside the axis).
+// Memory view: a PyTorch allocator snapshot of one device on its own time axis (time since the
+// device's first trace entry, shown in ms; the wall-clock start is printed beside the axis).
 //
 // Canvas 1 (memory-canvas): active memory stacked by allocation, in allocation order (earlier
 // allocations below, the ones above slide down when one below is freed). Level of detail, recomputed
 // every frame: allocations of at least ~2 px height keep their own rectangle; smaller ones fill the
 // band between the top of those rectangles and the allocated curve (per pixel column, maximum over
 // the column). Lines: allocated (white) and reserved by segments (orange); OOMs as red markers.
-// Wheel zooms around the cursor, drag pans; hovering an allocation shows its stack; a click chooses
-// the time of the segment map (canvas 2, memory-segments): every segment live then, as a bar of its
+// Wheel zooms around the cursor, drag pans; hovering an allocation shows its stack (a click pins it,
+// and each frame's file:line opens the Source view); a click also chooses the time of the segment map (canvas 2, memory-segments): every segment live then, as a bar of its
 // size, with the allocations live inside it at their offsets.
 
 import { h } from '../dom.ts';
-import { bytes, int, ns, tick } from '../format.ts';
+import { bytes, count, int } from '../format.ts';
 import { layoutLarge, lowerBound, stateAt, type MemoryModel, type Rect } from './memory-model.ts';
 
 const AXIS_H = 24;
@@ -26,8 +26,39 @@ const GRID = '#262b33';
 const MUTED = '#7d8590';
 const BAND = '#3b4b63';
 
-/** Loads the frames of a stack as "file:line function" lines. */
-export type StackLoader = (stackId: number) => Promise<string[]>;
+/** One frame of an allocation's stack (MemoryStackFrame row). */
+export interface StackFrame {
+  /** Source file as recorded on the host that ran PyTorch; "" when unknown. */
+  file: string;
+  /** 1-based line, null when unknown. */
+  line: number | null;
+  /** Function name. */
+  name: string;
+  /** torch.fx node ("call_function add_1"), "" when none. */
+  fx: string;
+}
+
+/** Loads the frames of a stack, innermost first. */
+export type StackLoader = (stackId: number) => Promise<StackFrame[]>;
+
+/** "file:line name [fx …]": a frame as text (also what the Source view is asked to open, up to the line). */
+export function frameText(f: StackFrame): string {
+  return `${f.file || '?'}:${f.line ?? '?'} ${f.name || '?'}${f.fx ? `  [fx ${f.fx}]` : ''}`;
+}
+
+/** Time `t` (ns since the first trace entry) in ms: "12.345 ms" (µs digits below 1 ms, never s or ns). */
+export function msText(t: number): string {
+  const v = t / 1e6;
+  const a = Math.abs(v);
+  const digits = a >= 100 ? 1 : a >= 1 ? 3 : a >= 0.001 ? 4 : 6;
+  return `${Number(v.toFixed(digits)).toLocaleString('en-US', { maximumFractionDigits: digits })} ms`;
+}
+
+/** Axis tick label in ms for a tick at `t` with spacing `step` (both ns). */
+export function msTick(t: number, step: number): string {
+  const digits = Math.min(6, Math.max(0, Math.ceil(-Math.log10(step / 1e6) - 1e-9)));
+  return `${(t / 1e6).toFixed(digits)} ms`;
+}
 
 function hue(stack: number): number {
   let x = (stack + 1) * 2654435761;
@@ -72,9 +103,13 @@ export class MemoryView {
   private drag: { x: number; start: number; moved: boolean } | null = null;
   private rects: Rect[] = [];
   private hoverAlloc = -1;
+  /** Allocation whose stack stays in the panel (clicked), or -1 (the panel follows the pointer). */
+  private pinnedAlloc = -1;
+  /** Opens a frame's `file:line` in the Source view; frames are plain text without it. */
+  onSource: ((location: string) => void) | null = null;
   private chosen: number | null = null;
   private segAllocs: { a: number; x0: number; x1: number; y: number }[] = [];
-  private readonly stacks = new Map<number, Promise<string[]>>();
+  private readonly stacks = new Map<number, Promise<StackFrame[]>>();
   /** Called with a device index when the user picks another device. */
   onDevice: (device: number) => void = () => {};
 
@@ -101,7 +136,7 @@ export class MemoryView {
         h('button', { class: 'btn small', onclick: () => this.fit(), title: 'Whole trace (key: 0)' }, 'Fit'),
         h('button', { class: 'btn small', onclick: () => this.zoomBy(0.5, GUTTER + this.plotWidth() / 2) }, '+'),
         h('button', { class: 'btn small', onclick: () => this.zoomBy(2, GUTTER + this.plotWidth() / 2) }, '−'),
-        h('span', { class: 'muted small hint' }, 'wheel zoom · drag pan · hover: stack · click: segments at that time'),
+        h('span', { class: 'muted small hint' }, 'wheel zoom · drag pan · hover: stack · click: pin the stack, segments at that time · times in ms since the first trace entry'),
         this.status),
       h('div', { class: 'timeline-wrap' }, this.canvas),
       this.oomBox,
@@ -131,6 +166,7 @@ export class MemoryView {
     this.loader = loader;
     this.stacks.clear();
     this.hoverAlloc = -1;
+    this.pinnedAlloc = -1;
     this.chosen = null;
     this.renderHead(title);
     this.renderOoms();
@@ -157,7 +193,7 @@ export class MemoryView {
       card('Peak reserved', bytes(m.peakReserved), 'memory-peak-reserved', m.peakReserved),
       card('Trace entries', int(m.times.length), 'memory-events', m.times.length),
       card('Allocations', int(m.allocs.count), 'memory-allocs', m.allocs.count),
-      card('Trace span', ns(m.end), 'memory-span', m.end),
+      card('Trace span', msText(m.end), 'memory-span', m.end),
       card('OOMs', int(m.ooms.length), 'memory-ooms', m.ooms.length),
     );
   }
@@ -176,7 +212,7 @@ export class MemoryView {
         this.choose(o.t);
         this.request();
       },
-    }, h('span', { class: 'sev' }, 'OOM'), ` at ${ns(o.t)}: ${bytes(o.size)} requested`,
+    }, h('span', { class: 'sev' }, 'OOM'), ` at ${msText(o.t)}: ${bytes(o.size)} requested`,
     o.deviceFree !== null ? `, ${bytes(o.deviceFree)} free on the device` : '', ' (click to zoom)'))));
   }
 
@@ -239,6 +275,10 @@ export class MemoryView {
     const r = this.canvas.getBoundingClientRect();
     const x = e.clientX - r.left - GUTTER;
     if (x < 0) return;
+    // A click on an allocation pins its stack (its frames can then be clicked); elsewhere unpins.
+    const a = this.hitAt(x, e.clientY - r.top);
+    this.pinnedAlloc = a;
+    if (a >= 0) this.showAlloc(a, true);
     this.choose(this.viewStart + x * this.nsPerPx);
   }
 
@@ -266,19 +306,20 @@ export class MemoryView {
     if (a === this.hoverAlloc) return;
     this.hoverAlloc = a;
     this.request();
-    this.showAlloc(a);
+    if (this.pinnedAlloc < 0) this.showAlloc(a);
   }
 
-  private showAlloc(a: number): void {
+  private showAlloc(a: number, pinned = false): void {
     const m = this.model;
     if (m === null || a < 0) return;
     const A = m.allocs;
     const st = A.stack[a] ?? -1;
     const s = A.start[a] ?? 0;
     const e = A.end[a] ?? 0;
-    const when = `${Number.isFinite(s) ? `allocated at ${ns(s)}` : 'allocated before the trace began'} · ${Number.isFinite(e) ? `freed at ${ns(e)}` : 'still allocated at the snapshot'}`;
-    const headLine = h('div', { 'data-testid': 'memory-alloc', 'data-size': A.size[a] ?? 0, 'data-address': A.addr[a] ?? 0, 'data-stack': st },
-      `${bytes(A.size[a] ?? 0)} (${int(A.size[a] ?? 0)} B) at ${hex(A.addr[a] ?? NaN)} · ${when}`);
+    const when = `${Number.isFinite(s) ? `allocated at ${msText(s)}` : 'allocated before the trace began'} · ${Number.isFinite(e) ? `freed at ${msText(e)}` : 'still allocated at the snapshot'}`;
+    const headLine = h('div', { 'data-testid': 'memory-alloc', 'data-size': A.size[a] ?? 0, 'data-address': A.addr[a] ?? 0, 'data-stack': st, 'data-pinned': String(pinned) },
+      `${bytes(A.size[a] ?? 0)} (${int(A.size[a] ?? 0)} B) at ${hex(A.addr[a] ?? NaN)} · ${when}`,
+      h('span', { class: 'muted' }, pinned ? ' · pinned (click the chart elsewhere to follow the pointer again)' : ' · click it to pin this stack'));
     const frames = h('ol', { class: 'frames', 'data-testid': 'memory-frames' });
     this.stackBox.replaceChildren(headLine, frames);
     if (st < 0 || this.loader === null) {
@@ -290,10 +331,22 @@ export class MemoryView {
       p = this.loader(st);
       this.stacks.set(st, p);
     }
-    p.then((lines) => {
+    p.then((list) => {
       if (this.hoverAlloc !== a && this.stackBox.contains(frames) === false) return;
-      frames.replaceChildren(...(lines.length > 0 ? lines.map((l) => h('li', { 'data-testid': 'memory-frame' }, l)) : [h('li', { class: 'muted' }, 'empty stack')]));
+      frames.replaceChildren(...(list.length > 0 ? list.map((f) => this.frameItem(f)) : [h('li', { class: 'muted' }, 'empty stack')]));
     }, (err: unknown) => frames.replaceChildren(h('li', { class: 'muted' }, `stack unavailable: ${String(err)}`)));
+  }
+
+  /** A frame: its file:line is a button into the Source view when the file and line are known. */
+  private frameItem(f: StackFrame): HTMLElement {
+    const open = this.onSource;
+    const where = `${f.file || '?'}:${f.line ?? '?'}`;
+    const rest = ` ${f.name || '?'}${f.fx ? `  [fx ${f.fx}]` : ''}`;
+    if (open === null || f.file === '' || f.line === null) return h('li', { 'data-testid': 'memory-frame' }, where, rest);
+    const loc = `${f.file}:${f.line}`;
+    return h('li', { 'data-testid': 'memory-frame' },
+      h('button', { class: 'frame-link mono', 'data-testid': 'memory-frame-link', 'data-location': loc, title: `Open ${loc} in the Source view`, onclick: () => open(loc) }, where),
+      rest);
   }
 
   private choose(t: number): void {
@@ -387,7 +440,7 @@ export class MemoryView {
       const x = Math.round(GUTTER + (t - t0) / this.nsPerPx) + 0.5;
       ctx.moveTo(x, AXIS_H - 5);
       ctx.lineTo(x, AXIS_H + CHART_H);
-      ctx.fillText(tick(t, step), x + 3, AXIS_H / 2);
+      ctx.fillText(msTick(t, step), x + 3, AXIS_H / 2);
     }
     ctx.stroke();
 
@@ -477,7 +530,7 @@ export class MemoryView {
     ctx.fillStyle = '#f0a04b';
     ctx.fillText(m.peakReserved > top ? `— reserved (peak ${bytes(m.peakReserved)}, held at the top)` : '— reserved', GUTTER + 80, AXIS_H + 10);
     ctx.fillStyle = '#8ea3c0';
-    ctx.fillText(`▮ ${int(lay.smallCount)} allocations < ${bytes(bytesPerPx * 2)} (band)`, GUTTER + (m.peakReserved > top ? 330 : 150), AXIS_H + 10);
+    ctx.fillText(`▮ ${count(lay.smallCount, 'allocation')} < ${bytes(bytesPerPx * 2)} (band)`, GUTTER + (m.peakReserved > top ? 330 : 150), AXIS_H + 10);
 
     // Hooks for tests: where the largest drawn rectangle is, how much was drawn.
     let best: Rect | null = null;
@@ -495,7 +548,7 @@ export class MemoryView {
       stack: m.allocs.stack[best.a] ?? -1,
       size: m.allocs.size[best.a] ?? 0,
     });
-    this.status.textContent = ` ${ns(Math.max(t0, 0))} – ${ns(Math.min(t1, m.end))} · ${ns(t1 - t0)} visible · ${int(lay.largeCount)} large allocations drawn · t = 0 is ${wallClock(m.t0)}`;
+    this.status.textContent = ` ${msText(Math.max(t0, 0))} – ${msText(Math.min(t1, m.end))} · ${msText(t1 - t0)} visible · ${count(lay.largeCount, 'large allocation')} drawn · t = 0 is ${wallClock(m.t0)}`;
   }
 
   private drawSegments(): void {
@@ -556,16 +609,16 @@ export class MemoryView {
     let y = shown.length * SEG_ROW;
     if (extraRow) {
       ctx.fillStyle = MUTED;
-      ctx.fillText(`${st.orphans.length} outside known segments`, 6, y + SEG_ROW / 2);
+      ctx.fillText(`${count(st.orphans.length, 'allocation')} outside known segments`, 6, y + SEG_ROW / 2);
       y += SEG_ROW;
     }
     ctx.fillStyle = MUTED;
-    ctx.fillText(rows.length > shown.length ? `… ${rows.length - shown.length} more segments` : '', 6, y + SEG_ROW / 2);
+    ctx.fillText(rows.length > shown.length ? `… ${count(rows.length - shown.length, 'more segment', 'more segments')}` : '', 6, y + SEG_ROW / 2);
     const ds = this.segCanvas.dataset;
     ds['segments'] = String(rows.length);
     ds['blocks'] = String(blocks);
     ds['t'] = String(t);
-    this.segInfo.textContent = `At ${ns(t)}: ${int(rows.length)} segments (${bytes(reserved)} reserved), ${int(blocks + st.orphans.length)} live allocations (${bytes(used)}). Bars are to scale with the largest segment; hover a block for its stack.`;
+    this.segInfo.textContent = `At ${msText(t)}: ${count(rows.length, 'segment')} (${bytes(reserved)} reserved), ${count(blocks + st.orphans.length, 'live allocation')} (${bytes(used)}). Bars are to scale with the largest segment; hover a block for its stack.`;
   }
 
   private onSegMove(e: MouseEvent): void {
@@ -575,7 +628,7 @@ export class MemoryView {
     const hit = this.segAllocs.find((q) => x >= q.x0 - 0.5 && x <= q.x1 + 0.5 && y >= q.y && y < q.y + SEG_ROW);
     if (hit !== undefined && hit.a !== this.hoverAlloc) {
       this.hoverAlloc = hit.a;
-      this.showAlloc(hit.a);
+      if (this.pinnedAlloc < 0) this.showAlloc(hit.a);
       this.request();
     }
   }

@@ -33,6 +33,31 @@ function basename(path: string | null | undefined): string {
   return i < 0 ? path : path.slice(i + 1);
 }
 
+/** True for an entry with a NEFF and no trace: it opens a summary of the compiled program. */
+export function isNeffOnly(d: DeviceEntry): boolean {
+  return pairingKind(d.pairing) === 'NeffOnly' && d.neff !== null && d.neff !== undefined && d.neff !== '';
+}
+
+/** True when the entry opens on a click: an NTFF (paired or not), or a NEFF alone. */
+export function isOpenable(d: DeviceEntry): boolean {
+  return (d.ntff !== null && d.ntff !== undefined && d.ntff !== '') || isNeffOnly(d);
+}
+
+/**
+ * `text` (a path or a folder name) in one line that keeps its end: the last path segment (or the
+ * last `tail` characters of a long one) never shrinks, the start is cut with an ellipsis by CSS (`.mid-ellipsis`), so the part that tells
+ * sibling folders apart (`…_s512`, `…_exec_2`) stays visible. The full text is the title.
+ */
+export function middleEllipsis(text: string, tail = 16, attrs: Record<string, string> = {}): HTMLElement {
+  // Keep the whole last path segment when it is short enough (a folder name, not half of one).
+  const slash = text.lastIndexOf('/');
+  const last = text.length - slash - 1;
+  const cut = slash >= 0 && last <= 2 * tail ? slash + 1 : Math.max(0, text.length - tail);
+  return h('span', { class: 'mid-ellipsis', title: text, style: `--tail:${text.length - cut}ch`, ...attrs },
+    h('span', { class: 'mid-head' }, text.slice(0, cut)),
+    h('span', { class: 'mid-tail' }, text.slice(cut)));
+}
+
 /** True when the device's NTFF has a NEFF to decode against. */
 export function isPaired(d: DeviceEntry): boolean {
   return pairingKind(d.pairing) === 'Paired';
@@ -56,7 +81,7 @@ export function pairingText(d: DeviceEntry): string {
     case 'EmptyNtff':
       return 'empty NTFF: the core was initialised but ran nothing (skipped)';
     case 'NeffOnly':
-      return 'NEFF without a trace: no NTFF in the folder executed it';
+      return 'NEFF only, no trace ran it: opens its tensors, DMA queues and instructions';
     case 'Ambiguous': {
       const c = Array.isArray(data['candidates']) ? (data['candidates'] as unknown[]).map((x) => basename(String(x))).join(', ') : '';
       return `several NEFFs match (${c}); cannot tell which one ran`;
@@ -136,7 +161,7 @@ function memoryList(inv: Inventory, opts: ProfileListOptions): HTMLElement | nul
       role: 'button',
       onkeydown: (e: Event) => activateOnKey(e, () => opts.onOpenMemory?.(f.path)),
     },
-    h('div', { class: 'device-name' }, basename(f.path),
+    h('div', { class: 'device-name' }, middleEllipsis(basename(f.path), 12),
       f.rank !== null && f.rank !== undefined ? h('span', { class: 'tag' }, `rank ${f.rank}`) : null,
       h('span', { class: 'tag' }, bytes(Number(f.size)))),
     h('div', { class: 'pairing ok' }, 'allocator snapshot: open the Memory view')))));
@@ -165,7 +190,7 @@ export function renderProfiles(root: HTMLElement, inv: Inventory, opts: ProfileL
     const devices = p.devices.map((d, i) => {
       const paired = isPaired(d);
       const sel = opts.selected?.profileId === p.id && opts.selected.deviceIndex === i;
-      const openable = d.ntff !== null && d.ntff !== undefined && d.ntff !== '';
+      const openable = isOpenable(d);
       const tags = [
         d.ntff_version !== null && d.ntff_version !== undefined ? `NTFF v${d.ntff_version}` : null,
         d.nc !== null && d.nc !== undefined ? `nc ${d.nc}` : null,
@@ -175,9 +200,10 @@ export function renderProfiles(root: HTMLElement, inv: Inventory, opts: ProfileL
       return h(
         'li',
         {
-          class: `device${paired ? ' paired' : ' unpaired'}${sel ? ' selected' : ''}${openable ? '' : ' static'}`,
+          class: `device${paired ? ' paired' : ' unpaired'}${isNeffOnly(d) ? ' neff-only' : ''}${sel ? ' selected' : ''}${openable ? '' : ' static'}`,
           'data-testid': 'device',
           'data-pairing': pairingKind(d.pairing),
+          'data-device-index': i,
           title: [d.ntff, d.neff].filter(Boolean).join('\n'),
           onclick: openable ? () => opts.onOpen(p, i) : null,
           tabindex: openable ? 0 : null,
@@ -185,7 +211,7 @@ export function renderProfiles(root: HTMLElement, inv: Inventory, opts: ProfileL
           'aria-current': sel ? 'true' : null,
           onkeydown: openable ? (e: Event) => activateOnKey(e, () => opts.onOpen(p, i)) : null,
         },
-        h('div', { class: 'device-name' }, d.name || basename(d.ntff) || `device ${i}`, tags.map((t) => h('span', { class: 'tag' }, t))),
+        h('div', { class: 'device-name' }, middleEllipsis(d.name || basename(d.ntff) || basename(d.neff) || `device ${i}`, 12), tags.map((t) => h('span', { class: 'tag' }, t))),
         h('div', { class: `pairing ${paired ? 'ok' : 'bad'}`, 'data-testid': 'pairing-status' }, pairingText(d)),
       );
     });
@@ -195,7 +221,7 @@ export function renderProfiles(root: HTMLElement, inv: Inventory, opts: ProfileL
       { class: 'profile', 'data-testid': 'profile', 'data-profile-type': p.profile_type, 'data-profile-id': p.id },
       h('div', { class: 'profile-head' },
         h('span', { class: `ptype ${typeClass(p.profile_type)}`, 'data-testid': 'profile-type' }, p.profile_type),
-        h('span', { class: 'pid', title: p.id }, p.root || p.id)),
+        middleEllipsis(p.root || p.id, 18, { class: 'mid-ellipsis pid' })),
       where ? h('div', { class: 'profile-where' }, where) : null,
       hasSystemTrace(p) && opts.onOpenSystem !== undefined
         ? h('button', {

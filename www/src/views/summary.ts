@@ -71,7 +71,7 @@ export function renderSummary(root: HTMLElement, title: string, r: ProcessResult
     ...nodes(
     h('h2', {}, title),
     h('div', { class: 'cards' },
-      card('Total time', s.total_time_ns === null || s.total_time_ns === undefined ? '—' : ns(Number(s.total_time_ns)), 'total-time', Number(s.total_time_ns ?? NaN)),
+      card('Total time (the execution: what Fit shows)', s.total_time_ns === null || s.total_time_ns === undefined ? '—' : ns(Number(s.total_time_ns)), 'total-time', Number(s.total_time_ns ?? NaN)),
       card('Instructions', int(Number(s.instruction_count)), 'instruction-count', Number(s.instruction_count)),
       card('Semaphore updates', int(Number(s.semaphore_count)), 'semaphore-count', Number(s.semaphore_count)),
       card('Physical cores', String(cores.length), 'core-count', cores.length),
@@ -226,4 +226,78 @@ export function renderSummaryGroups(root: HTMLElement, summary: Table | null, me
           h('td', { class: 'mono', title: f.unit ? `unit: ${f.unit}` : '' }, f.name),
           h('td', { class: 'num', 'data-value': f.raw }, f.text))))));
   }));
+}
+
+/** Rows of a NEFF table shown on the NEFF summary at most (the Tables view has them all). */
+export const NEFF_ROWS_SHOWN = 200;
+
+/**
+ * Summary of a NEFF opened without a trace (pairing NeffOnly): the compiled program's header
+ * (NeffHeader via `r.summary.neff`), the instructions it holds per engine and physical core
+ * (`summary.neff_instructions`: each stream's 64-byte slot count, neff.md §7), its tensors
+ * (TensorInfo: variable_name, type, format, shape, size in bytes) and DMA queues (DmaQueuesInfo:
+ * name, type, pcore_idx). `tensors` / `queues` are the first rows (at most NEFF_ROWS_SHOWN) or null
+ * when the NEFF wrote none; the row totals come from `r.tables`. No timing: nothing ran.
+ */
+export function renderNeffSummary(root: HTMLElement, title: string, r: ProcessResult, tensors: Table | null, queues: Table | null): void {
+  const s = r.summary;
+  const instr = s.neff_instructions ?? [];
+  const rows = (n: string): number => Number(r.tables.find((t) => t.name === n)?.rows ?? 0);
+  const cores = [...new Set(instr.map((e) => Number(e.pcore_idx)))].sort((a, b) => a - b);
+  const engines = [...new Set(instr.map((e) => e.engine))].sort((a, b) => engineRank(a) - engineRank(b));
+  const countOf = (engine: string, core: number): number =>
+    instr.filter((e) => e.engine === engine && Number(e.pcore_idx) === core).reduce((a, e) => a + Number(e.count), 0);
+  const total = instr.reduce((a, e) => a + Number(e.count), 0);
+  const neff = s.neff;
+  const table = (t: Table | null, cols: readonly (readonly [string, string])[], testid: string, totalRows: number, what: string): HTMLElement => {
+    if (t === null || t.numRows === 0) return h('div', { class: 'muted', 'data-testid': testid, 'data-rows': 0 }, `The NEFF lists no ${what}.`);
+    const get = cols.map(([c]) => t.getChild(c));
+    return h('div', {},
+      h('table', { class: 'grid', 'data-testid': testid, 'data-rows': totalRows },
+        h('thead', {}, h('tr', {}, cols.map(([c, label]) => h('th', { class: c === 'size' || c === 'pcore_idx' ? 'num' : '' }, label)))),
+        h('tbody', {}, Array.from({ length: t.numRows }, (_, i) => h('tr', {}, cols.map(([c], j) => {
+          const v = get[j]?.get(i);
+          return h('td', { class: c === 'size' ? 'num' : c === 'pcore_idx' ? 'num' : 'mono' },
+            c === 'size' && v !== null && v !== undefined ? bytes(Number(v)) : c === 'pcore_idx' && v !== null && v !== undefined ? coreLabel(Number(v)) : cell(v));
+        }))))),
+      totalRows > t.numRows ? h('div', { class: 'muted small' }, `First ${int(t.numRows)} of ${int(totalRows)}; the Tables view lists them all.`) : null);
+  };
+  root.replaceChildren(...nodes(
+    h('h2', {}, title),
+    h('p', { class: 'muted neff-note', 'data-testid': 'neff-only-note' },
+      'A compiled program without a trace: no .ntff in the picked files ran it, so there is no timeline, source time or comparison. Pick the folder of a profiling run (the .ntff next to this .neff) to see how it ran.'),
+    h('div', { class: 'cards' },
+      card('Network', neff?.name ?? '—', 'neff-name'),
+      card('Instructions in the NEFF', int(total), 'neff-instruction-count', total),
+      card('Physical cores', String(cores.length), 'neff-core-count', cores.length),
+      card('Tensors', int(rows('TensorInfo')), 'neff-tensor-count', rows('TensorInfo')),
+      card('DMA queues', int(rows('DmaQueuesInfo')), 'neff-queue-count', rows('DmaQueuesInfo'))),
+    h('div', { class: 'summary-cols neff-summary' },
+      h('section', {},
+        h('h3', { title: 'Slots of each engine’s instruction stream (64 bytes each); an executed profile counts the instructions that ran, which loops repeat.' }, 'Instructions per engine and physical core (in the program)'),
+        engines.length === 0
+          ? h('div', { class: 'muted', 'data-testid': 'neff-instructions' }, 'The NEFF names no instruction streams.')
+          : h('table', { class: 'grid', 'data-testid': 'neff-instructions' },
+              h('thead', {}, h('tr', {}, h('th', {}, 'Engine'), cores.map((c) => h('th', { class: 'num' }, coreLabel(c))), h('th', { class: 'num' }, 'Total'))),
+              h('tbody', {}, engines.map((e) => {
+                const row = cores.map((c) => countOf(e, c));
+                return h('tr', { 'data-engine': e },
+                  h('td', {}, engineLabel(e)),
+                  row.map((v, i) => h('td', { class: 'num', 'data-testid': `neff-count-${e}-${coreLabel(cores[i] ?? 0)}`, 'data-value': v }, int(v))),
+                  h('td', { class: 'num strong' }, int(row.reduce((a, b) => a + b, 0))));
+              }))),
+        h('h3', {}, 'Compiled program'),
+        neff
+          ? h('dl', { class: 'kv' },
+              neff.file ? [h('dt', {}, 'file'), h('dd', { 'data-testid': 'neff-file' }, neff.file)] : null,
+              h('dt', {}, 'uuid'), h('dd', { class: 'mono', 'data-testid': 'neff-uuid' }, neff.uuid ?? '—'),
+              h('dt', {}, 'compiler'), h('dd', { 'data-testid': 'neff-compiler' }, neff.compiler_version ?? '—'))
+          : h('div', { class: 'muted' }, 'The NEFF header could not be read (see the problems below).'),
+        h('h3', {}, 'DMA queues'),
+        table(queues, [['name', 'Queue'], ['type', 'type'], ['pcore_idx', 'core']], 'neff-queues', rows('DmaQueuesInfo'), 'DMA queues')),
+      h('section', {},
+        h('h3', {}, 'Tensors'),
+        table(tensors, [['variable_name', 'Tensor'], ['type', 'type'], ['format', 'format'], ['shape', 'shape'], ['size', 'size']], 'neff-tensors', rows('TensorInfo'), 'input, output or weight tensors'))),
+    r.problems.length > 0 ? h('section', {}, h('h3', {}, 'Problems'), foldedProblems(r.problems)) : null,
+  ));
 }

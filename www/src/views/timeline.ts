@@ -5,13 +5,18 @@
 //
 // Coordinates: time in ns since profile start; x in CSS pixels; view = [viewStart, viewStart +
 // nsPerPx × plotWidth]. Wheel zooms around the cursor, drag pans, hover shows a tooltip, click
-// selects and fills the details panel with every field of that Instruction row.
+// selects and fills the details panel with every field of that Instruction row. Keyboard (focused
+// canvas): ←/→ move the selection to the previous/next slice of its row, ↑/↓ to the nearest slice
+// of the row above/below, Enter opens its details; an aria-live region reads the selected slice.
+// Row percentages: the union of the row's slices (semaphore waits excluded on engine rows) over
+// the visible part of the execution window, per core; the line above the tracks gives each
+// engine over all cores, the Summary's `<engine>_active_time_percent` at Fit.
 
 import type { Schema, Table } from 'apache-arrow';
 import { h, nodes } from '../dom.ts';
 import { bytes, cell, int, ns, tick } from '../format.ts';
-import { coreLabel } from './summary.ts';
-import { busyIn, lowerBound, type Counter, type TimelineModel, type Track } from './timeline-model.ts';
+import { coreLabel, ENGINES } from './summary.ts';
+import { activeIn, engineActiveIn, lowerBound, type Counter, type TimelineModel, type Track } from './timeline-model.ts';
 import { TimelineInput, type Viewport } from './timeline-input.ts';
 import { SUMMARY_COUNT } from './tracks/lod.ts';
 import { DIMMED, drawCounters, drawTrack, HUES, RENDERERS, type Frame } from './tracks/render.ts';
@@ -103,6 +108,10 @@ export class TimelineView {
   private readonly filter: HTMLInputElement;
   private readonly filterInfo: HTMLElement;
   private readonly resize: ResizeObserver;
+  /** Screen-reader text of the selected slice (aria-live). */
+  private readonly live: HTMLElement;
+  /** Busy % per engine over all cores in view (the Summary's definition), busiest first marked. */
+  private readonly busyLine: HTMLElement;
 
   private readonly opts: TimelineOptions;
   private readonly gutter: number;
@@ -134,14 +143,21 @@ export class TimelineView {
     this.filter = h('input', { type: 'search', class: 'filter', placeholder: opts.filterPlaceholder ?? 'Highlight opcode…', 'data-testid': `${opts.canvasTestid ?? 'timeline'}-filter`, spellcheck: 'false' });
     this.filterInfo = h('span', { class: 'muted small', 'data-testid': 'timeline-filter-count' });
     let debounce = 0;
+    // The device timeline (instructions) or another (the system view's events): the hint's words.
+    const device = (opts.noun ?? 'instruction') === 'instruction';
     this.filter.addEventListener('input', () => {
       clearTimeout(debounce);
       debounce = window.setTimeout(() => this.applyFilter(), 120);
     });
     this.root = h('div', { class: 'timeline' },
       h('div', { class: 'timeline-bar' }, fit, zin, zout, this.filter, this.filterInfo,
-        h('span', { class: 'muted small hint', title: 'Wheel scrolls the tracks; Ctrl/⌘+wheel or W/S zoom around the cursor; Shift+wheel, A/D or a drag pan; drag on the time axis (or Shift+drag) selects a range, F fits it, 0 fits the execution. The % beside each row is the summed duration of its slices in view (semaphore waits and overlaps included) over the visible time; the Selection tab and the Summary count busy time as the union without semaphore waits.' }, 'Ctrl+wheel zoom · drag pan · drag axis to select · % = slice time in view'), this.status),
+        h('span', { class: 'muted small hint', title: `Wheel scrolls the tracks; Ctrl/⌘+wheel or W/S zoom around the cursor; Shift+wheel, A/D or a drag pan; drag on the time axis (or Shift+drag) selects a range, F fits it, 0 fits the ${device ? 'execution' : 'events'}. On the focused timeline ←/→ step through a row’s slices, ↑/↓ change rows, Enter shows the details. ${device
+          ? 'The % beside each row is that row’s busy time in view: the union of its slices (semaphore waits excluded on engine rows) over the visible part of the execution, for its core alone; the line above the tracks gives each engine over all cores, which at Fit is the Summary’s <engine>_active_time_percent.'
+          : 'The % beside each row is the union of its spans over the visible part of the events window (what Fit shows).'}` },
+        `Ctrl+wheel zoom · drag pan · drag axis to select · ←↑↓→ Enter · row % = ${device ? 'busy on that core' : 'busy in view'}`), this.status),
+      (this.busyLine = h('div', { class: 'timeline-busy small', 'data-testid': `${opts.canvasTestid ?? 'timeline'}-busy`, hidden: true })),
       h('div', { class: 'timeline-wrap' }, this.canvas, this.tooltip),
+      (this.live = h('div', { class: 'sr-only', 'aria-live': 'polite', role: 'status', 'data-testid': `${opts.canvasTestid ?? 'timeline'}-live` })),
       (this.legend = h('div', { class: 'timeline-legend muted small', 'data-testid': 'timeline-legend', hidden: true })),
       this.details);
 
@@ -158,6 +174,8 @@ export class TimelineView {
       this.request();
     });
     this.canvas.addEventListener('keydown', (e) => this.onKey(e));
+    // A scroll (page, track list, panel) moves the slices under a still pointer: the tooltip goes.
+    window.addEventListener('scroll', () => this.dropHover(), { capture: true, passive: true });
     this.resize = new ResizeObserver(() => this.layout());
     this.resize.observe(this.root);
   }
@@ -179,6 +197,7 @@ export class TimelineView {
     this.canvas.dataset['pendingRows'] = String(count('pending'));
     this.hover = null;
     this.selected = null;
+    this.announce();
     this.colorCache.clear();
     this.showLegend();
     this.applyFilter();
@@ -197,6 +216,7 @@ export class TimelineView {
     this.model = model;
     this.hover = null;
     this.selected = null;
+    this.announce();
     this.colorCache.clear();
     this.applyFilter();
     this.relayoutRows();
@@ -300,6 +320,7 @@ export class TimelineView {
   zoomTo(start: number, end: number): void {
     if (this.model === null || !(end > start)) return;
     this.pinned = { start, end };
+    this.fitted = false;
     this.viewStart = start;
     this.nsPerPx = (end - start) / this.plotWidth();
     this.canvas.dataset['zoomStart'] = String(start);
@@ -307,10 +328,15 @@ export class TimelineView {
     this.request();
   }
 
+  /** True while the view is what Fit showed: a resize fits again instead of keeping the scale. */
+  private fitted = false;
+
   fit(): void {
     this.pinned = null;
     const m = this.model;
     if (m === null) return;
+    this.dropHover();
+    this.fitted = true;
     const lo = m.fitStart ?? m.start;
     const span = (m.fitEnd ?? m.end) - lo;
     const pad = span * 0.01;
@@ -322,6 +348,8 @@ export class TimelineView {
   private zoomBy(factor: number, xCss: number): void {
     if (this.model === null) return;
     this.pinned = null;
+    this.fitted = false;
+    this.dropHover();
     const px = Math.max(0, xCss - this.gutter);
     const t = this.viewStart + px * this.nsPerPx;
     const full = (this.model.end - this.model.start) * 1.5;
@@ -332,6 +360,8 @@ export class TimelineView {
 
   private panBy(dxCss: number): void {
     this.pinned = null;
+    this.fitted = false;
+    this.dropHover();
     this.viewStart += dxCss * this.nsPerPx;
     this.request();
   }
@@ -349,6 +379,10 @@ export class TimelineView {
       this.canvas.height = Math.round(hgt * dpr);
     }
     if (this.pinned !== null) this.nsPerPx = (this.pinned.end - this.pinned.start) / this.plotWidth();
+    if (this.fitted && this.pinned === null) {
+      this.fit();
+      return;
+    }
     this.request();
   }
 
@@ -423,10 +457,20 @@ export class TimelineView {
   setViewport(start: number, nsPerPx: number): void {
     if (this.model === null) return;
     this.pinned = null;
+    this.fitted = false;
     this.viewStart = start;
     this.nsPerPx = nsPerPx;
-    this.tooltip.hidden = true;
+    this.dropHover();
     this.request();
+  }
+
+  /** The tooltip and hover outline point at what was under the pointer: gone after a zoom, pan or scroll. */
+  private dropHover(): void {
+    this.tooltip.hidden = true;
+    if (this.hover !== null) {
+      this.hover = null;
+      this.request();
+    }
   }
 
   /** Time span of the model's data and what Fit shows, ns; null without a model. */
@@ -463,6 +507,7 @@ export class TimelineView {
     const t1 = t0 + plotW * this.nsPerPx;
 
     // Rows and labels.
+    const busy: { label: string; kind: string; pcore: number; percent: number }[] = [];
     ctx.font = '12px system-ui, sans-serif';
     ctx.textBaseline = 'middle';
     this.rows.forEach((row, r) => {
@@ -488,10 +533,14 @@ export class TimelineView {
       const label = isHeader ? `${this.collapsed.has(tr.header ?? '') ? '▸' : '▾'} ${tr.label}` : tr.label;
       const maxW = this.gutter - (child ? 52 : 40);
       ctx.fillText(this.fitText(label, maxW), child ? 20 : 8, y + rh / 2);
-      // Share of the visible time this row was busy (slice rows; counters and instants have none).
-      // Not on group headers: their rows overlap, so the sum is no share of time.
+      // Busy share of the visible execution (slice rows; counters and instants have none): the
+      // union of the row's slices, semaphore waits excluded on engine rows, over the visible part
+      // of the execution window (Fit's [fitStart, fitEnd]) — the Summary's active-time percent.
       if (tr.style !== 'step' && tr.kind !== 'semaphore' && !isHeader) {
-        const pct = Math.min(100, (100 * busyIn(tr, Math.max(t0, m.start), Math.min(t1, m.end))) / Math.max(1e-9, Math.min(t1, m.end) - Math.max(t0, m.start)));
+        const lo = Math.max(t0, m.fitStart ?? m.start);
+        const hi = Math.min(t1, m.fitEnd ?? m.end);
+        const pct = hi > lo ? Math.min(100, (100 * activeIn(tr, m.opcodes, lo, hi)) / (hi - lo)) : 0;
+        busy.push({ label: tr.group !== undefined ? `${coreLabel(tr.pcore)} ${tr.label}` : tr.label, kind: tr.kind ?? 'engine', pcore: tr.pcore, percent: pct });
         ctx.fillStyle = MUTED;
         ctx.textAlign = 'right';
         ctx.font = child ? '9px system-ui, sans-serif' : '11px system-ui, sans-serif';
@@ -555,13 +604,52 @@ export class TimelineView {
     this.canvas.dataset['counterPoints'] = String(drawCounters(frame, m.counters ?? [], this.rowsBottom(), t0, t1));
 
     this.canvas.dataset['drawn'] = String(drawn);
+    // The busy % drawn beside each row (tests compare them with the Summary's).
+    this.canvas.dataset['busy'] = JSON.stringify(busy);
+    this.showEngineBusy(m, t0, t1);
     this.canvas.dataset['nsPerPx'] = String(this.nsPerPx);
     // Visible time range, ns on the model's axis (tests compare it with ExecutionInfo).
+    // What Fit shows (the execution window on the device timeline), ns on the model's axis.
+    this.canvas.dataset['fitStart'] = String(m.fitStart ?? m.start);
+    this.canvas.dataset['fitEnd'] = String(m.fitEnd ?? m.end);
     this.canvas.dataset['viewStart'] = String(t0);
     this.canvas.dataset['viewEnd'] = String(t1);
     this.status.textContent = ` ${ns(Math.max(t0, m.start))} – ${ns(Math.min(t1, m.end))} · ${ns(t1 - t0)} visible · ${this.rows.length} rows`;
     this.onView?.(t0, t1, plotW);
   }
+
+  /**
+   * The line over the tracks: each engine's busy share of the visible execution over all cores —
+   * the Summary's `<engine>_active_time_percent` at Fit — with the busiest engine marked. Hidden
+   * on timelines without engine rows (the system view).
+   */
+  private showEngineBusy(m: TimelineModel, t0: number, t1: number): void {
+    const lo = Math.max(t0, m.fitStart ?? m.start);
+    const hi = Math.min(t1, m.fitEnd ?? m.end);
+    const present = ENGINES.filter(([e]) => m.tracks.some((t) => (t.kind === undefined || t.kind === 'engine') && t.header === undefined && t.engine === e));
+    const key = `${lo}\u0000${hi}\u0000${present.length}`;
+    if (this.busyKey === key && this.busyModel === m) return;
+    this.busyKey = key;
+    this.busyModel = m;
+    if (present.length === 0 || !(hi > lo)) {
+      this.busyLine.hidden = true;
+      return;
+    }
+    const list = present.map(([e, label]) => ({ e, label, pct: (100 * engineActiveIn(m, e, lo, hi)) / (hi - lo) }));
+    const top = list.reduce((a, x) => (x.pct > a.pct ? x : a), list[0] ?? { e: '', label: '', pct: 0 });
+    const cores = new Set(m.tracks.filter((t) => t.kind === undefined || t.kind === 'engine').map((t) => t.pcore)).size;
+    this.busyLine.hidden = false;
+    this.busyLine.replaceChildren(
+      h('span', { class: 'muted', title: 'Union of each engine’s instructions on every core, semaphore waits excluded, over the visible part of the execution: at Fit these are the Summary’s <engine>_active_time_percent. The % beside each row is the same for that row’s core alone.' },
+        `Busy in view${cores > 1 ? `, all ${cores} cores` : ''} (as the Summary): `),
+      ...list.flatMap((x, i) => [
+        i > 0 ? ' · ' : '',
+        h('span', { class: x === top ? 'busiest' : '', 'data-engine': x.e, 'data-percent': x.pct }, `${x.label} ${x.pct.toFixed(2)} %${x === top ? ' (busiest)' : ''}`),
+      ]));
+  }
+
+  private busyKey = '';
+  private busyModel: TimelineModel | null = null;
 
   /** `text` cut with an ellipsis to `maxW` CSS px in the current font. */
   private fitText(text: string, maxW: number): string {
@@ -764,6 +852,7 @@ export class TimelineView {
       if (Math.abs(dx) > 3) this.drag.moved = true;
       if (this.drag.moved) {
         this.pinned = null;
+        this.fitted = false;
         this.viewStart = this.drag.start - dx * this.nsPerPx;
         this.tooltip.hidden = true;
         this.request();
@@ -801,10 +890,120 @@ export class TimelineView {
     }
     this.selected = this.hitTest(x, y);
     if (this.selected !== null) this.showDetails(this.selected);
+    this.announce();
     this.request();
   }
 
+  /** The rows arrows move through: visible slice rows with slices (group headers repeat their rows). */
+  private navRows(): RowBox[] {
+    const m = this.model;
+    return this.rows.filter((r) => {
+      const t = m?.tracks[r.track];
+      return t !== undefined && t.header === undefined && t.starts.length > 0;
+    });
+  }
+
+  /** Arrow keys: moves the selection (see the header comment); true when the key was one of them. */
+  private moveSelection(key: string): boolean {
+    const m = this.model;
+    if (m === null || !['ArrowLeft', 'ArrowRight', 'ArrowUp', 'ArrowDown'].includes(key)) return false;
+    const rows = this.navRows();
+    if (rows.length === 0) return true;
+    const mid = this.viewStart + (this.plotWidth() / 2) * this.nsPerPx;
+    const nearest = (tr: Track, t: number): number => {
+      const k = lowerBound(tr.starts, t);
+      if (k <= 0) return 0;
+      if (k >= tr.starts.length) return tr.starts.length - 1;
+      return t - (tr.starts[k - 1] ?? 0) <= (tr.starts[k] ?? 0) - t ? k - 1 : k;
+    };
+    let cur = this.selected;
+    if (cur === null || !rows.some((r) => r.track === cur?.track)) {
+      // The first key picks the slice nearest the middle of the view on the first row.
+      const first = rows[0];
+      const tr = first === undefined ? undefined : m.tracks[first.track];
+      if (first === undefined || tr === undefined) return true;
+      cur = { track: first.track, k: nearest(tr, mid) };
+    } else {
+      const tr = m.tracks[cur.track];
+      if (tr === undefined) return true;
+      if (key === 'ArrowLeft') cur = { track: cur.track, k: Math.max(0, cur.k - 1) };
+      else if (key === 'ArrowRight') cur = { track: cur.track, k: Math.min(tr.starts.length - 1, cur.k + 1) };
+      else {
+        const i = rows.findIndex((r) => r.track === cur?.track);
+        const next = rows[Math.min(rows.length - 1, Math.max(0, i + (key === 'ArrowDown' ? 1 : -1)))];
+        const nt = next === undefined ? undefined : m.tracks[next.track];
+        if (next === undefined || nt === undefined) return true;
+        const at = tr.starts[cur.k] ?? mid;
+        cur = { track: next.track, k: nearest(nt, at) };
+      }
+    }
+    this.selected = cur;
+    this.revealSelected();
+    this.announce();
+    this.request();
+    return true;
+  }
+
+  /** Pans (keeping the zoom) and scrolls the track list so the selected slice is in view. */
+  private revealSelected(): void {
+    const m = this.model;
+    const hit = this.selected;
+    const tr = hit === null ? undefined : m?.tracks[hit.track];
+    if (hit === null || tr === undefined) return;
+    const s = tr.starts[hit.k] ?? 0;
+    const e = tr.ends[hit.k] ?? s;
+    const t0 = this.viewStart;
+    const t1 = t0 + this.plotWidth() * this.nsPerPx;
+    if (s < t0 || s > t1) {
+      this.pinned = null;
+      this.fitted = false;
+      this.viewStart = (s + e) / 2 - (this.plotWidth() / 2) * this.nsPerPx;
+    }
+    const row = this.rows.find((r) => r.track === hit.track);
+    const wrap = this.canvas.parentElement;
+    if (row !== undefined && wrap !== null) {
+      // The pinned axis covers the top AXIS_H px of the scrolled list.
+      if (row.y - AXIS_H < wrap.scrollTop) wrap.scrollTop = Math.max(0, row.y - AXIS_H);
+      else if (row.y + row.h > wrap.scrollTop + wrap.clientHeight) wrap.scrollTop = row.y + row.h - wrap.clientHeight;
+    }
+  }
+
+  /** Puts the selected slice into the aria-live region (and data-cursor-* for tests). */
+  private announce(): void {
+    const m = this.model;
+    const hit = this.selected;
+    const tr = hit === null ? undefined : m?.tracks[hit.track];
+    const ds = this.canvas.dataset;
+    if (m === null || hit === null || tr === undefined) {
+      this.live.textContent = '';
+      delete ds['cursorTrack'];
+      delete ds['cursorK'];
+      delete ds['cursorLabel'];
+      return;
+    }
+    const s = tr.starts[hit.k] ?? 0;
+    const e = tr.ends[hit.k] ?? 0;
+    const where = tr.group !== undefined ? `${coreLabel(tr.pcore)} ${tr.label}` : tr.label;
+    const noun = NOUNS[tr.kind ?? ''] ?? this.opts.noun ?? 'instruction';
+    const name = m.opcodes[tr.ops[hit.k] ?? 0] || noun;
+    this.live.textContent = `${where}: ${name}, at ${ns(s)}, ${tr.style === 'step' ? `value ${tr.values?.[hit.k] ?? '–'} for` : 'lasting'} ${ns(e - s)}; ${noun} ${int(hit.k + 1)} of ${int(tr.starts.length)} on this row. Enter shows its details.`;
+    ds['cursorTrack'] = String(hit.track);
+    ds['cursorK'] = String(hit.k);
+    ds['cursorLabel'] = where;
+    ds['cursorStart'] = String(s);
+  }
+
   private onKey(e: KeyboardEvent): void {
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    if (this.moveSelection(e.key)) {
+      e.preventDefault();
+      return;
+    }
+    if (e.key === 'Enter' && this.selected !== null) {
+      this.showDetails(this.selected);
+      e.preventDefault();
+      return;
+    }
     const mid = this.gutter + this.plotWidth() / 2;
     const k = e.key.toLowerCase();
     if (k === 'w') this.zoomBy(0.8, mid);
