@@ -111,12 +111,7 @@ pub fn throughput(bytes: u64, duration_fs: i128) -> Option<f32> {
     if duration_fs <= 0 {
         return None;
     }
-    // i64 → f64 rounds as i128 → f64 does, without the library call.
-    let d = match i64::try_from(duration_fs) {
-        Ok(d) => d as f64,
-        Err(_) => duration_fs as f64,
-    };
-    let secs = (d * 1e-15) as f32;
+    let secs = (duration_fs as f64 * 1e-15) as f32;
     (secs > 0.0).then(|| bytes as f32 / secs)
 }
 
