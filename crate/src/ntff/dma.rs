@@ -13,7 +13,10 @@
 //! packets (docs/formats.md "Derived tables" → "Memory").
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::binary_heap::PeekMut;
+use std::collections::{BinaryHeap, VecDeque};
+
+use rustc_hash::FxHashMap;
 
 use super::decode::{clamp_i64, stream_buffer, CoreSummary, DecodeReport, Rec, Window};
 use super::{NtffInfo, SubgraphInfo, TraceBuffer};
@@ -216,6 +219,15 @@ struct Stream {
     run: usize,
 }
 
+/// Distinct (engine field, queue) pairs: the field is 7 bits, the queue 4 (ntff.md §4.4).
+const STREAM_KEYS: usize = 1 << 11;
+
+/// The slot of (engine field, queue) in [`Pairing`]'s stream index.
+#[inline]
+fn stream_key(field: u32, queue: u32) -> usize {
+    ((field as usize & 0x7F) << 4) | (queue as usize & 0xF)
+}
+
 /// A phase-1/5 DMA record, classified: (engine field, queue, phase, calibrated fs).
 type DmaRec = (u32, u32, u32, i128);
 
@@ -226,8 +238,7 @@ fn classify(sg: &SubgraphInfo, r: &Rec) -> Option<DmaRec> {
     if phase != PHASE_START && phase != PHASE_END {
         return None;
     }
-    let field = (r.w0 >> 24) & 0x7F;
-    let queue = (r.w1 >> 4) & 0xF;
+    let (field, queue) = (r.dma_engine_field(), r.dma_queue());
     let cal = sg
         .calibration
         .dma
@@ -242,8 +253,11 @@ fn classify(sg: &SubgraphInfo, r: &Rec) -> Option<DmaRec> {
 /// rows in file order, the time-ordered pass of [`TimePass`]) pair through it, so they pair
 /// alike.
 struct Pairing<'a> {
-    table: HashMap<(u32, u32), &'a super::DmaQueueInfo>,
-    streams: HashMap<(u32, u32), Stream>,
+    table: FxHashMap<(u32, u32), &'a super::DmaQueueInfo>,
+    /// Index into `streams` per [`stream_key`] (`u32::MAX`: no stream yet): a look-up per
+    /// record without hashing.
+    slot: Vec<u32>,
+    streams: Vec<Stream>,
     open_total: usize,
     /// 16 × the logical core's first physical core.
     base: i64,
@@ -276,13 +290,41 @@ impl<'a> Pairing<'a> {
                 .iter()
                 .map(|q| ((q.engine, q.queue), q))
                 .collect(),
-            streams: HashMap::new(),
+            slot: vec![u32::MAX; STREAM_KEYS],
+            streams: Vec::new(),
             open_total: 0,
             base: i64::from(first_core) * 16,
             window,
             v6: window.t1.is_some(),
             split: false,
             capped: false,
+        }
+    }
+
+    /// The stream of (engine field, queue) as its first record (of run `run`) finds it.
+    #[cold]
+    fn new_stream(&self, field: u32, queue: u32, run: usize) -> Stream {
+        let engine_idx = self.base + i64::from(field);
+        let entry = u32::try_from(engine_idx)
+            .ok()
+            .and_then(|e| self.table.get(&(e, queue)).copied());
+        let qt = queue_type(entry);
+        Stream {
+            keep: None,
+            open: VecDeque::new(),
+            next_idx: 0,
+            engine_idx,
+            queue_name: queue_name(entry, queue, engine_idx),
+            queue_type: qt,
+            // Dynamic and instruction queues: the exports write "unknown" (no DGE
+            // notifications); static queues need the NEFF dma blocks.
+            variable: (qt != "data" && qt != "unknown").then_some("unknown"),
+            static_name: entry
+                .filter(|q| !q.name.ends_with("Dynamic") && !q.name.ends_with("DynamicHW"))
+                .map(|q| explorer_queue_name(&q.name)),
+            ordinal: 0,
+            memo: [Memo::default(); 3],
+            run,
         }
     }
 
@@ -301,31 +343,22 @@ impl<'a> Pairing<'a> {
         if self.v6 && !self.window.contains(fs) {
             return None;
         }
-        let (base, table) = (self.base, &self.table);
-        let s = self.streams.entry((field, queue)).or_insert_with(|| {
-            let engine_idx = base + i64::from(field);
-            let entry = u32::try_from(engine_idx)
-                .ok()
-                .and_then(|e| table.get(&(e, queue)).copied());
-            let qt = queue_type(entry);
-            Stream {
-                keep: None,
-                open: VecDeque::new(),
-                next_idx: 0,
-                engine_idx,
-                queue_name: queue_name(entry, queue, engine_idx),
-                queue_type: qt,
-                // Dynamic and instruction queues: the exports write "unknown" (no DGE
-                // notifications); static queues need the NEFF dma blocks.
-                variable: (qt != "data" && qt != "unknown").then_some("unknown"),
-                static_name: entry
-                    .filter(|q| !q.name.ends_with("Dynamic") && !q.name.ends_with("DynamicHW"))
-                    .map(|q| explorer_queue_name(&q.name)),
-                ordinal: 0,
-                memo: [Memo::default(); 3],
-                run,
+        let key = stream_key(field, queue);
+        let k = match self.slot.get(key) {
+            Some(&k) if k != u32::MAX => k as usize,
+            Some(_) => {
+                let s = self.new_stream(field, queue, run);
+                self.streams.push(s);
+                let k = self.streams.len() - 1;
+                if let Some(e) = self.slot.get_mut(key) {
+                    *e = k as u32;
+                }
+                k
             }
-        });
+            // classify masks field and queue, so every key has a slot.
+            None => return None,
+        };
+        let s = self.streams.get_mut(k)?;
         if s.run != run {
             self.split = true;
         }
@@ -375,7 +408,7 @@ impl<'a> Pairing<'a> {
     /// Phase-1 records of kept streams still open.
     fn open_left(&self) -> u64 {
         self.streams
-            .values()
+            .iter()
             .filter(|s| s.keep == Some(true))
             .map(|s| s.open.len() as u64)
             .sum()
@@ -385,7 +418,7 @@ impl<'a> Pairing<'a> {
     /// after it in its run, so they are at most the run's largest drop earlier.
     fn min_open(&self) -> Option<i128> {
         self.streams
-            .values()
+            .iter()
             .filter_map(|s| s.open.front().map(|o| o.1))
             .min()
     }
@@ -798,9 +831,9 @@ impl TimePass<'_> {
             runs: if ordered { cursors.len() } else { 0 },
             ..Default::default()
         };
-        let mut pending: BinaryHeap<Reverse<Pending>> = BinaryHeap::new();
-        let t0ps = self.window.t0.div_euclid(1000);
-        let rel = |fs: i128| clamp_i64(fs.div_euclid(1000) - t0ps);
+        let mut pending = Reorder::default();
+        let t0ps = ps_floor(self.window.t0);
+        let rel = |fs: i128| clamp_i64(ps_floor(fs) - t0ps);
         let mut heads: BinaryHeap<Reverse<(i128, usize)>> = BinaryHeap::new();
         let mut head_rec: Vec<Option<(u64, Rec, DmaRec)>> = Vec::with_capacity(cursors.len());
         for (k, c) in cursors.iter_mut().enumerate() {
@@ -812,29 +845,36 @@ impl TimePass<'_> {
             head_rec.push(h);
         }
         let mut since = 0u32;
-        while let Some(Reverse((_, k))) = heads.pop() {
+        while let Some(mut top) = heads.peek_mut() {
+            let k = top.0 .1;
             let (Some(c), Some(slot)) = (cursors.get_mut(k), head_rec.get_mut(k)) else {
                 break;
             };
             let Some((idx, r, d)) = slot.take() else {
+                PeekMut::pop(top);
                 continue;
             };
             let next = c.next_rec(src, self.sg);
-            if let Some((_, _, nd)) = &next {
-                heads.push(Reverse((if ordered { nd.3 } else { k as i128 }, k)));
+            match &next {
+                // The run's next record replaces its head in place: one sift, not a pop and
+                // a push.
+                Some((_, _, nd)) => top.0 = (if ordered { nd.3 } else { k as i128 }, k),
+                None => {
+                    PeekMut::pop(top);
+                }
             }
             *slot = next;
             let order = ((c.buf as u64) << 40) | idx;
             if let Some(p) = pairing.feed(&r, d, k, &mut scratch) {
                 if p.fs1 >= self.window.t0 {
                     let bytes = r.w0 & 0xFF_FFFF;
-                    let dps = p.fs.div_euclid(1000) - p.fs1.div_euclid(1000);
+                    let dps = ps_floor(p.fs) - ps_floor(p.fs1);
                     let rate = throughput(u64::from(bytes), dps * 1000).unwrap_or(0.0);
                     // The Summary's interval as summary.rs took it from the row: raw ticks
                     // (trn2), else whole calibrated ps, else the ns columns × 1000.
                     let raw = (i64::try_from(p.ts1).ok(), i64::try_from(r.ts).ok());
                     let has_cal = self.sg.calibration.dma.get(p.field as usize).is_some();
-                    let abs = |fs: i128| clamp_i64(fs.div_euclid(1000));
+                    let abs = |fs: i128| clamp_i64(ps_floor(fs));
                     let span = match raw {
                         (Some(s), Some(e)) if raw_ps => (s, e),
                         (Some(_), Some(_)) if has_cal => (abs(p.fs1), abs(p.fs)),
@@ -847,7 +887,7 @@ impl TimePass<'_> {
                             )
                         }
                     };
-                    pending.push(Reverse(Pending {
+                    pending.push(Pending {
                         start: rel(p.fs1),
                         order,
                         end: rel(p.fs),
@@ -856,7 +896,7 @@ impl TimePass<'_> {
                         group: dma_group(p.s.queue_type) as u8,
                         span,
                         usage: raw.0.is_some() && raw.1.is_some(),
-                    }));
+                    });
                     times.peak_packets = times.peak_packets.max(pending.len());
                 }
             }
@@ -887,21 +927,69 @@ impl TimePass<'_> {
     }
 }
 
+/// Packets awaiting release, taken in (start, row order): those that arrive in that order are
+/// appended to a sorted run (O(1)), the others wait in a heap; the smaller head of the two is
+/// taken first, so the order is the heap's alone.
+#[derive(Default)]
+struct Reorder {
+    run: VecDeque<Pending>,
+    heap: BinaryHeap<Reverse<Pending>>,
+}
+
+impl Reorder {
+    fn push(&mut self, p: Pending) {
+        if self.run.back().is_none_or(|b| *b <= p) {
+            self.run.push_back(p);
+        } else {
+            self.heap.push(Reverse(p));
+        }
+    }
+    fn len(&self) -> usize {
+        self.run.len() + self.heap.len()
+    }
+    /// The first packet if it starts before `limit` (any for `None`).
+    fn pop_before(&mut self, limit: Option<i64>) -> Option<Pending> {
+        let from_run = match (self.run.front(), self.heap.peek()) {
+            (Some(a), Some(Reverse(b))) => a <= b,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => return None,
+        };
+        let head = if from_run {
+            self.run.front()
+        } else {
+            self.heap.peek().map(|r| &r.0)
+        };
+        if head.is_some_and(|p| limit.is_some_and(|l| p.start >= l)) {
+            return None;
+        }
+        if from_run {
+            self.run.pop_front()
+        } else {
+            self.heap.pop().map(|r| r.0)
+        }
+    }
+}
+
+/// `fs.div_euclid(1000)` (whole ps), with 64-bit division when `fs` fits (the common case; a
+/// 128-bit division is a library call).
+#[inline]
+fn ps_floor(fs: i128) -> i128 {
+    match i64::try_from(fs) {
+        Ok(v) => i128::from(v.div_euclid(1000)),
+        Err(_) => fs.div_euclid(1000),
+    }
+}
+
 /// Hands the packets starting before `limit` (all for `None`) to `DmaUsage` and the Summary.
 fn release(
-    pending: &mut BinaryHeap<Reverse<Pending>>,
+    pending: &mut Reorder,
     limit: Option<i64>,
     series: &mut DmaUsageSeries,
     times: &mut DmaTimes,
     sink: &mut dyn TableSink,
 ) -> Result<()> {
-    while let Some(Reverse(p)) = pending.peek() {
-        if limit.is_some_and(|l| p.start >= l) {
-            break;
-        }
-        let Some(Reverse(p)) = pending.pop() else {
-            break;
-        };
+    while let Some(p) = pending.pop_before(limit) {
         if p.usage {
             series.push(p.start, p.end, p.bytes, f32::from_bits(p.rate_bits), sink)?;
         }
@@ -1227,6 +1315,92 @@ pub(super) fn decode_throttles<S: ByteSource + ?Sized>(
 mod tests {
     use super::*;
     use crate::ntff::DmaQueueInfo;
+
+    /// `Reorder` releases packets in exactly a heap's (start, row order), whatever the arrival
+    /// order and the release limits.
+    #[test]
+    fn reorder_releases_in_heap_order() {
+        let p = |start: i64, order: u64| Pending {
+            start,
+            order,
+            end: start + 5,
+            bytes: 0,
+            rate_bits: 0,
+            group: 0,
+            span: (0, 0),
+            usage: true,
+        };
+        let mut r = Reorder::default();
+        let mut h: BinaryHeap<Reverse<Pending>> = BinaryHeap::new();
+        let (mut got, mut want) = (Vec::new(), Vec::new());
+        let mut used_heap = false;
+        // Mostly ascending starts with steps back (ends in end order), released every 7.
+        let mut x: u64 = 1;
+        for i in 0..2000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let start = i as i64 * 10 - (x >> 60) as i64 * 25;
+            r.push(p(start, i));
+            used_heap |= !r.heap.is_empty();
+            h.push(Reverse(p(start, i)));
+            if i % 7 == 6 {
+                let limit = Some(start - 40);
+                while let Some(q) = r.pop_before(limit) {
+                    got.push((q.start, q.order));
+                }
+                while h
+                    .peek()
+                    .is_some_and(|q| limit.is_none_or(|l| q.0.start < l))
+                {
+                    let q = h.pop().unwrap().0;
+                    want.push((q.start, q.order));
+                }
+                assert_eq!(got, want);
+            }
+        }
+        while let Some(q) = r.pop_before(None) {
+            got.push((q.start, q.order));
+        }
+        while let Some(Reverse(q)) = h.pop() {
+            want.push((q.start, q.order));
+        }
+        assert_eq!(got.len(), 2000);
+        assert_eq!(got, want);
+        assert!(used_heap, "the test must send packets through the heap");
+    }
+
+    #[test]
+    fn ps_floor_matches_i128() {
+        for fs in [
+            0i128,
+            999,
+            1000,
+            -1,
+            -1000,
+            -1001,
+            i64::MAX as i128,
+            i64::MIN as i128,
+            i64::MAX as i128 + 1,
+            i128::MIN,
+            i128::MAX,
+        ] {
+            assert_eq!(ps_floor(fs), fs.div_euclid(1000), "{fs}");
+        }
+        for d in [
+            1i128,
+            999,
+            1_000_000_007,
+            i64::MAX as i128,
+            i64::MAX as i128 + 3,
+        ] {
+            assert_eq!(
+                throughput(4096, d).map(f32::to_bits),
+                Some((4096f32 / ((d as f64 * 1e-15) as f32)).to_bits()),
+                "{d}"
+            );
+        }
+    }
 
     fn q(name: &str, code: u32) -> DmaQueueInfo {
         DmaQueueInfo {

@@ -60,8 +60,9 @@ pub const DICT_MAX_DISTINCT: usize = 1024;
 /// the table's first batch: a dictionary (falling back to DELTA_BINARY_PACKED /
 /// BYTE_STREAM_SPLIT should it outgrow its page) when `first` holds at most
 /// [`DICT_MAX_DISTINCT`] distinct non-null values in that column, else DELTA_BINARY_PACKED /
-/// BYTE_STREAM_SPLIT without one. `None`: no dictionary for numbers. Strings: dictionary, no
-/// statistics; every other column has min/max statistics (row groups skip by time range). Deterministic in the
+/// BYTE_STREAM_SPLIT without one. `None`: no dictionary for numbers. Strings: no statistics, and
+/// a dictionary unless `first` holds more than [`DICT_MAX_DISTINCT`] distinct values in the
+/// column and more than one per two rows (then PLAIN); every other column has min/max statistics (row groups skip by time range). Deterministic in the
 /// batch, so every writer given the same first batch writes the same bytes.
 pub fn parquet_props_for(
     def: &TableDef,
@@ -87,7 +88,24 @@ pub fn parquet_props_for(
             Ty::F32 | Ty::F64 => Encoding::BYTE_STREAM_SPLIT,
             // No min/max for strings: arrow-rs compares every row's text to find them (≈ 8 % of
             // the Parquet step on the real-mix NTFF), and no reader skips by a name range.
-            Ty::Str | Ty::ListStr => {
+            Ty::Str => {
+                b = b.set_column_statistics_enabled(path.clone(), EnabledStatistics::None);
+                // Names with nearly one value per row (the BIR ids and names of a real
+                // capture's instructions: 5 349 distinct in 9 344 rows on conv2d): a dictionary
+                // stores them all again beside the indices; PLAIN does not (conv2d
+                // `Instruction`: 78 → 67 KB for the two columns). DELTA_BYTE_ARRAY would be
+                // 35 KB, but pyarrow cannot decode it into a dictionary-typed column.
+                let many = first
+                    .and_then(|batch| batch.columns().get(i))
+                    .is_some_and(|a| many_strings(a.as_ref(), DICT_MAX_DISTINCT));
+                if many {
+                    b = b
+                        .set_column_dictionary_enabled(path.clone(), false)
+                        .set_column_encoding(path, Encoding::PLAIN);
+                }
+                continue;
+            }
+            Ty::ListStr => {
                 b = b.set_column_statistics_enabled(path, EnabledStatistics::None);
                 continue;
             }
@@ -101,6 +119,30 @@ pub fn parquet_props_for(
             .set_column_encoding(path, fallback);
     }
     b.build()
+}
+
+/// True when the string column `a` (utf8 or a dictionary of utf8; anything else: false) holds
+/// more than `max` distinct values and more than one per two rows: too many for a dictionary
+/// to pay.
+fn many_strings(a: &dyn arrow_array::Array, max: usize) -> bool {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int32Type;
+    use arrow_schema::DataType;
+    let distinct = match a.data_type() {
+        // Our dictionary columns hold each value of the batch once (`tables::DictCol`).
+        DataType::Dictionary(_, _) => a
+            .as_dictionary_opt::<Int32Type>()
+            .map_or(0, |d| d.values().len()),
+        DataType::Utf8 => {
+            let mut seen = rustc_hash::FxHashSet::default();
+            for v in a.as_string::<i32>().iter().flatten() {
+                seen.insert(v);
+            }
+            seen.len()
+        }
+        _ => 0,
+    };
+    distinct > max && distinct > a.len() / 2
 }
 
 /// True when `a` (int32/int64/float32/float64; anything else: false) has at least one and at
@@ -542,6 +584,48 @@ mod tests {
             got[0].column(TS.idx()).as_ref(),
             batch.column(TS.idx()).as_ref()
         );
+    }
+
+    /// A string column with more distinct values than rows / 2 (and > DICT_MAX_DISTINCT) is
+    /// PLAIN without a dictionary; one of a handful of values keeps its dictionary; both read
+    /// back as the dictionary columns they were.
+    #[test]
+    fn high_cardinality_strings_are_plain() {
+        use crate::tables::{kind, C};
+        use parquet::basic::Encoding;
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+        let def = &explorer::INSTRUCTION;
+        const BIR: C<kind::Str> = C::of(&explorer::INSTRUCTION, "bir_id");
+        const ENG: C<kind::Str> = C::of(&explorer::INSTRUCTION, "engine");
+        let mut b = TableBuilder::new(def);
+        for i in 0..5000u32 {
+            // 3 000 distinct names in 5 000 rows, as on conv2d (5 349 in 9 344).
+            b.set(BIR, format!("sg0000:{}", i % 3000).as_str());
+            b.set(ENG, ["pe", "act", "pool"][i as usize % 3]);
+            assert!(b.end_row().unwrap().is_none());
+        }
+        let batch = b.take_batch().unwrap();
+        let pq = parquet_bytes(def, std::slice::from_ref(&batch)).unwrap();
+        let r = SerializedFileReader::new(bytes::Bytes::from(pq.clone())).unwrap();
+        let rg = r.metadata().row_group(0);
+        let enc = |name: &str| {
+            let c = (0..rg.num_columns())
+                .find(|&c| rg.column(c).column_path().string() == name)
+                .unwrap();
+            rg.column(c).encodings().collect::<Vec<_>>()
+        };
+        assert!(enc("bir_id").contains(&Encoding::PLAIN));
+        assert!(!enc("bir_id").contains(&Encoding::RLE_DICTIONARY));
+        assert!(enc("engine").contains(&Encoding::RLE_DICTIONARY));
+        let (_, got) = read_parquet(bytes::Bytes::from(pq), None, 0, None).unwrap();
+        for c in [BIR.idx(), ENG.idx()] {
+            let (a, e) = (got[0].column(c), batch.column(c));
+            assert_eq!(a.data_type(), e.data_type());
+            assert_eq!(
+                crate::tables::utf8(a).as_ref(),
+                crate::tables::utf8(e).as_ref()
+            );
+        }
     }
 
     #[test]
