@@ -97,9 +97,9 @@ impl Session {
         to_js(&out)
     }
     /// Rows `offset .. offset + count` (count ≤ [`MAX_WINDOW_ROWS`]) of view `view` of table
-    /// `table` of profile `key` (`view` 0 or not the kept one: table order), every column plus
-    /// `nscope_row` (the table row), as an Arrow IPC stream. Only the row groups holding them are
-    /// read.
+    /// `table` of profile `key` (`view` 0: table order), every column plus `nscope_row` (the
+    /// table row), as an Arrow IPC stream. Only the row groups holding them are read. Errors: `view`
+    /// is not the kept view (a newer one replaced it, or the worker restarted).
     pub fn table_view_rows(
         &self,
         key: &str,
@@ -111,23 +111,28 @@ impl Session {
         strike_armed_fault("table");
         let t = self.table(key, table)?;
         let count = count.min(MAX_WINDOW_ROWS);
-        let rows: Vec<u32> = VIEW.with(|v| {
-            let v = v.borrow();
-            match v.as_ref() {
-                Some(k) if view != 0 && k.id == view && k.key == key && k.table == table => k
-                    .view
-                    .rows
-                    .iter()
-                    .skip(offset)
-                    .take(count)
-                    .copied()
-                    .collect(),
-                _ => {
-                    let end = (offset as u64).saturating_add(count as u64).min(t.rows);
-                    (offset as u64..end).map(|r| r as u32).collect()
+        let rows: Vec<u32> = if view == 0 {
+            let end = (offset as u64).saturating_add(count as u64).min(t.rows);
+            (offset as u64..end).map(|r| r as u32).collect()
+        } else {
+            VIEW.with(|v| {
+                let v = v.borrow();
+                match v.as_ref() {
+                    Some(k) if k.id == view && k.key == key && k.table == table => Ok(k
+                        .view
+                        .rows
+                        .iter()
+                        .skip(offset)
+                        .take(count)
+                        .copied()
+                        .collect()),
+                    // A restarted worker or a newer view: the page builds it again.
+                    _ => Err(JsError::new(&format!(
+                        "view {view} of {table} is no longer kept: build it again"
+                    ))),
                 }
-            }
-        });
+            })?
+        };
         let (schema, batches) = table_query::rows_of(t.data.clone(), &rows).map_err(js_err)?;
         crate::sink::ipc_of(&schema, &batches).map_err(js_err)
     }
