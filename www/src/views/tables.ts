@@ -167,6 +167,7 @@ export class TableBrowser {
     this.thead.replaceChildren();
     this.tbody.replaceChildren();
     this.info.textContent = '';
+    delete this.info.dataset['rows'];
     this.note.textContent = '';
   }
 
@@ -177,6 +178,7 @@ export class TableBrowser {
     this.scroll.scrollTop = 0;
     this.scroll.scrollLeft = 0;
     const seq = ++this.seq;
+    this.info.textContent = 'loading…';
     try {
       this.desc = (await this.source?.descriptions(name)) ?? new Map();
       await this.ensure(0, seq);
