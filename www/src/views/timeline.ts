@@ -713,7 +713,7 @@ export class TimelineView {
     if (this.opts.tooltip !== undefined) this.tooltip.replaceChildren(h('div', { class: 'tt-title' }, op), ...this.opts.tooltip(o, tr, op, s, e));
     else if (tr.kind !== undefined && tr.kind !== 'engine') this.tooltip.replaceChildren(...deviceTooltip(o, tr, op, s, e, tr.values?.[hit.k]));
     else this.tooltip.replaceChildren(...nodes(
-      h('div', { class: 'tt-title' }, op),
+      h('div', { class: 'tt-title' }, opcodeCell(op)),
       h('div', {}, `${tr.label} · pc ${cell(o['pc'])}`),
       h('div', {}, `start ${int(Math.round(s))} ns · duration ${ns(e - s)}`),
       o['evt_wait_time_ns'] !== null && o['evt_wait_time_ns'] !== undefined ? h('div', {}, `event wait ${ns(Number(o['evt_wait_time_ns']))}`) : null,
