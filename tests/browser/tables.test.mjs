@@ -255,3 +255,35 @@ test('KevGomes: sort, filter, last of 25 510 rows, row ↔ timeline, search step
     await b.close();
   }
 });
+
+test('KevGomes through the level-of-detail store (?lod=1): a table row and a search hit are revealed from window rows', async () => {
+  const dir = sample('KevGomes-nki-moe-megakernel/output/i-0af76a70a6d3864dd_pid_713479');
+  const b = await launch();
+  try {
+    const { page } = b;
+    await page.goto(`${server.origin}/?lod=1`);
+    await page.waitForFunction(() => document.body.dataset.state === 'idle', null, { timeout: 30_000 });
+    await page.setInputFiles('[data-testid=folder-input]', dir);
+    await waitReady(page);
+    const instr = await parquetRows(page, 'Instruction');
+    // The last-starting 0x41 row: far from the fitted view's start, so the window must be loaded.
+    let target = -1;
+    instr.forEach((r, i) => { if (r.opcode === '0x41' && (target < 0 || r.start_ts > instr[target].start_ts)) target = i; });
+    assert.ok(target >= 0, 'the capture executes 0x41');
+    await selectTable(page, 'Instruction');
+    await page.fill('[data-testid=table-jump]', String(target));
+    await page.press('[data-testid=table-jump]', 'Enter');
+    await page.click(`[data-testid=table-grid] tbody tr.vt-row[data-row="${target}"]`);
+    await page.waitForFunction((r) => document.querySelector('[data-testid=timeline-canvas]')?.dataset.selectedRow === String(r), target, { timeout: 20_000 });
+    await page.waitForFunction(() => document.querySelector('[data-testid=instruction-details] [data-field=opcode]')?.textContent?.startsWith('0x41'));
+
+    const want = textHits(instr, 'inst.2750').sort((x, y) => (instr[x.row].start_ts < instr[y.row].start_ts ? -1 : 1) || x.row - y.row);
+    await page.fill('[data-testid=search-input]', 'inst.2750');
+    await page.press('[data-testid=search-input]', 'Enter');
+    await page.waitForFunction(() => document.querySelector('[data-testid=search-count]')?.dataset.k === '1');
+    await page.waitForFunction((r) => document.querySelector('[data-testid=timeline-canvas]')?.dataset.selectedRow === String(r), want[0].row, { timeout: 20_000 });
+    assert.deepEqual(b.errors, [], 'no uncaught page errors');
+  } finally {
+    await b.close();
+  }
+});
