@@ -77,6 +77,8 @@ export class TableBrowser {
   private first = 0;
   private selectedRow: number | null = null;
   private frame = 0;
+  /** A new view is being built in the worker: rows are neither fetched nor drawn. */
+  private building = false;
   /** Called when an event table's row is clicked: its table, table row and time span (ns). */
   onRowSelect: ((table: string, row: number, start: number, end: number) => void) | null = null;
 
@@ -160,6 +162,7 @@ export class TableBrowser {
     this.sort = null;
     this.filters.clear();
     this.viewId = 0;
+    this.building = false;
     this.blocks.clear();
     this.pending.clear();
     this.columns = [];
@@ -209,6 +212,8 @@ export class TableBrowser {
     const seq = ++this.seq;
     this.blocks.clear();
     this.pending.clear();
+    // Until the new view exists nothing is fetched (a scroll or resize now would cache rows of the old one).
+    this.building = true;
     const filters: ColumnFilter[] = [...this.filters].filter(([, t]) => t.trim() !== '').map(([column, text]) => ({ column, text }));
     this.note.textContent = '';
     this.note.classList.remove('error-inline');
@@ -218,6 +223,7 @@ export class TableBrowser {
     } else {
       if (src.view === undefined) {
         this.note.textContent = 'This build of the core cannot sort or filter.';
+        this.building = false;
         return;
       }
       this.info.textContent = this.sort !== null ? 'sorting…' : 'filtering…';
@@ -233,6 +239,7 @@ export class TableBrowser {
         } else delete this.note.dataset['capped'];
       } catch (e) {
         if (seq !== this.seq) return;
+        this.building = false;
         // Errors are the user's input most of the time (a comparison on a text column): say so, keep the last view.
         this.note.textContent = e instanceof Error ? e.message : String(e);
         this.note.classList.add('error-inline');
@@ -240,6 +247,7 @@ export class TableBrowser {
         return;
       }
     }
+    this.building = false;
     this.scroll.scrollTop = 0;
     this.first = 0;
     this.updateHeadState();
@@ -265,7 +273,7 @@ export class TableBrowser {
       await this.rebuild();
       return this.viewRows(this.viewId, b * BLOCK, BLOCK);
     }).then((t) => {
-      if (seq !== this.seq) return;
+      if (seq !== this.seq || view !== this.viewId) return;
       this.blocks.set(b, t);
       while (this.blocks.size > KEEP_BLOCKS) {
         const oldest = this.blocks.keys().next().value;
@@ -387,7 +395,7 @@ export class TableBrowser {
 
   /** Draws the rows at the scroll position (`first` overrides it), fetching missing blocks. */
   private render(first?: number): void {
-    if (this.source === null || this.name === '') return;
+    if (this.source === null || this.name === '' || this.building) return;
     const { range, maxFirst } = this.geometry();
     const vis = this.visibleRows();
     const at = first ?? (range > 0 ? Math.round((this.scroll.scrollTop / range) * maxFirst) : 0);
