@@ -29,6 +29,7 @@ pub mod store;
 pub mod summary;
 pub mod synth;
 pub mod system;
+pub mod table_query;
 pub mod tables;
 pub mod util;
 

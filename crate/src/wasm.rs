@@ -17,6 +17,8 @@ use crate::inventory::{self, Inventory};
 use crate::source::{check_range, ByteSource};
 use crate::store::{TableBytes, TableStore, TableWrite};
 
+mod table_api;
+
 /// Size of the window a [`BlobSource`] reads at once: small decoder reads (headers, 16-byte
 /// records) are served from it instead of one `FileReaderSync` call each.
 const WINDOW: u64 = 4 << 20;

@@ -365,6 +365,14 @@ export interface WasmSession {
   lod?(key: string, tracks: Uint32Array, t0: number, t1: number, n: number): Float64Array;
   /** Rows of a timeline table overlapping [t0, t1], only `columns` plus nscope_row (crate::lod::window_rows). */
   table_window?(key: string, table: string, columns: string[], t0: number, t1: number, limit: number): LodWindow;
+  /** Sorted/filtered view of a table, kept in the core (crate::table_query::build_view; one at a time). */
+  table_view?(key: string, table: string, sort: string, desc: boolean, filters: ColumnFilter[]): TableViewInfo;
+  /** Rows offset .. offset + count of a view (0: table order), every column plus nscope_row, Arrow IPC. */
+  table_view_rows?(key: string, table: string, view: number, offset: number, count: number): Uint8Array;
+  /** Position of table row `row` in view `view`, -1 when the view lacks it. */
+  table_view_position?(view: number, row: number): number;
+  /** Search over the event tables' text (crate::table_query::search). */
+  search?(key: string, query: string, limit: number): SearchResult;
   free(): void;
 }
 
@@ -449,4 +457,39 @@ export interface RangeSummary {
   dma_queues: { pcore_idx: number; queue_name: string; queue_type: string; packets: number; bytes: number }[];
   dma_packets: number;
   dma_bytes: number;
+}
+
+/** A column filter as typed in the Tables view: `>= 1000`, `< 5`, `= 3`, a number, or words to contain. */
+export interface ColumnFilter {
+  column: string;
+  text: string;
+}
+
+/** Session.table_view(): the view kept in the core. */
+export interface TableViewInfo {
+  id: number;
+  /** Rows in the view (at most max_rows). */
+  rows: number;
+  /** Rows that passed the filters (more than `rows` when capped). */
+  matched: number;
+  table_rows: number;
+  capped: boolean;
+  max_rows: number;
+}
+
+/** One search hit (crate::table_query::Hit): times in table ns. */
+export interface SearchHit {
+  table: string;
+  row: number;
+  start: number;
+  end: number;
+  column: string;
+  text: string;
+}
+
+/** Session.search(): the earliest hits by start and the total count. */
+export interface SearchResult {
+  total: number;
+  capped: boolean;
+  hits: SearchHit[];
 }

@@ -16,7 +16,7 @@
 // replacement without the error.
 
 import type { CrashInfo, FaultSpec, FromWorker, InitInfo, PickedFile, ReplyMap, Request, StoreInfo, StoredInfo, StoreKind } from './protocol.ts';
-import type { ConformReport, Inventory, LodListing, LodWindow, MemoryResult, ProcessResult, RangeSummary, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SystemResult } from './api.ts';
+import type { ColumnFilter, ConformReport, Inventory, LodListing, LodWindow, MemoryResult, ProcessResult, RangeSummary, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SearchResult, SystemResult, TableViewInfo } from './api.ts';
 import { clearStale, opfsAvailable, STORE_DIR } from './opfs.ts';
 
 type Progress = (stage: string, done: number, total: number) => void;
@@ -307,6 +307,9 @@ export class CoreClient {
       case 'lod': step = `timeline summaries (${req.tracks.length} tracks)`; file = fileOfKey(req.key); break;
       case 'window': step = `table read ${req.table} (time window)`; file = fileOfKey(req.key); break;
       case 'rangeSummary': step = 'selection summary'; file = fileOfKey(req.key); break;
+      case 'view': step = `table sort/filter ${req.table}`; file = fileOfKey(req.key); break;
+      case 'viewRows': step = `table read ${req.table} (view rows ${req.offset}..${req.offset + req.count})`; file = fileOfKey(req.key); break;
+      case 'search': step = 'search'; file = fileOfKey(req.key); break;
       case 'reopen': step = 're-opening stored tables'; file = fileOfKey(req.key); break;
       case 'clearStore': step = 'clearing stored profiles'; break;
       case 'storeInfo': step = 'storage estimate'; break;
@@ -668,6 +671,22 @@ export class CoreClient {
   /** Rows of a timeline table overlapping [t0, t1] (ns from the listing's origin), at most `limit`. */
   window(key: string, table: string, columns: string[], t0: number, t1: number, limit: number): Promise<LodWindow> {
     return this.call({ op: 'window', key, table, columns, t0, t1, limit });
+  }
+  /** Sorts/filters table `table` in the core (one view kept; `sort` '' = table order). */
+  tableView(key: string, table: string, sort: string, desc: boolean, filters: ColumnFilter[]): Promise<TableViewInfo> {
+    return this.call({ op: 'view', key, table, sort, desc, filters });
+  }
+  /** Rows offset .. offset + count of view `view` (0: table order) with nscope_row (Arrow IPC). */
+  viewRows(key: string, table: string, view: number, offset: number, count: number): Promise<Uint8Array> {
+    return this.call({ op: 'viewRows', key, table, view, offset, count });
+  }
+  /** Position of table row `row` in view `view` (-1: not in it). */
+  viewPosition(key: string, view: number, row: number): Promise<number> {
+    return this.call({ op: 'viewPosition', key, view, row });
+  }
+  /** Search over the event tables' text of profile `key`: total and the `limit` earliest hits. */
+  search(key: string, query: string, limit = 10000): Promise<SearchResult> {
+    return this.call({ op: 'search', key, query, limit });
   }
   /** Field-by-field comparison of processed profile `key` with an AWS JSON export's bytes. */
   conform(key: string, exportJson: Uint8Array): Promise<ConformReport> {

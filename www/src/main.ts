@@ -31,6 +31,7 @@ import { SourceView } from './views/source.ts';
 import { coreLabel, engineLabel, NEFF_ROWS_SHOWN, renderNeffSummary, renderSummary, renderSummaryGroups, THROTTLE_SUMMARY_COLUMNS } from './views/summary.ts';
 import { exportsFor, renderConform } from './views/conform.ts';
 import { TableBrowser, type TableSource } from './views/tables.ts';
+import { SEARCH_LIMIT, SearchBar } from './views/search.ts';
 import { buildTimeline } from './views/timeline-model.ts';
 import { addDeviceRows, DMA_COLUMNS, PENDING_DMA_COLUMNS, SEMAPHORE_COLUMNS, THROTTLE_COLUMNS } from './views/device-rows.ts';
 import { TimelineView } from './views/timeline.ts';
@@ -66,6 +67,8 @@ const systemView = new TimelineView({
 /** The system trace on screen: its profile and DeviceProfileList. */
 let systemShown: { profile: ProfileEntry; devices: DeviceLinkRow[] } | null = null;
 const browser = new TableBrowser();
+/** Search over the device profile's events (Timeline tab). */
+const searchBar = new SearchBar();
 /** PyTorch memory snapshot on screen (its path). */
 const memoryView = new MemoryView();
 let memoryShown: string | null = null;
@@ -564,6 +567,8 @@ async function openProfile<R extends Result>(o: {
   const source = tableSource(result, o.sourceName);
   o.summary(result, source);
   browser.setSource(source, o.firstTable !== undefined ? preferFirst(result.tables, o.firstTable) : result.tables);
+  searchBar.reset();
+  searchBar.run = o.kind === 'device' ? (q) => client.search(result.key, q, SEARCH_LIMIT) : null;
   byId('details-slot').replaceChildren(o.kind === 'system' ? systemDetails : o.kind === 'device' ? deviceDetails : memoryDetailsNote());
   selectionBox.replaceChildren(h('div', { class: 'muted' }, o.kind === 'device' ? SELECTION_HINT : 'Range selections summarise device profiles.'));
   setViews(o.views, o.prefer);
@@ -1015,6 +1020,9 @@ function tableSource(result: { key: string; tables: TableInfo[] }, deviceName: s
   const safe = deviceName.replace(/^.*\//, '').replace(/\.[^.]*$/, '').replace(/[^A-Za-z0-9._-]+/g, '_') || 'profile';
   return {
     page,
+    view: (name, sort, desc, filters) => client.tableView(result.key, name, sort, desc, filters),
+    viewRows: async (name, view, offset, count) => tableFromIPC(await client.viewRows(result.key, name, view, offset, count)),
+    viewPosition: (view, row) => client.viewPosition(result.key, view, row),
     columns: async (name, cols) => tableFromIPC(await client.tableColumns(result.key, name, cols)),
     async downloadParquet(name) {
       try {
@@ -1113,7 +1121,18 @@ function wire(): void {
   selectionBox.replaceChildren(h('div', { class: 'muted' }, SELECTION_HINT));
   timeline.input.onSelect = (r) => void showSelection(r);
   window.addEventListener('popstate', () => void applyHash(true));
-  byId('timeline-slot').append(timeline.root);
+  byId('timeline-slot').append(searchBar.root, timeline.root);
+  // Row ↔ timeline: a clicked event row is revealed on the timeline; "Show in table" goes back.
+  searchBar.onReveal = (hit) => void timeline.reveal(hit.table, hit.row, hit.start, hit.end);
+  browser.onRowSelect = (table, row, start, end) => {
+    if (shown?.kind !== 'device') return;
+    showView('timeline');
+    void timeline.reveal(table, row, start, end);
+  };
+  timeline.onShowInTable = (table, row) => {
+    showView('tables');
+    void browser.showRow(table, row);
+  };
   byId('system-slot').append(systemView.root);
   byId('memory-slot').append(memoryView.root);
   // A stack frame's file:line opens the Source view (memory.ts frameItem).

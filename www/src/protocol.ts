@@ -7,7 +7,7 @@
 // Bulk bytes (Arrow IPC) are transferred, never copied; Parquet files and zips stored on OPFS
 // cross as File objects (a handle on the stored file, nothing read).
 
-import type { ConformReport, Inventory, LodListing, LodWindow, MemoryResult, ProcessResult, RangeSummary, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SystemResult } from './api.ts';
+import type { ColumnFilter, ConformReport, Inventory, LodListing, LodWindow, MemoryResult, ProcessResult, RangeSummary, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SearchResult, SystemResult, TableViewInfo } from './api.ts';
 
 /** A picked file: its path relative to the picked folder ('/'-separated) and the File itself. */
 export interface PickedFile {
@@ -108,7 +108,11 @@ export type Request =
   | { op: 'storeInfo' }
   | { op: 'lodTracks'; key: string }
   | { op: 'lod'; key: string; tracks: number[]; t0: number; t1: number; n: number }
-  | { op: 'window'; key: string; table: string; columns: string[]; t0: number; t1: number; limit: number };
+  | { op: 'window'; key: string; table: string; columns: string[]; t0: number; t1: number; limit: number }
+  | { op: 'view'; key: string; table: string; sort: string; desc: boolean; filters: ColumnFilter[] }
+  | { op: 'viewRows'; key: string; table: string; view: number; offset: number; count: number }
+  | { op: 'viewPosition'; key: string; view: number; row: number }
+  | { op: 'search'; key: string; query: string; limit: number };
 
 /** What each request resolves to. */
 export interface ReplyMap {
@@ -137,6 +141,10 @@ export interface ReplyMap {
   lodTracks: LodListing;
   lod: Float64Array;
   window: LodWindow;
+  view: TableViewInfo;
+  viewRows: Uint8Array;
+  viewPosition: number;
+  search: SearchResult;
 }
 
 export type Envelope = Request & { id: number };

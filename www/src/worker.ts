@@ -390,6 +390,32 @@ async function handle(msg: Envelope): Promise<void> {
       post({ kind: 'reply', id, ok: true, value: { ...w, ipc } }, [ipc.buffer]);
       return;
     }
+    case 'view': {
+      const s = current();
+      if (s.table_view === undefined) throw new Error('this build of the core cannot sort or filter tables');
+      armTableFault('columns', msg.table);
+      post({ kind: 'reply', id, ok: true, value: s.table_view(msg.key, msg.table, msg.sort, msg.desc, msg.filters) });
+      return;
+    }
+    case 'viewRows': {
+      const s = current();
+      armTableFault('columns', msg.table);
+      if (s.table_view_rows) replyBytes(id, s.table_view_rows(msg.key, msg.table, msg.view, msg.offset, msg.count));
+      else if (s.table_ipc_rows) replyBytes(id, s.table_ipc_rows(msg.key, msg.table, msg.offset, msg.count));
+      else throw new Error('this build of the core has no row ranges');
+      return;
+    }
+    case 'viewPosition': {
+      const s = current();
+      post({ kind: 'reply', id, ok: true, value: s.table_view_position ? s.table_view_position(msg.view, msg.row) : msg.view === 0 ? msg.row : -1 });
+      return;
+    }
+    case 'search': {
+      const s = current();
+      if (s.search === undefined) throw new Error('this build of the core has no search');
+      post({ kind: 'reply', id, ok: true, value: s.search(msg.key, msg.query, msg.limit) });
+      return;
+    }
     case 'conform': {
       const s = current();
       if (s.conform === undefined) throw new Error('this build of the core cannot compare with JSON exports');

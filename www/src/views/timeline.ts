@@ -20,6 +20,7 @@ import { activeIn, engineActiveIn, lowerBound, type Counter, type TimelineModel,
 import { TimelineInput, type Viewport } from './timeline-input.ts';
 import { SUMMARY_COUNT } from './tracks/lod.ts';
 import { DIMMED, drawCounters, drawTrack, HUES, RENDERERS, type Frame } from './tracks/render.ts';
+import { opcodeCell } from './opcode.ts';
 
 /** What differs between the device timeline (instructions) and the system timeline (runtime spans). */
 export interface TimelineOptions {
@@ -221,6 +222,61 @@ export class TimelineView {
     this.applyFilter();
     this.relayoutRows();
   }
+
+  /**
+   * Selects and reveals the event of table `table` (Instruction by default on engine rows) at table
+   * row `row` spanning [start, end] ns: zooms so it fills about a tenth of the plot, expands its
+   * group, scrolls its row into view and shows its details. A level-of-detail view loads the
+   * window's rows first, so this waits (up to `timeoutMs`) for a model that holds the row.
+   * Resolves false when no track has it (a table the timeline does not draw, or summaries only).
+   */
+  async reveal(table: string, row: number, start: number, end: number, timeoutMs = 5000): Promise<boolean> {
+    if (this.model === null) return false;
+    const dur = Math.max(end - start, 1);
+    const pad = Math.max(dur * 4.5, 50);
+    this.zoomTo(start - pad, end + pad);
+    const t0 = performance.now();
+    for (;;) {
+      const hit = this.findRow(table, row, start);
+      if (hit !== null) {
+        const tr = this.model?.tracks[hit.track];
+        if (tr?.group !== undefined && this.collapsed.has(tr.group)) this.toggleGroup(tr.group, false);
+        this.selected = hit;
+        this.showDetails(hit);
+        const box = this.rows.find((r) => r.track === hit.track);
+        if (box !== undefined) scrollIntoViewY(this.canvas, box.y, box.h);
+        this.canvas.dataset['selectedTable'] = table;
+        this.canvas.dataset['selectedRow'] = String(row);
+        this.request();
+        return true;
+      }
+      if (performance.now() - t0 > timeoutMs) return false;
+      await new Promise((r) => setTimeout(r, 60));
+    }
+  }
+
+  /** The slice of table row `row` (starting at `start` ns), searched near `start` on the tracks of that table. */
+  private findRow(table: string, row: number, start: number): Hit | null {
+    const m = this.model;
+    if (m === null) return null;
+    for (let i = 0; i < m.tracks.length; i++) {
+      const tr = m.tracks[i];
+      if (tr === undefined || tr.header !== undefined || (tr.source ?? 'Instruction') !== table) continue;
+      const tbl = tr.table ?? m.table;
+      const ids = tbl.getChild('nscope_row');
+      if (tbl.getChild(SUMMARY_COUNT) !== null) continue;
+      const lo = lowerBound(tr.starts, start - 1);
+      for (let k = lo; k < tr.starts.length && (tr.starts[k] ?? 0) <= start + 1; k++) {
+        const local = tr.rows[k] ?? 0;
+        const global = ids !== null ? Number(ids.get(local)) : local;
+        if (global === row) return { track: i, k };
+      }
+    }
+    return null;
+  }
+
+  /** "Show in table" of the details panel: the clicked event's table and row (null: no button). */
+  onShowInTable: ((table: string, row: number) => void) | null = null;
 
   /** Called after each frame with the visible window (ns) and the plot width (CSS px). */
   onView: ((t0: number, t1: number, px: number) => void) | null = null;
@@ -745,7 +801,7 @@ export class TimelineView {
     if (this.opts.tooltip !== undefined) this.tooltip.replaceChildren(h('div', { class: 'tt-title' }, op), ...this.opts.tooltip(o, tr, op, s, e));
     else if (tr.kind !== undefined && tr.kind !== 'engine') this.tooltip.replaceChildren(...deviceTooltip(o, tr, op, s, e, tr.values?.[hit.k]));
     else this.tooltip.replaceChildren(...nodes(
-      h('div', { class: 'tt-title' }, op),
+      h('div', { class: 'tt-title' }, opcodeCell(op)),
       h('div', {}, `${tr.label} · pc ${cell(o['pc'])}`),
       h('div', {}, `start ${int(Math.round(s))} ns · duration ${ns(e - s)}`),
       o['evt_wait_time_ns'] !== null && o['evt_wait_time_ns'] !== undefined ? h('div', {}, `event wait ${ns(Number(o['evt_wait_time_ns']))}`) : null,
@@ -784,8 +840,10 @@ export class TimelineView {
     const row = global;
     const noun = NOUNS[tr.kind ?? ''] ?? this.opts.noun ?? 'instruction';
     const where = tr.group !== undefined ? `${coreLabel(tr.pcore)} ${tr.label}` : tr.label;
+    const show = this.onShowInTable;
     const head = h('div', { class: 'details-head', 'data-kind': tr.kind ?? 'engine', 'data-table': tr.source ?? '' },
-      `${where || 'nested lane'} · ${noun} ${hit.k + 1} of ${tr.starts.length} on this row · ${tr.source ?? 'table'} row ${row}`);
+      `${where || 'nested lane'} · ${noun} ${hit.k + 1} of ${tr.starts.length} on this row · ${tr.source ?? 'table'} row ${row}`,
+      show !== null ? h('button', { class: 'btn small', 'data-testid': 'show-in-table', onclick: () => show(tr.source ?? 'Instruction', row) }, 'Show in table') : null);
     const seq = ++this.detailSeq;
     const render = (o: Record<string, unknown>, schema: Schema | undefined): void => {
       if (seq !== this.detailSeq) return;
@@ -800,7 +858,7 @@ export class TimelineView {
             const isTime = unit === 'ns' && (typeof v === 'bigint' || typeof v === 'number');
             return [
               h('dt', { title: unit ? `unit: ${unit}` : '' }, k),
-              h('dd', { 'data-field': k }, cell(v), isTime ? h('span', { class: 'muted' }, `  (${ns(Number(v))})`) : unit && unit !== '–' ? h('span', { class: 'muted' }, ` ${unit}`) : null),
+              h('dd', { 'data-field': k }, k === 'opcode' ? opcodeCell(v) : cell(v), isTime ? h('span', { class: 'muted' }, `  (${ns(Number(v))})`) : unit && unit !== '–' ? h('span', { class: 'muted' }, ` ${unit}`) : null),
             ];
           })),
         ...(first ? [] : extra),
@@ -1054,4 +1112,17 @@ function deviceTooltip(o: Record<string, unknown>, tr: Track, name: string, s: n
     tr.style === 'step' ? h('div', {}, `from ${ns(s)} for ${ns(e - s)}`) : h('div', {}, `at ${ns(s)}`),
     o['update_source'] || o['update_operation_type'] ? h('div', { class: 'muted' }, [cell(o['update_source']), cell(o['update_operation_type'])].filter(Boolean).join(' · ')) : null,
   );
+}
+
+/** Scrolls the nearest scrollable ancestor of `el` so that [y, y + h) (CSS px from el's top) is visible. */
+function scrollIntoViewY(el: HTMLElement, y: number, hgt: number): void {
+  for (let p = el.parentElement; p !== null; p = p.parentElement) {
+    const style = getComputedStyle(p);
+    if (!/(auto|scroll)/.test(style.overflowY) || p.scrollHeight <= p.clientHeight) continue;
+    const top = el.getBoundingClientRect().top - p.getBoundingClientRect().top + p.scrollTop + y;
+    if (top < p.scrollTop + 40 || top + hgt > p.scrollTop + p.clientHeight) p.scrollTop = Math.max(0, top - p.clientHeight / 3);
+    return;
+  }
+  const top = el.getBoundingClientRect().top + window.scrollY + y;
+  if (top < window.scrollY || top + hgt > window.scrollY + window.innerHeight) window.scrollTo({ top: Math.max(0, top - window.innerHeight / 3) });
 }
