@@ -14,9 +14,10 @@
 // Performance.getMetrics TaskDuration), and the load average, since wall time on a shared machine
 // is noisy.
 //
-//   node scripts/bench-lod.mjs DIR [--system] [--lod 0|1]
+//   node scripts/bench-lod.mjs DIR [--system] [--lod 0|1] [--profile]
 //
-// `--lod 0` forces the old path (every row of the drawn columns on the main thread) for the
+// `--profile` samples the page's main thread (CDP Profiler) and prints the functions with the most
+// self time, for open and navigate, to find what a long task runs. `--lod 0` forces the old path (every row of the drawn columns on the main thread) for the
 // before figure; `--lod 1` forces the level-of-detail path on a small capture.
 
 import { readdirSync, readFileSync } from 'node:fs';
@@ -50,6 +51,7 @@ function childCpuSeconds() {
 const args = process.argv.slice(2);
 const dir = args.find((a) => !a.startsWith('--') && !/^[01]$/.test(a));
 const system = args.includes('--system');
+const profile = args.includes('--profile');
 const li = args.indexOf('--lod');
 const lod = li >= 0 ? args[li + 1] : null;
 if (!dir) {
@@ -66,6 +68,26 @@ try {
   const cdp = await page.context().newCDPSession(page);
   page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') console.error('page:', m.text()); });
   await cdp.send('Performance.enable');
+  if (profile) {
+    await cdp.send('Profiler.enable');
+    await cdp.send('Profiler.setSamplingInterval', { interval: 1000 });
+  }
+  /** Stops the sampling profiler and prints the 12 functions with the most self time. */
+  const topSelf = async (phase) => {
+    if (!profile) return;
+    const { profile: prof } = await cdp.send('Profiler.stop');
+    const byId = new Map(prof.nodes.map((n) => [n.id, n]));
+    const self = new Map();
+    const dt = prof.timeDeltas;
+    prof.samples.forEach((id, i) => {
+      const n = byId.get(id);
+      const f = n.callFrame;
+      const key = `${f.functionName || '(anon)'} ${f.url.split('/').pop()}:${f.lineNumber + 1}`;
+      self.set(key, (self.get(key) ?? 0) + (dt[i] ?? 0) / 1000);
+    });
+    const top = [...self].filter(([k]) => !k.startsWith('(idle)') && !k.startsWith('(program)')).sort((a, b) => b[1] - a[1]).slice(0, 12);
+    console.log(`${phase} self time (ms): ${top.map(([k, v]) => `${k} ${v.toFixed(0)}`).join(' | ')}`);
+  };
   // Long tasks of the page's main thread from the first script on (attribution: what ran).
   await page.addInitScript(() => {
     const w = /** @type {any} */ (window);
@@ -91,6 +113,7 @@ try {
   const cpu0 = childCpuSeconds();
   const main0 = await mainCpu();
   const pt0 = await pageNow();
+  if (profile) await cdp.send('Profiler.start');
   const t0 = Date.now();
   await page.setInputFiles('[data-testid=folder-input]', dir);
   if (system) {
@@ -114,6 +137,7 @@ try {
   const cpu1 = childCpuSeconds();
   const main1 = await mainCpu();
   const openTasks = await longTasks(pt0, pt1);
+  await topSelf('open');
   const settle = async () => {
     // Two frames, then wait for pending window data (data-lod changes) up to 20 s.
     const before = await page.evaluate((r) => document.querySelector(r)?.dataset.lod ?? '', root);
@@ -146,6 +170,7 @@ try {
   const pt2 = await pageNow();
   const cpu2 = childCpuSeconds();
   const main2 = await mainCpu();
+  if (profile) await cdp.send('Profiler.start');
   await report('fitted');
   for (let z = 1; z <= 4; z++) {
     for (let k = 0; k < 6; k++) await page.keyboard.press('w');
@@ -156,6 +181,7 @@ try {
   await settle();
   await report('panned');
   const navTasks = await longTasks(pt2);
+  await topSelf('navigate');
   console.log(`navigate\t${fmtTasks(navTasks)}\tcpu browser ${(childCpuSeconds() - cpu2).toFixed(1)} s, page main thread ${((await mainCpu()) - main2).toFixed(1)} s\tload ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
   await cdp.send('HeapProfiler.collectGarbage');
   const heap = await page.evaluate(() => performance.memory?.usedJSHeapSize ?? 0);
