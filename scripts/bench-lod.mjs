@@ -87,6 +87,41 @@ try {
     });
     const top = [...self].filter(([k]) => !k.startsWith('(idle)') && !k.startsWith('(program)')).sort((a, b) => b[1] - a[1]).slice(0, 12);
     console.log(`${phase} self time (ms): ${top.map(([k, v]) => `${k} ${v.toFixed(0)}`).join(' | ')}`);
+    // Busy stretches (samples with no idle sample between them) over 150 ms: what a long task ran,
+    // by the functions on its stacks (inclusive time).
+    const parent = new Map();
+    for (const n of prof.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+    let run = [];
+    let runMs = 0;
+    const flush = () => {
+      if (runMs > 150) {
+        const incl = new Map();
+        for (const [id, d] of run) {
+          const seen = new Set();
+          for (let x = id; x !== undefined; x = parent.get(x)) {
+            const f = byId.get(x).callFrame;
+            const key = `${f.functionName || '(anon)'}:${f.lineNumber + 1}`;
+            if (f.url === '' || seen.has(key)) continue;
+            seen.add(key);
+            incl.set(key, (incl.get(key) ?? 0) + d);
+          }
+        }
+        const list = [...incl].sort((a, b) => b[1] - a[1]).slice(0, 10);
+        console.log(`${phase} busy ${runMs.toFixed(0)} ms: ${list.map(([k, v]) => `${k} ${v.toFixed(0)}`).join(' | ')}`);
+      }
+      run = [];
+      runMs = 0;
+    };
+    prof.samples.forEach((id, i) => {
+      const name = byId.get(id).callFrame.functionName;
+      const d = (dt[i + 1] ?? 0) / 1000;
+      if (name === '(idle)') flush();
+      else {
+        run.push([id, d]);
+        runMs += d;
+      }
+    });
+    flush();
   };
   // Long tasks of the page's main thread from the first script on (attribution: what ran).
   await page.addInitScript(() => {
