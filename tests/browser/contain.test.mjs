@@ -4,23 +4,14 @@
 // worker, and keep the other profile of the same folder usable: timeline drawn, Parquet download
 // intact. Needs `npm run build` first and ../shared/samples.
 
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
-import { foreignRequests, launch, requireBuild, sample, serve, showView, timelineColouredPixels, waitReady, zipEntryNames } from './harness.mjs';
+import { foreignRequests, launch, sample, showView, timelineColouredPixels, waitReady, zipEntryNames, useServer } from './harness.mjs';
 
-let server;
-
-before(async () => {
-  requireBuild();
-  server = await serve();
-});
-
-after(async () => {
-  await server?.close();
-});
+const server = useServer();
 
 /** Two paired device profiles (NEFF + NTFF each), 130 KB in all. */
 const DIR = 'cs149-Ericcsr/part1';

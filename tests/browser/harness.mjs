@@ -7,6 +7,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { extname, join, normalize, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { after, before } from 'node:test';
 import { chromium } from 'playwright-core';
 
 export const REPO = resolve(fileURLToPath(new URL('../..', import.meta.url)));
@@ -74,6 +75,24 @@ export async function serve() {
   const addr = server.address();
   const origin = `http://127.0.0.1:${addr.port}`;
   return { origin, close: () => new Promise((ok) => server.close(ok)) };
+}
+
+/**
+ * The set-up every browser test file shares, as node:test hooks: before its tests, checks the build
+ * (requireBuild), runs `setup` (fixtures of that file, optional) and serves DIST; after them, stops
+ * the server. Returns the server, whose `origin` is set once served (read it inside tests).
+ */
+export function useServer(setup = null) {
+  const server = { origin: '', close: async () => {} };
+  before(async () => {
+    requireBuild();
+    await setup?.();
+    Object.assign(server, await serve());
+  });
+  after(async () => {
+    await server.close();
+  });
+  return server;
 }
 
 /**

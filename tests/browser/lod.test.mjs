@@ -3,18 +3,11 @@
 // samples, draw from summaries when fitted and from the window's real rows when zoomed in, and
 // load a clicked row's every field by its table row. Needs `npm run build` first and ../shared/samples.
 
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { foreignRequests, launch, requireBuild, sample, serve, showView, timelineColouredPixels, waitReady } from './harness.mjs';
+import { foreignRequests, launch, sample, showView, timelineColouredPixels, waitReady, useServer } from './harness.mjs';
 
-let server;
-before(async () => {
-  requireBuild();
-  server = await serve();
-});
-after(async () => {
-  await server?.close();
-});
+const server = useServer();
 
 async function open(page, dir, lod) {
   await page.goto(`${server.origin}/?lod=${lod}`);

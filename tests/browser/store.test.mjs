@@ -4,22 +4,14 @@
 // memory fallback (`?store=memory`, as where OPFS is missing) says its size limit before decoding.
 // Needs `npm run build` first and ../shared/samples.
 
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
-import { foreignRequests, launch, requireBuild, sample, serve, showView, waitReady, zipEntryNames } from './harness.mjs';
+import { foreignRequests, launch, sample, showView, waitReady, zipEntryNames, useServer } from './harness.mjs';
 
-let server;
-
-before(async () => {
-  requireBuild();
-  server = await serve();
-});
-after(async () => {
-  await server?.close();
-});
+const server = useServer();
 
 /** Two paired device profiles (NEFF + NTFF each), 130 KB in all. */
 const DIR = 'cs149-Ericcsr/part1';

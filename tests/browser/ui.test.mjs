@@ -7,13 +7,13 @@
 // Screenshots of every view at 1440×900 and 1000×800 go to /tmp/shots/ui-<view>-<width>.png.
 // Needs `npm run build` first (and python3 for the memory fixture).
 
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
 import { dirname, join } from 'node:path';
-import { REPO, foreignRequests, launch, requireBuild, sample, serve, showView, waitReady } from './harness.mjs';
+import { REPO, foreignRequests, launch, sample, showView, waitReady, useServer } from './harness.mjs';
 
 const SHOTS = '/tmp/shots';
 const TMP = join(REPO, 'tests', '.tmp', 'ui');
@@ -23,10 +23,7 @@ const FUSED = `${ARTIFACTS}/fused_bf16_s512`;
 const NEFFS = 'cs149-Ericcsr/part2/v_42d39e965b';
 const CAPTURE = 'KevGomes-nki-moe-megakernel/output/i-0af76a70a6d3864dd_pid_713479';
 const SIZES = [[1440, 900], [1000, 800]];
-let server;
-
-before(async () => {
-  requireBuild();
+const server = useServer(() => {
   mkdirSync(SHOTS, { recursive: true });
   rmSync(TMP, { recursive: true, force: true });
   mkdirSync(MEM, { recursive: true });
@@ -39,11 +36,6 @@ before(async () => {
     mkdirSync(dirname(join(MEM, rel)), { recursive: true });
     writeFileSync(join(MEM, rel), Array.from({ length: 2000 }, (_, i) => `line_${i + 1} = ${i + 1}\n`).join(''));
   }
-  server = await serve();
-});
-
-after(async () => {
-  await server?.close();
 });
 
 /**

@@ -5,24 +5,16 @@
 // returns to the previous profile; the Selection's busy % over the whole execution equals the
 // Summary's engine active-time percentages. Needs `npm run build` first and ../shared/samples.
 
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parquetReadObjects } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
-import { SHOTS, foreignRequests, launch, requireBuild, sample, serve, showView, waitReady } from './harness.mjs';
+import { SHOTS, foreignRequests, launch, sample, showView, waitReady, useServer } from './harness.mjs';
 
-let server;
-
-before(async () => {
-  requireBuild();
+const server = useServer(() => {
   mkdirSync(SHOTS, { recursive: true });
-  server = await serve();
-});
-
-after(async () => {
-  await server?.close();
 });
 
 const ARTIFACTS = 'allenkchau-trainium-kernel-fusion/profiling/artifacts';

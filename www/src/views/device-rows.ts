@@ -207,6 +207,24 @@ const naturally = new Intl.Collator('en', { numeric: true, sensitivity: 'base' }
  * Rows are ordered per physical core: engines, DMA group, pending DMA, throttle, semaphore group.
  */
 export function addDeviceRows(model: TimelineModel, t: DeviceTables): TimelineModel {
+  const steps = deviceRowSteps(model, t);
+  for (let r = steps.next(); ; r = steps.next()) if (r.done === true) return r.value;
+}
+
+/**
+ * addDeviceRows, yielding between its steps (each table's columns, grouping, tracks), so a caller
+ * can run them in separate main-thread tasks (tracks/device.ts: a level-of-detail window's
+ * hundreds of thousands of pseudo-rows); the result is the same model.
+ */
+export async function addDeviceRowsYielding(model: TimelineModel, t: DeviceTables, pause: () => Promise<void>): Promise<TimelineModel> {
+  const steps = deviceRowSteps(model, t);
+  for (let r = steps.next(); ; r = steps.next()) {
+    if (r.done === true) return r.value;
+    await pause();
+  }
+}
+
+function* deviceRowSteps(model: TimelineModel, t: DeviceTables): Generator<void, TimelineModel, void> {
   const dictIndex = new Map<string, number>();
   model.opcodes.forEach((o, i) => dictIndex.set(o, i));
   const added: { track: Track; pcore: number; order: number; sub: number; name: string }[] = [];
@@ -241,6 +259,7 @@ export function addDeviceRows(model: TimelineModel, t: DeviceTables): TimelineMo
     dmaEnds = numberColumn(dma, 'end_ts');
     if (dmaStarts !== null) span(dmaStarts, dmaEnds);
   }
+  yield;
   const thr = t.throttle;
   let thrStarts: Float64Array | null = null;
   let thrEnds: Float64Array | null = null;
@@ -266,6 +285,7 @@ export function addDeviceRows(model: TimelineModel, t: DeviceTables): TimelineMo
   hi = Math.max(hi, lo + 1);
   // Throttle rows without a duration (unknown end) last to the end of the profile.
   if (thrStarts !== null && thrEnds !== null) for (let i = 0; i < thrEnds.length; i++) if (!Number.isFinite(thrEnds[i] ?? NaN)) thrEnds[i] = hi;
+  yield;
 
   if (dma !== null && dmaStarts !== null) {
     const starts = dmaStarts;
@@ -273,14 +293,17 @@ export function addDeviceRows(model: TimelineModel, t: DeviceTables): TimelineMo
     const pcores = numberColumn(dma, 'pcore_idx');
     const qDict: string[] = [];
     const queues = codeColumn(dma, 'queue_name', qDict, new Map());
+    yield;
     const tDict: string[] = [];
     const types = codeColumn(dma, 'queue_type', tDict, new Map());
     const typeOps = new Uint16Array(tDict.length);
     tDict.forEach((s, i) => (typeOps[i] = dictCode(model, dictIndex, s || 'dma')));
     const ops = new Uint16Array(dma.numRows);
     for (let i = 0; i < ops.length; i++) ops[i] = typeOps[types[i] ?? 0] ?? 0;
+    yield;
     const valid = (i: number): boolean => Number.isFinite(starts[i] ?? NaN);
     const groups = partition(dma.numRows, (i) => (valid(i) ? pcoreOf(pcores, i) * 65536 + (queues[i] ?? 0) : -1));
+    yield;
     const children = new Map<number, Track[]>();
     for (const [k, idx] of groups) {
       const pc = Math.floor(k / 65536);
@@ -304,6 +327,7 @@ export function addDeviceRows(model: TimelineModel, t: DeviceTables): TimelineMo
     }
   }
 
+  yield;
   if (pend !== null && pendTimes !== null) {
     const pcores = numberColumn(pend, 'pcore_idx');
     const values = numberColumn(pend, 'value') ?? new Float64Array(pend.numRows);
@@ -315,6 +339,7 @@ export function addDeviceRows(model: TimelineModel, t: DeviceTables): TimelineMo
     }
   }
 
+  yield;
   if (thr !== null && thrStarts !== null && thrEnds !== null) {
     const starts = thrStarts;
     const pcores = numberColumn(thr, 'pcore_idx');
@@ -337,6 +362,7 @@ export function addDeviceRows(model: TimelineModel, t: DeviceTables): TimelineMo
     }
   }
 
+  yield;
   if (sem !== null && semTimes !== null) {
     const pcores = numberColumn(sem, 'pcore_idx');
     const values = numberColumn(sem, 'value') ?? new Float64Array(sem.numRows);
@@ -344,6 +370,7 @@ export function addDeviceRows(model: TimelineModel, t: DeviceTables): TimelineMo
     const ids = codeColumn(sem, 'id', idDict, new Map());
     const valid = (i: number): boolean => Number.isFinite(semTimes[i] ?? NaN);
     const groups = partition(sem.numRows, (i) => (valid(i) ? pcoreOf(pcores, i) * 65536 + (ids[i] ?? 0) : -1));
+    yield;
     const instants = dictCode(model, dictIndex, 'semaphore update');
     const children = new Map<number, Track[]>();
     for (const [k, idx] of groups) {
@@ -370,6 +397,7 @@ export function addDeviceRows(model: TimelineModel, t: DeviceTables): TimelineMo
   }
 
   if (added.length === 0) return model;
+  yield;
   const engines = model.tracks.map((track, i) => ({ track, pcore: track.pcore, order: i / 1e6, sub: 0, name: '' }));
   const all = [...engines, ...added];
   all.sort((a, b) => a.pcore - b.pcore || a.order - b.order || a.sub - b.sub || naturally.compare(a.name, b.name));

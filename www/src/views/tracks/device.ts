@@ -4,7 +4,7 @@
 
 import { tableFromArrays, type Table } from 'apache-arrow';
 import type { LodListing } from '../../api.ts';
-import { addDeviceRows, DMA_COLUMNS, PENDING_DMA_COLUMNS, SEMAPHORE_COLUMNS, THROTTLE_COLUMNS } from '../device-rows.ts';
+import { addDeviceRowsYielding, DMA_COLUMNS, PENDING_DMA_COLUMNS, SEMAPHORE_COLUMNS, THROTTLE_COLUMNS } from '../device-rows.ts';
 import { buildTimeline, type TimelineModel, type Track } from '../timeline-model.ts';
 import { LodController, type LodApi, type LodState, type LodTable, type WindowTables } from './lod.ts';
 
@@ -33,14 +33,19 @@ function emptyInstructions(): Table {
   return tableFromArrays({ start_ts: new BigInt64Array(0), end_ts: new BigInt64Array(0) });
 }
 
+/** A new main-thread task (the builders' steps each run in their own: no long task per window). */
+const nextTask = (): Promise<void> => new Promise((ok) => setTimeout(ok, 0));
+
 /** The device model of window tables: every track of the profile, in the small-profile order. */
-function build(skeleton: { model: TimelineModel | null }, tables: WindowTables, listing: LodListing): TimelineModel {
-  const model = addDeviceRows(buildTimeline(tables.get('Instruction') ?? emptyInstructions()), {
+async function build(skeleton: { model: TimelineModel | null }, tables: WindowTables, listing: LodListing): Promise<TimelineModel> {
+  const engines = buildTimeline(tables.get('Instruction') ?? emptyInstructions());
+  await nextTask();
+  const model = await addDeviceRowsYielding(engines, {
     dma: tables.get('DmaPacket') ?? null,
     semaphores: tables.get('SemaphoreUpdate') ?? null,
     throttle: tables.get('Throttle') ?? null,
     pending: tables.get('PendingDma') ?? null,
-  });
+  }, nextTask);
   model.start = listing.start;
   model.end = Math.max(listing.end, listing.start + 1);
   const base = skeleton.model;

@@ -82,7 +82,7 @@ export function parseBuckets(buf: Float64Array): Map<number, Buckets> {
 export type WindowTables = Map<string, Table>;
 
 /** Builds the view's model from window tables (the builders the small-profile path uses). */
-export type ModelBuilder<M> = (tables: WindowTables, listing: LodListing) => M;
+export type ModelBuilder<M> = (tables: WindowTables, listing: LodListing) => M | Promise<M>;
 
 /** Column of pseudo-rows carrying the bucket's event count (tooltips tell summaries from rows by it). */
 export const SUMMARY_COUNT = 'nscope_summary_count';
@@ -126,7 +126,9 @@ export function summaryTable(table: string, tracks: LodTrackInfo[], buckets: Map
     if (!any) push(t, t.start, t.start, 0, '', t.vmax ?? NaN);
   }
   const n = starts.length;
-  const big = (xs: number[]): BigInt64Array => BigInt64Array.from(xs, (x) => BigInt(Math.round(x)) + (origin ?? 0n));
+  // Device times (origin null) are ns from the profile start, exact in a Float64; System times are
+  // Unix ns (beyond 2^53) and need BigInt.
+  const big = (xs: number[]): BigInt64Array | Float64Array => (origin === null ? Float64Array.from(xs, (x) => Math.round(x)) : BigInt64Array.from(xs, (x) => BigInt(Math.round(x)) + origin));
   const str = (f: (t: LodTrackInfo, i: number) => string): string[] => owner.map(f);
   const pcore = Float64Array.from(owner, (t) => t.pcore);
   const count = Float64Array.from(counts);
@@ -161,24 +163,86 @@ export function summaryTable(table: string, tracks: LodTrackInfo[], buckets: Map
 
 const encoder = new TextEncoder();
 
-/** A Utf8 vector of `xs` built directly (arrow's builders compile code at run time, which the page's CSP refuses). */
+/**
+ * A Utf8 vector of `xs` built directly (arrow's builders compile code at run time, which the page's
+ * CSP refuses). Pseudo-rows repeat a few names (tracks, opcodes) hundreds of thousands of times:
+ * each distinct string is encoded once.
+ */
 function utf8(xs: string[]): Vector {
-  const parts = xs.map((x) => encoder.encode(x));
+  const seen = new Map<string, Uint8Array>();
+  const parts: Uint8Array[] = new Array<Uint8Array>(xs.length);
   const offsets = new Int32Array(xs.length + 1);
   let total = 0;
-  parts.forEach((p, i) => {
+  for (let i = 0; i < xs.length; i++) {
+    const x = xs[i] ?? '';
+    let p = seen.get(x);
+    if (p === undefined) seen.set(x, (p = encoder.encode(x)));
+    parts[i] = p;
     total += p.length;
     offsets[i + 1] = total;
-  });
+  }
   const data = new Uint8Array(total);
-  parts.forEach((p, i) => data.set(p, offsets[i] ?? 0));
+  for (let i = 0; i < xs.length; i++) data.set(parts[i] ?? EMPTY, offsets[i] ?? 0);
   return makeVector(makeData({ type: new Utf8(), length: xs.length, nullCount: 0, valueOffsets: offsets, data }));
 }
 
+const EMPTY = new Uint8Array(0);
+
+/**
+ * A Utf8 column of `t` (name `name`) with `extra` appended, copied chunk by chunk from the Arrow
+ * buffers (a window's hundreds of thousands of rows are never turned into JS strings); nulls
+ * become "". Null when the column is not plain Utf8.
+ */
+function appendUtf8(t: Table, name: string, extra: string[]): Vector | null {
+  const col = t.getChild(name);
+  if (col === null) return null;
+  let bytes = 0;
+  for (const d of col.data) {
+    if (!DataType.isUtf8(d.type) || !(d.valueOffsets instanceof Int32Array) || !(d.values instanceof Uint8Array)) return null;
+    bytes += (d.valueOffsets[d.offset + d.length] ?? 0) - (d.valueOffsets[d.offset] ?? 0);
+  }
+  const tail = extra.map((x) => encoder.encode(x));
+  for (const p of tail) bytes += p.length;
+  const n = t.numRows;
+  const offsets = new Int32Array(n + extra.length + 1);
+  const data = new Uint8Array(bytes);
+  let i = 0;
+  let at = 0;
+  for (const d of col.data) {
+    const off = d.valueOffsets as Int32Array;
+    const vals = d.values as Uint8Array;
+    if (d.nullCount === 0) {
+      // One copy of the chunk's bytes, its offsets shifted.
+      const a0 = off[d.offset] ?? 0;
+      const b0 = off[d.offset + d.length] ?? a0;
+      data.set(vals.subarray(a0, b0), at);
+      const shift = at - a0;
+      for (let k = 1; k <= d.length; k++) offsets[++i] = (off[d.offset + k] ?? 0) + shift;
+      at += b0 - a0;
+      continue;
+    }
+    for (let k = 0; k < d.length; k++) {
+      if (d.getValid(k)) {
+        const a = off[d.offset + k] ?? 0;
+        const b = off[d.offset + k + 1] ?? a;
+        data.set(vals.subarray(a, b), at);
+        at += b - a;
+      }
+      offsets[++i] = at;
+    }
+  }
+  for (const p of tail) {
+    data.set(p, at);
+    at += p.length;
+    offsets[++i] = at;
+  }
+  return makeVector(makeData({ type: new Utf8(), length: n + extra.length, nullCount: 0, valueOffsets: offsets, data: data.subarray(0, at) }));
+}
+
 /** A table of typed arrays and string lists (no arrow builder: see utf8). */
-function tableOf(cols: Record<string, BigInt64Array | Float64Array | string[]>): Table {
+function tableOf(cols: Record<string, BigInt64Array | Float64Array | string[] | Vector>): Table {
   const vecs: Record<string, Vector> = {};
-  for (const [k, v] of Object.entries(cols)) vecs[k] = Array.isArray(v) ? utf8(v) : makeVector(v);
+  for (const [k, v] of Object.entries(cols)) vecs[k] = Array.isArray(v) ? utf8(v) : v instanceof Float64Array || v instanceof BigInt64Array ? makeVector(v) : v;
   return new Table(vecs);
 }
 
@@ -200,21 +264,28 @@ function withCarry(t: Table, table: string, tracks: LodTrackInfo[], buckets: Map
     if (b !== undefined && Number.isFinite(v)) add.push({ ts: b.first, pcore: tr.pcore, id: tr.name, v });
   }
   if (add.length === 0) return t;
-  const cols: Record<string, BigInt64Array | Float64Array | string[]> = {};
+  const cols: Record<string, BigInt64Array | Float64Array | string[] | Vector> = {};
   const n = t.numRows;
   for (const f of t.schema.fields) {
     const name = f.name;
     if (DataType.isUtf8(f.type)) {
+      const extra = add.map((a) => (name === key ? a.id : ''));
+      const fast = appendUtf8(t, name, extra);
+      if (fast !== null) {
+        cols[name] = fast;
+        continue;
+      }
       const out: string[] = [];
       for (const v of (t.getChild(name) ?? []) as Iterable<unknown>) out.push(v === null || v === undefined ? '' : String(v));
-      for (const a of add) out.push(name === key ? a.id : '');
+      out.push(...extra);
       cols[name] = out;
     } else {
       const vals = numberColumn(t, name) ?? new Float64Array(n).fill(NaN);
       const out = new Float64Array(n + add.length);
       out.set(vals);
       add.forEach((a, i) => (out[n + i] = name === 'timestamp' ? a.ts : name === 'value' ? a.v : name === 'pcore_idx' ? a.pcore : NaN));
-      cols[name] = name === 'timestamp' ? BigInt64Array.from(out, (x) => BigInt(Math.round(x))) : out;
+      // Device times are ns from the profile start: exact in a Float64 (2^53 ns), no BigInt per row.
+      cols[name] = out;
     }
   }
   const marks = new Float64Array(n + add.length).fill(NaN);
@@ -325,7 +396,10 @@ export class LodController<M> {
       const buckets = parseBuckets(await this.api.lod(this.key, tracks.map((t) => t.id), t0, t1, n));
       out.set(tb.name, summaryTable(tb.name, tracks, buckets, this.listing.names, this.origin));
     }));
-    return { model: this.build(out, this.listing), state };
+    // The last table's pseudo-rows were made in this task: build the model in the next one, so the
+    // two do not add up to one long main-thread task.
+    await new Promise((ok) => setTimeout(ok, 0));
+    return { model: await this.build(out, this.listing), state };
   }
 }
 
