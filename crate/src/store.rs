@@ -385,9 +385,7 @@ impl Spill {
         let at = *len;
         let ok = match &self.backend {
             #[cfg(all(unix, not(target_arch = "wasm32")))]
-            SpillBackend::File(f) => {
-                std::os::unix::fs::FileExt::write_all_at(f, bytes, at).is_ok()
-            }
+            SpillBackend::File(f) => std::os::unix::fs::FileExt::write_all_at(f, bytes, at).is_ok(),
             #[cfg(target_arch = "wasm32")]
             SpillBackend::Opfs(id) => js::write(*id, at, bytes).is_ok(),
         };

@@ -174,7 +174,9 @@ impl ByteLog {
         match self.chunks.last_mut() {
             Some(c) if c.len() + rec.len() <= c.capacity() => c.extend_from_slice(rec),
             _ => {
-                let c = self.spill_full().unwrap_or_else(|| Vec::with_capacity(LOG_CHUNK));
+                let c = self
+                    .spill_full()
+                    .unwrap_or_else(|| Vec::with_capacity(LOG_CHUNK));
                 self.chunks.push(c);
                 if let Some(c) = self.chunks.last_mut() {
                     c.extend_from_slice(rec);
@@ -781,7 +783,10 @@ impl Gathered {
     }
     /// Bytes of the interval lists on disk ([`crate::store::Spill`]).
     pub fn spilled_bytes(&self) -> usize {
-        self.ops.values().map(|s| s.u.spilled_bytes()).sum::<usize>()
+        self.ops
+            .values()
+            .map(|s| s.u.spilled_bytes())
+            .sum::<usize>()
     }
 }
 
@@ -1000,7 +1005,9 @@ pub fn write_gathered(
     b.finish_into(sink)?;
     // Unions read back from a failing spill are short: say so rather than pass them for exact.
     match crate::store::take_spill_error() {
-        Some(e) => Err(crate::error::Error::Io(format!("Summary/OpcodeSummary: {e}"))),
+        Some(e) => Err(crate::error::Error::Io(format!(
+            "Summary/OpcodeSummary: {e}"
+        ))),
         None => Ok(()),
     }
 }
