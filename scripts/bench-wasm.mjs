@@ -4,16 +4,21 @@
 // paired and decoded into Parquet tables that stream to each worker's OPFS directory
 // (Session.process / process_system through the worker protocol, www/src/protocol.ts).
 //
-// usage: node scripts/bench-wasm.mjs [--pool N] [--store opfs|memory] DIR [DIR...]
+// usage: node scripts/bench-wasm.mjs [--pool N] [--store opfs|memory] [--no-spill] [--trace] DIR [DIR...]
 //   (needs `npm run build` first)
 // --pool N: N workers (default 1), each with its own wasm instance; the NTFFs of a folder are
 //   dealt round-robin to them and decoded concurrently.
 // --store memory: tables kept in wasm memory (the fallback without OPFS) instead of OPFS.
+// --no-spill: the core keeps its growing decode state in wasm memory instead of spilling full
+//   chunks of it to an OPFS file (crate/src/store.rs `Spill`): the before of an A/B.
+// --trace: after each file, its memory trace (crate/src/wasm.rs `MemoryTrace`): a line each time
+//   the wasm memory grew, with the stage and its progress, the live heap bytes and their peak.
 //
 // Prints one line per decoded file: the folder's read-only pass over its NTFFs (Blob slices of
 // 4 MiB read with FileReaderSync in one worker: the limit), input bytes, worker, seconds, MB/s,
 // rows, rows/s, the worker's wasm memory after the file (bytes; wasm memory never shrinks, so
-// the high-water mark of that worker so far), the Parquet bytes stored for it and where
+// the high-water mark of that worker so far), the peak of live heap bytes during the file (what
+// the core held at once; the gap to the wasm memory is allocator fragmentation), the Parquet bytes stored for it and where
 // (opfs|memory); then a line per folder with the wall time of the whole pool and its MB/s, and
 // the CPU seconds the Chromium processes used for the folder (Linux; read-only pass included)
 // with MB per CPU second, comparable with `neuronscope bench`'s MB/cpu_s on a busy machine.
@@ -26,14 +31,18 @@ import { DIST, launch, requireBuild, serve } from '../tests/browser/harness.mjs'
 const args = process.argv.slice(2);
 let pool = 1;
 let store = 'opfs';
+let spill = true;
+let trace = false;
 const dirs = [];
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '--pool') pool = Math.max(1, Number(args[++i]));
   else if (args[i] === '--store') store = args[++i];
+  else if (args[i] === '--no-spill') spill = false;
+  else if (args[i] === '--trace') trace = true;
   else dirs.push(resolve(args[i]));
 }
 if (dirs.length === 0 || !Number.isFinite(pool) || !['opfs', 'memory'].includes(store)) {
-  console.error('usage: node scripts/bench-wasm.mjs [--pool N] [--store opfs|memory] DIR [DIR...]');
+  console.error('usage: node scripts/bench-wasm.mjs [--pool N] [--store opfs|memory] [--no-spill] [--trace] DIR [DIR...]');
   process.exit(2);
 }
 
@@ -88,7 +97,7 @@ const b = await launch();
 try {
   const { page } = b;
   await page.goto(`${server.origin}/`);
-  console.log('input\tfile\tworker\tread_only_MB/s\tinput_bytes\tseconds\tMB/s\trows\trows/s\twasm_memory_bytes\tstored_bytes\tstore');
+  console.log('input\tfile\tworker\tread_only_MB/s\tinput_bytes\tseconds\tMB/s\trows\trows/s\twasm_memory_bytes\theap_peak_bytes\tstored_bytes\tstore');
   for (const dir of dirs) {
     await page.evaluate(() => {
       document.querySelector('#nscope-bench')?.remove();
@@ -101,7 +110,7 @@ try {
     });
     await page.setInputFiles('#nscope-bench', dir);
     const cpu0 = childCpuSeconds();
-    const r = await page.evaluate(async ({ origin, workerUrl, pool, store }) => {
+    const r = await page.evaluate(async ({ origin, workerUrl, pool, store, spill }) => {
       const files = Array.from(document.querySelector('#nscope-bench').files);
       const picked = files.map((f) => ({ path: f.webkitRelativePath || f.name, file: f }));
       // Read-only pass (the limit): every NTFF through Blob slices of the decoder's window size.
@@ -144,7 +153,7 @@ try {
       }
       try {
         const storeDir = store === 'opfs' ? (i) => `bench-${Date.now().toString(36)}-w${i}` : () => null;
-        const inits = await Promise.all(workers.map((w, i) => w.call({ op: 'init', pkgUrl: `${origin}/pkg/neuronscope.js`, fault: null, storeDir: storeDir(i) })));
+        const inits = await Promise.all(workers.map((w, i) => w.call({ op: 'init', pkgUrl: `${origin}/pkg/neuronscope.js`, fault: null, storeDir: storeDir(i), spill })));
         const invs = await Promise.all(workers.map((w) => w.call({ op: 'load', files: picked })));
         const inv = invs[0];
         const jobs = [];
@@ -170,6 +179,8 @@ try {
               ms,
               rows: res.tables.reduce((n, t) => n + t.rows, 0),
               memory: res.wasm_memory_bytes ?? 0,
+              heapPeak: Math.max(0, ...(res.memory_trace ?? []).map((m) => m.heap_peak)),
+              trace: res.memory_trace ?? [],
               stored: (res.stored ?? []).reduce((n, t) => n + t.bytes, 0),
               store: [...new Set((res.stored ?? []).map((t) => t.kind))].join('+') || inits[wi].store,
             });
@@ -183,7 +194,7 @@ try {
       } finally {
         for (const w of workers) w.w.terminate();
       }
-    }, { origin: server.origin, workerUrl: `${server.origin}/assets/${workerAsset}`, pool, store });
+    }, { origin: server.origin, workerUrl: `${server.origin}/assets/${workerAsset}`, pool, store, spill });
     const cpu = childCpuSeconds() - cpu0;
     if (r.error) throw new Error(`${dir}: ${r.error}`);
     const nb = await ntffBytes(dir);
@@ -192,7 +203,10 @@ try {
     for (const o of r.out) {
       const s = o.ms / 1000;
       total += o.bytes;
-      console.log(`${dir}\t${o.file}\t${o.worker}\t${readMBs}\t${o.bytes}\t${s.toFixed(3)}\t${(o.bytes / 1e6 / s).toFixed(1)}\t${o.rows}\t${Math.round(o.rows / s)}\t${o.memory}\t${o.stored}\t${o.store}`);
+      console.log(`${dir}\t${o.file}\t${o.worker}\t${readMBs}\t${o.bytes}\t${s.toFixed(3)}\t${(o.bytes / 1e6 / s).toFixed(1)}\t${o.rows}\t${Math.round(o.rows / s)}\t${o.memory}\t${o.heapPeak}\t${o.stored}\t${o.store}`);
+      if (trace) {
+        for (const m of o.trace) console.log(`  trace\t${m.stage}\t${m.done}/${m.total}\theap_live ${m.heap_live}\theap_peak ${m.heap_peak}\twasm_memory ${m.wasm_memory}`);
+      }
     }
     const ws = r.wallMs / 1000;
     console.log(`${dir}\t(all, ${pool} worker${pool > 1 ? 's' : ''})\t\t${readMBs}\t${total}\t${ws.toFixed(3)}\t${(total / 1e6 / ws).toFixed(1)}\tcpu_s ${cpu.toFixed(2)}\tMB/cpu_s ${cpu > 0 ? (total / 1e6 / cpu).toFixed(1) : ''}`);

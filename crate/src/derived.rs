@@ -174,6 +174,18 @@ impl Derived {
                 .map(PackedSeq::heap_bytes)
                 .sum::<usize>()
     }
+    /// Bytes of the same on disk ([`crate::store::Spill`]).
+    pub fn spilled_bytes(&self) -> usize {
+        self.busy
+            .values()
+            .map(NearSorted::spilled_bytes)
+            .sum::<usize>()
+            + self
+                .triggers
+                .values()
+                .map(PackedSeq::spilled_bytes)
+                .sum::<usize>()
+    }
 }
 
 /// Forwards every batch to `inner` and feeds `Instruction` batches to [`Derived`].
@@ -378,6 +390,7 @@ pub fn write_tables(
     report: &DecodeReport,
     sink: &mut dyn TableSink,
 ) -> Result<DerivedCounts> {
+    let _ = crate::store::take_spill_error();
     let t0 = report.origin_fs;
     let subgraphs = &report.info.subgraphs;
     let cal = |pcore: i64| {
@@ -506,7 +519,13 @@ pub fn write_tables(
         }
     }
     counts.hbm_usage_by_type = b.finish_into(sink)?;
-    Ok(counts)
+    // Busy lists read back from a failing spill are short: say so rather than pass them for exact.
+    match crate::store::take_spill_error() {
+        Some(e) => Err(crate::error::Error::Io(format!(
+            "ActiveTime/PendingDma: {e}"
+        ))),
+        None => Ok(counts),
+    }
 }
 
 /// Explorer's `Missing Data` warnings that hold for this profile, as problems (the profile's

@@ -262,6 +262,190 @@ impl FileWrite {
     }
 }
 
+/// Append-only scratch space on disk for decode state that grows with the input (the packed
+/// instruction unions of `crate::summary` and `crate::derived`, docs/formats.md "Memory (costs
+/// per row)"): full chunks go here and only their offsets stay in memory (12 B per 16 KiB chunk),
+/// so that state costs the streams, not the rows. Natively an unlinked file in the temp directory;
+/// in the page's worker a file of its OPFS store (the worker deletes it after each decode,
+/// www/src/worker.ts). Shared by every user on the thread while any holds it ([`Spill::current`]);
+/// gone when the last one drops. Unavailable (no temp dir, no OPFS, `NEURONSCOPE_SPILL=0`
+/// natively): callers keep their chunks in memory, as before.
+pub struct Spill {
+    backend: SpillBackend,
+    len: std::sync::Mutex<u64>,
+}
+
+enum SpillBackend {
+    #[cfg(all(unix, not(target_arch = "wasm32")))]
+    File(std::fs::File),
+    #[cfg(target_arch = "wasm32")]
+    Opfs(u32),
+}
+
+impl std::fmt::Debug for Spill {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Spill").field("len", &self.len()).finish()
+    }
+}
+
+thread_local! {
+    /// The thread's live spill (weak: it goes when its last user drops) and whether opening one
+    /// failed (then the thread stops trying).
+    static SPILL: std::cell::RefCell<(std::sync::Weak<Spill>, bool)> =
+        const { std::cell::RefCell::new((std::sync::Weak::new(), false)) };
+    /// Spilling allowed on this thread (`set_spill`; on by default).
+    static SPILL_ON: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+    /// The first failure reading a spill back since [`take_spill_error`] (a read-back that fails
+    /// ends its values early; the table writer reports it).
+    static SPILL_ERROR: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+impl Spill {
+    /// The thread's spill, opened on first use; None when none can be opened.
+    pub fn current() -> Option<std::sync::Arc<Spill>> {
+        if !SPILL_ON.with(|c| c.get()) {
+            return None;
+        }
+        SPILL.with(|c| {
+            let mut c = c.borrow_mut();
+            if let Some(s) = c.0.upgrade() {
+                return Some(s);
+            }
+            if c.1 {
+                return None;
+            }
+            match Spill::open() {
+                Some(s) => {
+                    let s = std::sync::Arc::new(s);
+                    c.0 = std::sync::Arc::downgrade(&s);
+                    Some(s)
+                }
+                None => {
+                    // Natively that does not change; in the worker a store installed later, or
+                    // files freed by the next `prepare`, may make it work: ask again then.
+                    c.1 = !cfg!(target_arch = "wasm32");
+                    None
+                }
+            }
+        })
+    }
+
+    #[cfg(all(unix, not(target_arch = "wasm32")))]
+    fn open() -> Option<Spill> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static N: AtomicU64 = AtomicU64::new(0);
+        if std::env::var_os("NEURONSCOPE_SPILL").is_some_and(|v| v == "0") {
+            return None;
+        }
+        let path = std::env::temp_dir().join(format!(
+            "neuronscope-spill-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .ok()?;
+        // Unlinked at once: the bytes live while the handle does, and nothing is left behind.
+        std::fs::remove_file(&path).ok()?;
+        Some(Spill {
+            backend: SpillBackend::File(f),
+            len: std::sync::Mutex::new(0),
+        })
+    }
+
+    #[cfg(target_arch = "wasm32")]
+    fn open() -> Option<Spill> {
+        // Re-checked per decode: the worker installs its store before the first one.
+        let id = js::create(SPILL_KEY, SPILL_TABLE).ok().flatten()?;
+        Some(Spill {
+            backend: SpillBackend::Opfs(id),
+            len: std::sync::Mutex::new(0),
+        })
+    }
+
+    #[cfg(not(any(unix, target_arch = "wasm32")))]
+    fn open() -> Option<Spill> {
+        None
+    }
+
+    /// Bytes appended so far.
+    pub fn len(&self) -> u64 {
+        self.len.lock().map_or(0, |l| *l)
+    }
+
+    /// True when nothing was appended.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Appends `bytes`; their offset, or None when the write failed (the caller keeps them).
+    pub fn append(&self, bytes: &[u8]) -> Option<u64> {
+        let mut len = self.len.lock().ok()?;
+        let at = *len;
+        let ok = match &self.backend {
+            #[cfg(all(unix, not(target_arch = "wasm32")))]
+            SpillBackend::File(f) => std::os::unix::fs::FileExt::write_all_at(f, bytes, at).is_ok(),
+            #[cfg(target_arch = "wasm32")]
+            SpillBackend::Opfs(id) => js::write(*id, at, bytes).is_ok(),
+        };
+        if !ok {
+            return None;
+        }
+        *len = at + bytes.len() as u64;
+        Some(at)
+    }
+
+    /// Reads `buf.len()` bytes at `at` back. False on failure, which is kept for
+    /// [`take_spill_error`] (naming the offset).
+    pub fn read(&self, at: u64, buf: &mut [u8]) -> bool {
+        let r: std::result::Result<(), String> = match &self.backend {
+            #[cfg(all(unix, not(target_arch = "wasm32")))]
+            SpillBackend::File(f) => {
+                std::os::unix::fs::FileExt::read_exact_at(f, buf, at).map_err(|e| e.to_string())
+            }
+            #[cfg(target_arch = "wasm32")]
+            SpillBackend::Opfs(id) => js::read(*id, at, buf).map_err(|e| e.to_string()),
+        };
+        match r {
+            Ok(()) => true,
+            Err(e) => {
+                SPILL_ERROR.with(|c| {
+                    c.borrow_mut().get_or_insert_with(|| {
+                        format!(
+                            "reading back {} bytes of spilled decode state at offset {at}: {e}",
+                            buf.len()
+                        )
+                    });
+                });
+                false
+            }
+        }
+    }
+}
+
+/// Allows or forbids spilling on this thread from now on (on by default; off keeps the decode
+/// state in memory, as before the spill existed: for A/B measurements, scripts/bench-wasm.mjs
+/// `--no-spill`). Natively `NEURONSCOPE_SPILL=0` does the same.
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen::prelude::wasm_bindgen)]
+pub fn set_spill(on: bool) {
+    SPILL_ON.with(|c| c.set(on));
+}
+
+/// Profile key and table name of the worker's spill file (www/src/worker.ts drops it after
+/// each decode).
+pub const SPILL_KEY: &str = "nscope-spill";
+/// See [`SPILL_KEY`].
+pub const SPILL_TABLE: &str = "spill";
+
+/// The first spill read-back failure on this thread since the last call, if any (then some
+/// derived values were computed from partial state and must not be written as if exact).
+pub fn take_spill_error() -> Option<String> {
+    SPILL_ERROR.with(|c| c.borrow_mut().take())
+}
+
 /// Writes `(path, bytes)` entries into a zip archive (stored: Parquet is already compressed),
 /// streaming each table from its store into `out`: nothing is held whole in memory.
 pub fn zip_tables<'a, W: Write + Seek>(

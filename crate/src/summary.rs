@@ -132,10 +132,23 @@ fn get_varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
 /// of a doubling `Vec`.
 const LOG_CHUNK: usize = 16 * 1024;
 
-/// Append-only LEB128 values in fixed-size chunks (a record never spans two chunks).
-#[derive(Debug, Clone, Default, PartialEq)]
+/// Append-only LEB128 values in fixed-size chunks (a record never spans two chunks). Full
+/// chunks go to the thread's [`crate::store::Spill`] when one is available, so a log holds one
+/// chunk in memory whatever its length (its spilled chunks cost 12 B each); without a spill,
+/// or after a spill write failed, they stay in memory.
+#[derive(Debug, Clone, Default)]
 struct ByteLog {
+    /// (offset, length) of the spilled chunks, oldest first; they precede `chunks`.
+    spilled: Vec<(u64, u32)>,
+    spill: Option<std::sync::Arc<crate::store::Spill>>,
+    /// Chunks in memory, after the spilled ones.
     chunks: Vec<Vec<u8>>,
+}
+
+impl PartialEq for ByteLog {
+    fn eq(&self, o: &Self) -> bool {
+        self.values().eq(o.values())
+    }
 }
 
 impl ByteLog {
@@ -161,24 +174,66 @@ impl ByteLog {
         match self.chunks.last_mut() {
             Some(c) if c.len() + rec.len() <= c.capacity() => c.extend_from_slice(rec),
             _ => {
-                let mut c = Vec::with_capacity(LOG_CHUNK);
-                c.extend_from_slice(rec);
+                let c = self
+                    .spill_full()
+                    .unwrap_or_else(|| Vec::with_capacity(LOG_CHUNK));
                 self.chunks.push(c);
+                if let Some(c) = self.chunks.last_mut() {
+                    c.extend_from_slice(rec);
+                }
             }
         }
     }
 
-    /// Every value, in append order.
-    fn values(&self) -> impl Iterator<Item = u64> + '_ {
-        self.chunks.iter().flat_map(|c| {
-            let mut at = 0usize;
-            std::iter::from_fn(move || get_varint(c, &mut at))
-        })
+    /// Moves the only in-memory chunk (full) to the spill; the emptied buffer to reuse, or None
+    /// (no spill, the write failed, or earlier chunks are still in memory: order is kept).
+    fn spill_full(&mut self) -> Option<Vec<u8>> {
+        if self.chunks.len() != 1 {
+            return None;
+        }
+        if self.spill.is_none() {
+            self.spill = crate::store::Spill::current();
+        }
+        let spill = self.spill.as_ref()?;
+        let c = self.chunks.first()?;
+        let at = spill.append(c)?;
+        self.spilled.push((at, c.len() as u32));
+        let mut c = self.chunks.pop()?;
+        c.clear();
+        Some(c)
     }
 
+    /// Every value, in append order. A spilled chunk that cannot be read back ends the values
+    /// early (the failure is kept for [`crate::store::take_spill_error`]).
+    fn values(&self) -> impl Iterator<Item = u64> + '_ {
+        let mut failed = false;
+        let spilled = self.spilled.iter().flat_map(move |&(at, len)| {
+            let mut buf = vec![0u8; len as usize];
+            let ok = !failed && self.spill.as_ref().is_some_and(|s| s.read(at, &mut buf));
+            if !ok {
+                failed = true;
+                buf.clear();
+            }
+            let mut i = 0usize;
+            std::iter::from_fn(move || get_varint(&buf, &mut i))
+        });
+        let kept = self.chunks.iter().flat_map(|c| {
+            let mut at = 0usize;
+            std::iter::from_fn(move || get_varint(c, &mut at))
+        });
+        spilled.chain(kept)
+    }
+
+    /// Heap bytes (chunks in memory and the spilled chunks' offsets).
     fn heap_bytes(&self) -> usize {
         self.chunks.iter().map(Vec::capacity).sum::<usize>()
             + self.chunks.capacity() * std::mem::size_of::<Vec<u8>>()
+            + self.spilled.capacity() * std::mem::size_of::<(u64, u32)>()
+    }
+
+    /// Bytes of this log in the spill.
+    fn spilled_bytes(&self) -> usize {
+        self.spilled.iter().map(|&(_, l)| l as usize).sum()
     }
 }
 
@@ -265,6 +320,10 @@ impl PackedUnion {
     pub fn heap_bytes(&self) -> usize {
         self.bytes.heap_bytes() + self.spill.as_ref().map_or(0, Union::heap_bytes)
     }
+    /// Bytes of this union on disk ([`crate::store::Spill`]).
+    pub fn spilled_bytes(&self) -> usize {
+        self.bytes.spilled_bytes()
+    }
 }
 
 /// Intervals a [`NearSorted`] may hold back to restore start order: the `Instruction` rows of
@@ -309,6 +368,10 @@ impl NearSorted {
     pub fn heap_bytes(&self) -> usize {
         self.held.capacity() * std::mem::size_of::<(i64, i64)>() + self.u.heap_bytes()
     }
+    /// Bytes on disk ([`crate::store::Spill`]).
+    pub fn spilled_bytes(&self) -> usize {
+        self.u.spilled_bytes()
+    }
 }
 
 /// A sequence of i64 kept as LEB128 zigzag deltas (1–3 B per value for near-sorted times
@@ -340,6 +403,10 @@ impl PackedSeq {
     /// Bytes of heap held.
     pub fn heap_bytes(&self) -> usize {
         self.bytes.heap_bytes()
+    }
+    /// Bytes on disk ([`crate::store::Spill`]).
+    pub fn spilled_bytes(&self) -> usize {
+        self.bytes.spilled_bytes()
     }
 }
 
@@ -714,6 +781,13 @@ impl Gathered {
     pub fn heap_bytes(&self) -> usize {
         self.ops.values().map(|s| s.u.heap_bytes()).sum::<usize>()
     }
+    /// Bytes of the interval lists on disk ([`crate::store::Spill`]).
+    pub fn spilled_bytes(&self) -> usize {
+        self.ops
+            .values()
+            .map(|s| s.u.spilled_bytes())
+            .sum::<usize>()
+    }
 }
 
 /// Forwards every batch to `inner` and feeds `Instruction` batches to [`Gathered`].
@@ -779,6 +853,7 @@ pub fn write_gathered(
     report: &DecodeReport,
     sink: &mut dyn TableSink,
 ) -> Result<()> {
+    let _ = crate::store::take_spill_error();
     for s in g.ops.values_mut() {
         s.u.compact();
     }
@@ -928,7 +1003,13 @@ pub fn write_gathered(
         b.end_row_into(sink)?;
     }
     b.finish_into(sink)?;
-    Ok(())
+    // Unions read back from a failing spill are short: say so rather than pass them for exact.
+    match crate::store::take_spill_error() {
+        Some(e) => Err(crate::error::Error::Io(format!(
+            "Summary/OpcodeSummary: {e}"
+        ))),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]
@@ -1055,6 +1136,44 @@ mod tests {
             q.push(v);
         }
         assert_eq!(q.iter().collect::<Vec<_>>(), vals);
+    }
+
+    /// With the thread's spill (crate::store::Spill) a packed union or sequence keeps one chunk
+    /// in memory whatever its length, and reads back exactly what it holds without one.
+    #[test]
+    fn spilled_logs_equal_kept_ones() {
+        let iv: Vec<(i64, i64)> = (0..200_000i64)
+            .map(|i| (i * 1000 + i % 13, i * 1000 + 400 + i % 97))
+            .collect();
+        let mut got = Vec::new();
+        for on in [false, true] {
+            crate::store::set_spill(on);
+            let (mut p, mut q) = (PackedUnion::default(), PackedSeq::default());
+            for &(s, e) in &iv {
+                p.push(s, e);
+                q.push(e);
+            }
+            let spilled = p.spilled_bytes() + q.spilled_bytes();
+            if on {
+                // ≈ 0.8 + 0.4 MB of components: all but one chunk each on disk.
+                assert!(spilled > 1_000_000, "{spilled} B spilled");
+                assert!(p.heap_bytes() < 2 * LOG_CHUNK, "{} B", p.heap_bytes());
+                assert!(q.heap_bytes() < 2 * LOG_CHUNK, "{} B", q.heap_bytes());
+            } else {
+                assert_eq!(spilled, 0);
+                assert!(p.heap_bytes() > 500_000);
+            }
+            let u: Vec<(i64, i64)> = p.iter().collect();
+            let v: Vec<i64> = q.iter().collect();
+            assert_eq!(u.len(), iv.len());
+            assert_eq!(v, iv.iter().map(|x| x.1).collect::<Vec<_>>());
+            got.push((u, v, p.clone()));
+        }
+        crate::store::set_spill(true);
+        assert!(crate::store::take_spill_error().is_none());
+        assert_eq!(got[0].0, got[1].0);
+        // Equality compares contents, wherever they are.
+        assert_eq!(got[0].2, got[1].2);
     }
 
     /// Input at most a window out of order stays packed; further out it spills; both exact.

@@ -131,6 +131,109 @@ fn store_sink(key: &str) -> StoreSink<'_> {
     crate::sink::ParquetSink::new(Box::new(move |t: &str| TableStore.writer(key, t)))
 }
 
+/// The wasm heap's allocator with two counters: bytes live now and their high-water mark since
+/// [`heap_reset_peak`]. `memory.buffer.byteLength` only says what the allocator ever asked the
+/// engine for (it never shrinks); these say what the core actually held, so a gap between the two
+/// is fragmentation, not state (docs/ARCHITECTURE.md "Memory"). One add per allocation.
+struct CountingAlloc;
+
+static HEAP_LIVE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static HEAP_PEAK: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+// SAFETY: every call is forwarded unchanged to the system allocator (dlmalloc on wasm32); the
+// counters are only arithmetic on the requested sizes.
+unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, l: std::alloc::Layout) -> *mut u8 {
+        let p = unsafe { std::alloc::System.alloc(l) };
+        if !p.is_null() {
+            heap_add(l.size());
+        }
+        p
+    }
+    unsafe fn alloc_zeroed(&self, l: std::alloc::Layout) -> *mut u8 {
+        let p = unsafe { std::alloc::System.alloc_zeroed(l) };
+        if !p.is_null() {
+            heap_add(l.size());
+        }
+        p
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: std::alloc::Layout) {
+        unsafe { std::alloc::System.dealloc(p, l) };
+        HEAP_LIVE.fetch_sub(l.size(), std::sync::atomic::Ordering::Relaxed);
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: std::alloc::Layout, new: usize) -> *mut u8 {
+        let q = unsafe { std::alloc::System.realloc(p, l, new) };
+        if !q.is_null() {
+            HEAP_LIVE.fetch_sub(l.size(), std::sync::atomic::Ordering::Relaxed);
+            heap_add(new);
+        }
+        q
+    }
+}
+
+fn heap_add(n: usize) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let live = HEAP_LIVE.fetch_add(n, Relaxed) + n;
+    HEAP_PEAK.fetch_max(live, Relaxed);
+}
+
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
+
+/// Starts a new high-water mark of live heap bytes (at the start of each decode).
+fn heap_reset_peak() {
+    use std::sync::atomic::Ordering::Relaxed;
+    HEAP_PEAK.store(HEAP_LIVE.load(Relaxed), Relaxed);
+}
+
+/// One sample of [`MemoryTrace`]: the stage, the progress of that stage (bytes or steps), the
+/// live heap bytes, their high-water mark since the decode began, and the wasm memory size.
+#[derive(Serialize)]
+struct MemorySample {
+    stage: String,
+    done: u64,
+    total: u64,
+    heap_live: usize,
+    heap_peak: usize,
+    wasm_memory: f64,
+}
+
+/// Where a decode's wasm memory went: a sample each time the wasm memory grew (at a progress
+/// report, so with the stage that grew it) and at the end of each step of
+/// `Session::decode_stored`; at most [`MemoryTrace::CAP`] growth samples. Returned with the
+/// result as `memory_trace` (scripts/bench-wasm.mjs `--trace` prints it).
+#[derive(Default)]
+struct MemoryTrace {
+    samples: Vec<MemorySample>,
+    last_memory: f64,
+    grown: usize,
+}
+
+impl MemoryTrace {
+    const CAP: usize = 256;
+    /// Records a sample when the wasm memory grew since the last one (or `always`).
+    fn sample(&mut self, stage: &str, done: u64, total: u64, always: bool) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let m = wasm_memory_bytes();
+        let grew = m > self.last_memory;
+        if !(always || grew && self.grown < Self::CAP) {
+            return;
+        }
+        if grew && !always {
+            self.grown += 1;
+        }
+        self.last_memory = m;
+        self.samples.push(MemorySample {
+            stage: stage.to_string(),
+            done,
+            total,
+            heap_live: HEAP_LIVE.load(Relaxed),
+            heap_peak: HEAP_PEAK.load(Relaxed),
+            wasm_memory: m,
+        });
+    }
+}
+
 /// Size of the wasm memory now (bytes; it never shrinks, so the high-water mark).
 fn wasm_memory_bytes() -> f64 {
     wasm_bindgen::memory()
@@ -177,8 +280,10 @@ fn js_err(e: Error) -> JsError {
 fn progress_cb<'a>(
     f: &'a js_sys::Function,
     rows: &'a std::cell::Cell<u64>,
+    trace: &'a RefCell<MemoryTrace>,
 ) -> impl FnMut(&str, u64, u64) + 'a {
     move |stage: &str, done: u64, total: u64| {
+        trace.borrow_mut().sample(stage, done, total, false);
         let args = js_sys::Array::of4(
             &JsValue::from_str(stage),
             &JsValue::from_f64(done as f64),
@@ -232,9 +337,12 @@ impl Session {
             &mut dyn FnMut(&str, u64, u64),
         ) -> std::result::Result<JsValue, JsError>,
     ) -> std::result::Result<JsValue, JsError> {
+        heap_reset_peak();
+        let trace = RefCell::new(MemoryTrace::default());
+        trace.borrow_mut().sample("start", 0, 0, true);
         let mut sink = store_sink(key);
         let rows = std::cell::Cell::new(0);
-        let mut cb = progress_cb(progress, &rows);
+        let mut cb = progress_cb(progress, &rows, &trace);
         let mut lod = crate::lod::LodCollector::new(&mut sink);
         let js = decode(
             self,
@@ -245,9 +353,20 @@ impl Session {
             &mut cb,
         )?;
         let mut lod = lod.lod;
+        trace.borrow_mut().sample("decoded", 0, 0, true);
         lod.finish(origin);
+        let lod_bytes = lod.heap_bytes();
         self.lods.insert(key.to_string(), lod);
         self.store(key, sink, &js)?;
+        drop(cb);
+        let mut trace = trace.into_inner();
+        trace.sample("stored", 0, 0, true);
+        let _ = js_sys::Reflect::set(&js, &"memory_trace".into(), &to_js(&trace.samples)?);
+        let _ = js_sys::Reflect::set(
+            &js,
+            &"lod_heap_bytes".into(),
+            &JsValue::from_f64(lod_bytes as f64),
+        );
         Ok(js)
     }
     fn store(

@@ -1,7 +1,7 @@
 // Bounded memory and cancel on a synthetic NTFF of a few hundred MB (`neuronscope synth DIR
 // --ntff-mb N`, written to the temp directory by the CLI the Rust tests build: target/ci or
 // target/release). Asserts memory, not time: the worker's wasm memory after the decode stays under
-// 512 MiB because the tables stream to OPFS; no request leaves 127.0.0.1; a decode cancelled
+// 256 MiB because the tables stream to OPFS and the decode state spills; no request leaves 127.0.0.1; a decode cancelled
 // mid-way ends as "cancelled" and the replacement worker takes the next decode.
 // NEURONSCOPE_BIG_MB overrides the NTFF size (default 200), NEURONSCOPE_BIN the CLI used to write it.
 
@@ -14,7 +14,8 @@ import { join } from 'node:path';
 import { foreignRequests, launch, REPO, requireBuild, serve } from './harness.mjs';
 
 const MB = Number(process.env.NEURONSCOPE_BIG_MB ?? 200);
-const LIMIT = 512 * 1024 * 1024;
+// 256 MiB: a 2 GB NTFF peaks at 158 MB since the decode state spills (docs/ARCHITECTURE.md "Memory"); the target is 512 MiB.
+const LIMIT = 256 * 1024 * 1024;
 let server;
 let dir;
 
@@ -42,7 +43,7 @@ function job(page, n) {
   return page.locator('[data-testid=job]').nth(n);
 }
 
-test(`a ${MB} MB synthetic NTFF decodes with the worker's wasm memory under 512 MiB, tables on OPFS, no request off 127.0.0.1`, async (t) => {
+test(`a ${MB} MB synthetic NTFF decodes with the worker's wasm memory under 256 MiB, tables on OPFS, no request off 127.0.0.1`, async (t) => {
   const b = await launch();
   try {
     const { page } = b;
@@ -53,7 +54,7 @@ test(`a ${MB} MB synthetic NTFF decodes with the worker's wasm memory under 512 
     const mem = Number(await j.getAttribute('data-wasm-memory'));
     const stored = Number(await j.getAttribute('data-stored-bytes'));
     t.diagnostic(`wasm memory ${mem} bytes, ${stored} bytes of Parquet on OPFS: ${await j.innerText()}`);
-    assert.ok(mem > 0 && mem < LIMIT, `wasm memory ${mem} bytes < 512 MiB`);
+    assert.ok(mem > 0 && mem < LIMIT, `wasm memory ${mem} bytes < 256 MiB`);
     assert.ok(stored > 10e6, `Parquet stored on OPFS: ${stored} bytes`);
     assert.ok(Number(await j.getAttribute('data-rows')) > 1e6, 'millions of rows');
     assert.deepEqual(foreignRequests(b.requests, server.origin), [], 'no request left 127.0.0.1');

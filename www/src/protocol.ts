@@ -84,7 +84,7 @@ export interface StoreInfo {
 }
 
 export type Request =
-  | { op: 'init'; pkgUrl: string; fault?: FaultSpec | null; storeDir?: string | null }
+  | { op: 'init'; pkgUrl: string; fault?: FaultSpec | null; storeDir?: string | null; spill?: boolean }
   | { op: 'load'; files: PickedFile[] }
   | { op: 'demo' }
   | { op: 'process'; profileId: string; deviceIndex: number }

@@ -21,7 +21,13 @@ interface WasmModule extends Omit<CoreModule, 'Session'> {
   Session: new () => WasmSession;
   /** Installs the OPFS file store new tables are written to (opfs.ts FileStore). */
   set_file_store?(store: FileStore | null): void;
+  /** Allows the core to spill growing decode state to a store file (crate/src/store.rs `Spill`; on by default). */
+  set_spill?(on: boolean): void;
 }
+
+/** Profile key and table of the core's spill file (crate/src/store.rs SPILL_KEY, SPILL_TABLE): scratch of one decode, deleted after it. */
+const SPILL_KEY = 'nscope-spill';
+const SPILL_TABLE = 'spill';
 
 /** The part of DedicatedWorkerGlobalScope used here (the DOM lib is the one type-checked). */
 interface WorkerScope {
@@ -65,6 +71,8 @@ function inputBytes(paths: (string | null | undefined)[]): number {
 /** Before a call that writes tables: free files ready, and room on disk for about `input` × STORED_PER_INPUT bytes. */
 async function prepareStore(input: number): Promise<void> {
   if (store === null) return;
+  // A failed decode may have left its spill file.
+  await store.dropTable(SPILL_KEY, SPILL_TABLE);
   const est = await navigator.storage.estimate().catch(() => null);
   if (est?.quota !== undefined && est.usage !== undefined) {
     const free = est.quota - est.usage;
@@ -194,6 +202,7 @@ async function handle(msg: Envelope): Promise<void> {
         wasm = mod;
       }
       fault = msg.fault ?? null;
+      wasm.set_spill?.(msg.spill !== false);
       if (msg.storeDir && opfsAvailable() && wasm.set_file_store !== undefined) {
         try {
           store = await FileStore.open(msg.storeDir);
@@ -238,6 +247,8 @@ async function handle(msg: Envelope): Promise<void> {
       });
       shown = result.key;
       shownNtff = ntffOf(msg.profileId, msg.deviceIndex);
+      // The decode's spill is read back by then (Summary and derived tables written).
+      await store?.dropTable(SPILL_KEY, SPILL_TABLE);
       post({ kind: 'reply', id, ok: true, value: withFiles(result) });
       return;
     }
