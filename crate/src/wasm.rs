@@ -23,6 +23,12 @@ mod table_api;
 /// records) are served from it instead of one `FileReaderSync` call each.
 const WINDOW: u64 = 4 << 20;
 
+/// Reads at least this long bypass the window: the time-ordered DMA pass reads each sorted run
+/// in `ntff::dma::RUN_CHUNK` (64 KiB) pieces, and real captures interleave up to one run per DMA
+/// engine, so serving those through the single window would refill 4 MiB per 64 KiB piece.
+const DIRECT_READ: u64 = 32 << 10;
+const _: () = assert!(crate::ntff::dma::RUN_CHUNK as u64 >= DIRECT_READ);
+
 /// A browser `Blob`/`File` read by slices with `FileReaderSync` (worker only). Offsets cross as
 /// f64 (`Blob.slice`'s i32 overload overflows past 2 GiB; spec/README.md).
 pub struct BlobSource {
@@ -75,7 +81,7 @@ impl ByteSource for BlobSource {
     }
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         check_range(self.len, offset, buf.len())?;
-        if buf.len() as u64 >= WINDOW / 2 {
+        if buf.len() as u64 >= DIRECT_READ {
             return self.read_raw(offset, buf);
         }
         let mut cache = self.cache.borrow_mut();
