@@ -623,6 +623,9 @@ struct Scan {
     /// Bytes of the captured object from earlier read pieces (reused between events).
     cap_buf: Vec<u8>,
     cap_too_big: bool,
+    /// Offset of a byte between events that JSON does not allow there (not whitespace, `,`,
+    /// `{` or `]`): the scan stops at it.
+    garbage: Option<u64>,
 }
 
 /// Appends `piece` to the capture buffer unless the object grows beyond [`MAX_EVENT`].
@@ -757,6 +760,16 @@ fn feed(st: &mut Scan, buf: &[u8], off: u64, on_event: &mut OnEvent<'_>) -> Resu
             i += 1;
             continue;
         }
+        if Some(st.depth) == st.events_depth
+            && st.cap.is_none()
+            && !st.events_closed
+            && !matches!(b, b'{' | b']' | b'}' | b',' | b' ' | b'\n' | b'\r' | b'\t')
+        {
+            // Between events only separators may stand: anything else is corruption, and
+            // scanning on would read the rest of the file out of step.
+            st.garbage = Some(off + i as u64);
+            return Ok(());
+        }
         match b {
             b'"' => {
                 st.in_str = true;
@@ -827,6 +840,8 @@ fn feed(st: &mut Scan, buf: &[u8], off: u64, on_event: &mut OnEvent<'_>) -> Resu
                 }
             }
             _ if st.depth == 1 => top_level_byte(st, b),
+            // Between events: byte by byte, for the separator check above.
+            _ if Some(st.depth) == st.events_depth && st.cap.is_none() => {}
             _ => {
                 // Below the top level only strings and nesting matter.
                 i = skip_to(buf, i + 1, true);
@@ -1039,6 +1054,20 @@ pub fn read_trace(
         })?;
         off += n as u64;
         progress(off);
+        if let Some(g) = st.garbage {
+            r.rep.problems.push(
+                Problem::new(
+                    Code::ProcessIncomplete,
+                    Some(file),
+                    format!(
+                        "{file}: byte {g} inside the event array is neither `,`, `{{`, `]` nor whitespace (corrupt data); the {} events before it are kept, the rest of the file is not read",
+                        r.rep.objects
+                    ),
+                )
+                .at(g),
+            );
+            break;
+        }
     }
     r.rep.bytes = off;
     finish_base(&mut st);
@@ -1056,7 +1085,7 @@ pub fn read_trace(
             format!("{file}: baseTimeNanoseconds follows the events; times are on the trace's own clock"),
         ));
     }
-    if st.events_depth.is_some() && !st.events_closed {
+    if st.events_depth.is_some() && !st.events_closed && st.garbage.is_none() {
         r.rep.truncated = true;
         r.rep.problems.push(
             Problem::new(

@@ -334,7 +334,10 @@ impl<'a> Emitter<'a> {
                 self.exec.cores.insert(c);
             }
             for t in [e.start_nc, e.end_nc].into_iter().flatten() {
-                let r = self.exec.nc_range.map_or((t, t), |(a, b)| (a.min(t), b.max(t)));
+                let r = self
+                    .exec
+                    .nc_range
+                    .map_or((t, t), |(a, b)| (a.min(t), b.max(t)));
                 self.exec.nc_range = Some(r);
             }
         }
@@ -579,7 +582,8 @@ fn read_records(
             Ok(Some(f)) => f,
             Ok(None) => break,
             Err(e) => {
-                rep.problems.push(Problem::from_error(frame_code(&e), path, &e));
+                rep.problems
+                    .push(Problem::from_error(frame_code(&e), path, &e));
                 break;
             }
         };
