@@ -14,12 +14,15 @@
 // --trace: after each file, its memory trace (crate/src/wasm.rs `MemoryTrace`): a line each time
 //   the wasm memory grew, with the stage and its progress, the live heap bytes and their peak.
 //
-// Prints one line per decoded file: the folder's read-only pass over its NTFFs (Blob slices of
-// 4 MiB read with FileReaderSync in one worker: the limit), input bytes, worker, seconds, MB/s,
+// Prints one line per decoded input (each NTFF, each system profile with its ntrace.pb,
+// trace_info.pb, cpu_util.pb, host_mem.pb and Kineto traces, each memory snapshot): the read-only
+// pass over that input's own files (Blob slices of 4 MiB read with FileReaderSync in one worker:
+// the limit), input bytes, worker, seconds, MB/s,
 // rows, rows/s, the worker's wasm memory after the file (bytes; wasm memory never shrinks, so
 // the high-water mark of that worker so far), the peak of live heap bytes during the file (what
-// the core held at once; the gap to the wasm memory is allocator fragmentation), the Parquet bytes stored for it and where
-// (opfs|memory); then a line per folder with the wall time of the whole pool and its MB/s, and
+// the core held at once; the gap to the wasm memory is allocator fragmentation), the Parquet bytes
+// stored for it and where (opfs|memory); then a line per folder (read-only pass over its NTFFs)
+// with the wall time of the whole pool and its MB/s, and
 // the CPU seconds the Chromium processes used for the folder (Linux; read-only pass included)
 // with MB per CPU second, comparable with `neuronscope bench`'s MB/cpu_s on a busy machine.
 
@@ -114,20 +117,25 @@ try {
       const files = Array.from(document.querySelector('#nscope-bench').files);
       const picked = files.map((f) => ({ path: f.webkitRelativePath || f.name, file: f }));
       // Read-only pass (the limit): every NTFF through Blob slices of the decoder's window size.
+      // Per file (NTFFs, system files, Kineto traces, memory snapshots), so each job's line has
+      // the read-only pass over its own bytes beside it.
       const readSrc = `self.onmessage = (ev) => {
         const rd = new FileReaderSync();
         const t = performance.now();
         let sum = 0;
-        for (const f of ev.data) {
-          if (!f.name.endsWith('.ntff')) continue;
+        const per = {};
+        for (const { path, file: f } of ev.data) {
+          if (!/(\\.ntff|\\.pb|trace\\.json(\\.gz)?|\\.pickle|\\.pkl)$/.test(f.name)) continue;
+          const t1 = performance.now();
           for (let o = 0; o < f.size; o += 4 << 20) sum += new Uint8Array(rd.readAsArrayBuffer(f.slice(o, o + (4 << 20))))[0] | 0;
+          per[path] = performance.now() - t1;
         }
-        self.postMessage({ ms: performance.now() - t, sum });
+        self.postMessage({ ms: performance.now() - t, sum, per });
       };`;
       const rw = new Worker(URL.createObjectURL(new Blob([readSrc], { type: 'text/javascript' })));
       const read = await new Promise((ok) => {
         rw.onmessage = (ev) => ok(ev.data);
-        rw.postMessage(files);
+        rw.postMessage(picked);
       });
       rw.terminate();
       // The app's workers, spoken to through protocol.ts.
@@ -161,7 +169,10 @@ try {
           p.devices.forEach((d, i) => {
             if (d.ntff && d.pairing && d.pairing.status === 'Paired') jobs.push({ req: { op: 'process', profileId: p.id, deviceIndex: i }, file: d.ntff });
           });
-          if ((p.system_files || []).some((f) => /(ntrace|trace_info)\.pb$/.test(f))) jobs.push({ req: { op: 'processSystem', profileId: p.id }, file: `${p.id} (system)`, files: p.system_files });
+          if ((p.system_files || []).some((f) => /(ntrace|trace_info)\.pb$|trace\.json(\.gz)?$/.test(f))) jobs.push({ req: { op: 'processSystem', profileId: p.id }, file: `${p.id} (system)`, files: p.system_files });
+        }
+        for (const f of inv.files) {
+          if (f.kind === 'MemorySnapshot') jobs.push({ req: { op: 'processMemory', path: f.path }, file: `${f.path} (memory_snapshot)`, files: [f.path] });
         }
         const size = (path) => inv.files.find((f) => f.path === path)?.size ?? 0;
         const out = [];
@@ -172,8 +183,11 @@ try {
             const t = performance.now();
             const res = await w.call(job.req);
             const ms = performance.now() - t;
+            const own = job.files ?? [job.file];
+            const readMs = own.reduce((n, f) => n + (read.per[f] ?? 0), 0);
             out.push({
               file: job.file,
+              readMs,
               worker: wi,
               bytes: job.files ? job.files.reduce((n, f) => n + size(f), 0) : size(job.file),
               ms,
@@ -203,7 +217,8 @@ try {
     for (const o of r.out) {
       const s = o.ms / 1000;
       total += o.bytes;
-      console.log(`${dir}\t${o.file}\t${o.worker}\t${readMBs}\t${o.bytes}\t${s.toFixed(3)}\t${(o.bytes / 1e6 / s).toFixed(1)}\t${o.rows}\t${Math.round(o.rows / s)}\t${o.memory}\t${o.heapPeak}\t${o.stored}\t${o.store}`);
+      const own = o.readMs > 0 ? (o.bytes / 1e6 / (o.readMs / 1000)).toFixed(1) : '';
+      console.log(`${dir}\t${o.file}\t${o.worker}\t${own}\t${o.bytes}\t${s.toFixed(3)}\t${(o.bytes / 1e6 / s).toFixed(1)}\t${o.rows}\t${Math.round(o.rows / s)}\t${o.memory}\t${o.heapPeak}\t${o.stored}\t${o.store}`);
       if (trace) {
         for (const m of o.trace) console.log(`  trace\t${m.stage}\t${m.done}/${m.total}\theap_live ${m.heap_live}\theap_peak ${m.heap_peak}\twasm_memory ${m.wasm_memory}`);
       }

@@ -8,6 +8,9 @@
 //! - `parquet_2t`: the same with the Parquet encoding on a writer thread ([`sink::pipelined`])
 //!   that encodes each row group's column chunks on two threads (`ParquetSink::with_threads`).
 //!
+//! Per system input (each `ntrace.pb`, `trace_info.pb`, `cpu_util.pb`, `host_mem.pb`, Kineto
+//! trace) and per memory snapshot, the `read`, `arrow` and `parquet` steps ([`bench_system`]).
+//!
 //! Every row gives wall and CPU seconds (the process's user + system time, so a busy machine
 //! shows up as wall ≫ CPU), MB/s over both, peak RSS of that step alone (Linux `VmHWM`, reset
 //! between steps through `/proc/self/clear_refs`) and, for Parquet steps, bytes written and
@@ -299,4 +302,136 @@ pub fn bench_devices(
         }
     }
     Ok(rows)
+}
+
+/// The system input kinds [`bench_system`] measures one by one, by [`crate::inventory::FileKind`].
+fn system_kind(path: &str) -> Option<&'static str> {
+    use crate::inventory::FileKind as K;
+    match crate::inventory::classify(path) {
+        K::TraceInfo => Some("trace_info"),
+        K::Ntrace => Some("ntrace"),
+        K::CpuUtil => Some("cpu_util"),
+        K::HostMem => Some("host_mem"),
+        K::KinetoTrace => Some("kineto"),
+        _ => None,
+    }
+}
+
+/// Measures every system input of `inv` on its own, and every memory snapshot: per file a
+/// `read` row (the read-only pass over its bytes, compressed bytes for `.gz`), an `arrow` row
+/// (decode → Arrow, discarded) and a `parquet` row (decode → Parquet on disk, one thread), as in
+/// the module doc. A system file is decoded as a System profile holding it and the profile's
+/// `trace_info.pb` (whose `ntrace.pb is missing` error is not counted); `bytes` are the file's
+/// own. `input` is `path (kind)`: `ntrace`, `trace_info`, `cpu_util`, `host_mem`, `kineto`,
+/// `memory_snapshot`. Errors: the first I/O or sink error.
+pub fn bench_system(
+    inv: &Inventory,
+    open: Opener<'_>,
+    opts: &BenchOptions,
+) -> Result<Vec<BenchRow>> {
+    use crate::error::{Code, Severity};
+    let mut rows = Vec::new();
+    // (label, file, run: sink → (rows, errors)).
+    type Run<'r> = Box<dyn Fn(&mut dyn TableSink) -> Result<u64> + 'r>;
+    let mut jobs: Vec<(String, String, Run<'_>)> = Vec::new();
+    for p in &inv.profiles {
+        let info = p
+            .system_files
+            .iter()
+            .find(|f| system_kind(f) == Some("trace_info"))
+            .cloned();
+        for f in &p.system_files {
+            let Some(kind) = system_kind(f) else { continue };
+            let mut sub = p.clone();
+            sub.devices.clear();
+            sub.system_files = info.iter().chain([f]).cloned().collect();
+            sub.system_files.dedup();
+            let run: Run<'_> = Box::new(move |s: &mut dyn TableSink| {
+                let r = crate::system::process(&sub, open, s, &mut |_, _, _| {})?;
+                Ok(r.problems
+                    .iter()
+                    .filter(|p| p.severity == Severity::Error && p.code != Code::NoMetadata)
+                    .count() as u64)
+            });
+            jobs.push((format!("{f} ({kind})"), f.clone(), run));
+        }
+    }
+    for f in &inv.files {
+        if !matches!(f.kind, crate::inventory::FileKind::MemorySnapshot { .. }) {
+            continue;
+        }
+        let path = f.path.clone();
+        let run: Run<'_> = Box::new(move |s: &mut dyn TableSink| {
+            profile::process_memory(inv, &path, open, s)?;
+            Ok(0)
+        });
+        jobs.push((format!("{} (memory_snapshot)", f.path), f.path.clone(), run));
+    }
+    for (input, file, run) in jobs {
+        let src = open(&file)?;
+        let bytes = src.len();
+        let first = rows.len();
+        let row = |step, wall_s, cpu_s, n, peak_rss, out_bytes| BenchRow {
+            input: input.clone(),
+            bytes,
+            step,
+            threads: 1,
+            wall_s,
+            cpu_s,
+            rows: n,
+            peak_rss,
+            out_bytes,
+            errors: 0,
+        };
+        let (_, w, c, m) = step(|| read_pass(&*src))?;
+        drop(src);
+        rows.push(row("read", w, c, 0, m, None));
+        let mut errors = 0;
+        if opts.wants("arrow") {
+            let ((n, e), w, c, m) = step(|| {
+                let mut null = NullSink::default();
+                let e = run(&mut null)?;
+                Ok((null.rows, e))
+            })?;
+            errors = e;
+            rows.push(row("arrow", w, c, n, m, None));
+        }
+        if opts.wants("parquet") {
+            fresh_dir(&opts.out_dir)?;
+            let dir = opts.out_dir.clone();
+            let ((n, e), w, c, m) = step(|| {
+                let mut ps = sink::ParquetSink::with_codec(
+                    |t: &str| {
+                        let path = dir.join(format!("{t}.parquet"));
+                        std::fs::File::create(&path)
+                            .map_err(|e| Error::Io(format!("{}: {e}", path.display())))
+                    },
+                    opts.codec,
+                );
+                let mut count = NullSink::default();
+                let e = {
+                    let mut both = Tee(&mut ps, &mut count);
+                    run(&mut both)?
+                };
+                ps.finish()?;
+                Ok((count.rows, e))
+            })?;
+            errors = errors.max(e);
+            rows.push(row("parquet", w, c, n, m, Some(dir_bytes(&opts.out_dir))));
+        }
+        for r in rows.iter_mut().skip(first) {
+            r.errors = errors;
+        }
+    }
+    Ok(rows)
+}
+
+/// Sends every batch to both sinks (the second only counts).
+struct Tee<'a>(&'a mut dyn TableSink, &'a mut NullSink);
+
+impl TableSink for Tee<'_> {
+    fn batch(&mut self, def: &'static TableDef, batch: RecordBatch) -> Result<()> {
+        self.1.batch(def, batch.clone())?;
+        self.0.batch(def, batch)
+    }
 }

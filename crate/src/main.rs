@@ -86,8 +86,11 @@ struct SynthArgs {
     #[arg(long, value_name = "N", conflicts_with = "kineto_mb")]
     ntff_mb: Option<u64>,
     /// Write a System capture whose Kineto trace.json is N MB instead.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", conflicts_with = "ntrace_mb")]
     kineto_mb: Option<u64>,
+    /// Write a System capture whose ntrace.pb is N MB (the sample's record mix) instead.
+    #[arg(long, value_name = "N", conflicts_with = "ntff_mb")]
+    ntrace_mb: Option<u64>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -232,6 +235,13 @@ fn cmd_synth(args: &SynthArgs) -> Result<()> {
     let out = &args.out;
     std::fs::create_dir_all(out)
         .map_err(|e| Error::Io(format!("cannot create directory {}: {e}", out.display())))?;
+    if let Some(mb) = args.ntrace_mb {
+        for p in neuronscope::synth::write_ntrace_capture(out, mb * 1_000_000)? {
+            let n = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
+            note!("{} ({n} bytes)", p.display());
+        }
+        return Ok(());
+    }
     if let Some(mb) = args.kineto_mb {
         for p in neuronscope::synth::write_system_capture(out, mb * 1_000_000)? {
             let n = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);

@@ -428,3 +428,25 @@ pub fn write_system_capture(
     std::io::Write::flush(&mut f)?;
     Ok(vec![info, ntrace, tj])
 }
+
+/// Writes a synthetic System capture into `dir` whose `ntrace.pb` is at least `ntrace_bytes`
+/// ([`crate::system::write::SystemSpec::write_ntrace_mix`], the sample's shape), streamed to
+/// disk, with its `trace_info.pb` (written after, when the record count is known). Returns the
+/// written paths.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn write_ntrace_capture(
+    dir: &std::path::Path,
+    ntrace_bytes: u64,
+) -> Result<Vec<std::path::PathBuf>> {
+    let mut spec = crate::system::write::SystemSpec::default();
+    let d = dir.join(spec.dir());
+    std::fs::create_dir_all(&d)?;
+    let ntrace = d.join("ntrace.pb");
+    let mut f = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&ntrace)?);
+    let st = spec.write_ntrace_mix(ntrace_bytes, &mut f)?;
+    std::io::Write::flush(&mut f)?;
+    spec.executions = st.steps;
+    let info = d.join("trace_info.pb");
+    std::fs::write(&info, spec.trace_info(st.records))?;
+    Ok(vec![info, ntrace])
+}

@@ -1,18 +1,14 @@
 //! `neuronscope bench`: decode throughput (MB/s, rows/s) and peak memory, per NTFF and per system
 //! profile of a folder, or of a synthetic capture it writes once to the temp directory.
 //!
-//! Output: per system profile one tab-separated line `input bytes seconds MB/s rows rows/s
-//! parquet_bytes` (decode only, then decode + Parquet into a writer that only counts bytes);
-//! per NTFF one line per step of [`neuronscope::bench`] (read-only pass, decode → Arrow,
-//! decode → Parquet on disk with one and two threads, with CPU time and peak RSS per step);
-//! then `peak_rss_bytes` of the whole run.
+//! Output: one tab-separated line per step of [`neuronscope::bench`]: per system input (each
+//! `ntrace.pb`, `trace_info.pb`, `cpu_util.pb`, `host_mem.pb`, Kineto trace, memory snapshot:
+//! read-only pass, decode → Arrow, decode → Parquet on disk; [`neuronscope::bench::bench_system`])
+//! and per NTFF (read-only pass, decode → Arrow, decode → Parquet with one and two threads), with
+//! CPU time and peak RSS per step; then `peak_rss_bytes` of the whole run.
 
+use neuronscope::{inventory, sink, Result};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::Instant;
-
-use neuronscope::{inventory, profile, sink, Result};
 
 use super::walk;
 
@@ -36,19 +32,6 @@ pub struct BenchArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',',
           value_parser = clap::builder::PossibleValuesParser::new(neuronscope::bench::STEPS))]
     pub steps: Vec<String>,
-}
-
-/// A writer that only counts bytes (Parquet size without keeping the file).
-struct CountingWriter(Arc<AtomicU64>);
-
-impl std::io::Write for CountingWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.fetch_add(buf.len() as u64, Ordering::Relaxed);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 /// Runs `bench` (the whole measurement; its output format is the module doc's).
@@ -87,49 +70,16 @@ pub fn run(args: &BenchArgs) -> Result<u64> {
     let picked = walk::pick(&[dir])?;
     let open = |p: &str| picked.open(p);
     let inv = inventory::build(&picked.files, &open);
-    let size_of = |f: &str| {
-        picked
-            .path_of(f)
-            .and_then(|p| std::fs::metadata(p).ok())
-            .map_or(0, |m| m.len())
-    };
-    let mut header = false;
-    for p in &inv.profiles {
-        if p.system_files
-            .iter()
-            .any(|f| f.ends_with("ntrace.pb") || f.ends_with("trace_info.pb"))
-        {
-            if !std::mem::replace(&mut header, true) {
-                say!("input\tbytes\tseconds\tMB/s\trows\trows/s\tparquet_bytes");
-            }
-            let bytes: u64 = p.system_files.iter().map(|f| size_of(f)).sum();
-            // decode only
-            let mut null = neuronscope::bench::NullSink::default();
-            let t0 = Instant::now();
-            profile::process_system(&inv, &p.id, &open, &mut null, &mut |_, _, _| {})?;
-            let secs = t0.elapsed().as_secs_f64().max(1e-9);
-            // decode + Parquet (to memory, discarded)
-            let pq = Arc::new(AtomicU64::new(0));
-            let mut psink = sink::ParquetSink::new(|_t: &str| Ok(CountingWriter(pq.clone())));
-            profile::process_system(&inv, &p.id, &open, &mut psink, &mut |_, _, _| {})?;
-            psink.finish()?;
-            say!(
-                "{} (system)\t{bytes}\t{secs:.3}\t{:.1}\t{}\t{:.0}\t{}",
-                p.id,
-                bytes as f64 / 1e6 / secs,
-                null.rows,
-                null.rows as f64 / secs,
-                pq.load(Ordering::Relaxed)
-            );
-        }
-    }
     let codec = args.codec.unwrap_or(sink::CODEC);
     let opts = neuronscope::bench::BenchOptions {
         out_dir: std::env::temp_dir().join(format!("neuronscope-bench-out-{}", std::process::id())),
         codec,
         steps: args.steps.clone(),
     };
-    let rows = neuronscope::bench::bench_devices(&inv, &open, &opts);
+    let rows = neuronscope::bench::bench_system(&inv, &open, &opts).and_then(|mut r| {
+        r.extend(neuronscope::bench::bench_devices(&inv, &open, &opts)?);
+        Ok(r)
+    });
     let _ = std::fs::remove_dir_all(&opts.out_dir);
     let rows = rows?;
     if !rows.is_empty() {

@@ -26,6 +26,8 @@ pub struct FrameReader<'a> {
     win: Vec<u8>,
     win_start: u64,
     done: bool,
+    /// Largest record length seen so far (bytes), for the plausibility of a cut last record.
+    largest: u32,
 }
 
 /// One framed record: the offset of its length prefix and its message bytes.
@@ -46,6 +48,7 @@ impl<'a> FrameReader<'a> {
             win: Vec::new(),
             win_start: 0,
             done: false,
+            largest: 0,
         }
     }
 
@@ -75,7 +78,9 @@ impl<'a> FrameReader<'a> {
     }
 
     /// The next record, `Ok(None)` at a clean end of file. Errors: [`Error::Truncated`] when a
-    /// length prefix or a record runs past the end, [`Error::Format`] for an absurd length.
+    /// length prefix or a plausible record runs past the end (a cut file), [`Error::Format`]
+    /// for a length above [`MAX_RECORD`], or one that runs past the end and exceeds
+    /// [`plausible_len`] (a corrupted prefix, not a cut).
     /// After an error the reader stops (returns `Ok(None)`).
     pub fn next_frame(&mut self) -> Result<Option<Frame<'_>>> {
         if self.done || self.pos >= self.len {
@@ -110,9 +115,28 @@ impl<'a> FrameReader<'a> {
                 n.to_string(),
             ));
         }
+        let left = self.len.saturating_sub(off + 4);
+        if u64::from(n) > left && n > plausible_len(self.largest) {
+            return Err(Error::format(
+                off,
+                format!(
+                    "a record length ≤ the {left} bytes left (u32 LE prefix; records so far ≤ {} bytes)",
+                    self.largest
+                ),
+                format!("implausible length {n}"),
+            ));
+        }
         self.ensure(off, 4 + n as usize)?;
+        self.largest = self.largest.max(n);
         Ok(n as usize)
     }
+}
+
+/// Longest record a cut file's last prefix may claim before the prefix is called corrupt:
+/// 16 × the largest record before it, at least 64 KiB (sample records are 60–300 bytes; a bit
+/// flip in a prefix's third byte claims ≥ 64 KiB).
+pub fn plausible_len(largest: u32) -> u32 {
+    largest.saturating_mul(16).max(64 << 10)
 }
 
 /// Lossy UTF-8.

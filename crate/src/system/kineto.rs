@@ -623,6 +623,9 @@ struct Scan {
     /// Bytes of the captured object from earlier read pieces (reused between events).
     cap_buf: Vec<u8>,
     cap_too_big: bool,
+    /// Offset of a byte between events that JSON does not allow there (not whitespace, `,`,
+    /// `{` or `]`): the scan stops at it.
+    garbage: Option<u64>,
 }
 
 /// Appends `piece` to the capture buffer unless the object grows beyond [`MAX_EVENT`].
@@ -749,13 +752,26 @@ fn feed(st: &mut Scan, buf: &[u8], off: u64, on_event: &mut OnEvent<'_>) -> Resu
             } else if b == b'"' {
                 st.in_str = false;
             } else if st.form == 2 && st.depth == 1 {
-                st.key.push(b);
+                // The keys looked for are short: a longer one need not be kept whole.
+                if st.key.len() < 64 {
+                    st.key.push(b);
+                }
             } else {
                 i = skip_to(buf, i + 1, false);
                 continue;
             }
             i += 1;
             continue;
+        }
+        if Some(st.depth) == st.events_depth
+            && st.cap.is_none()
+            && !st.events_closed
+            && !matches!(b, b'{' | b']' | b'}' | b',' | b' ' | b'\n' | b'\r' | b'\t')
+        {
+            // Between events only separators may stand: anything else is corruption, and
+            // scanning on would read the rest of the file out of step.
+            st.garbage = Some(off + i as u64);
+            return Ok(());
         }
         match b {
             b'"' => {
@@ -827,6 +843,8 @@ fn feed(st: &mut Scan, buf: &[u8], off: u64, on_event: &mut OnEvent<'_>) -> Resu
                 }
             }
             _ if st.depth == 1 => top_level_byte(st, b),
+            // Between events: byte by byte, for the separator check above.
+            _ if Some(st.depth) == st.events_depth && st.cap.is_none() => {}
             _ => {
                 // Below the top level only strings and nesting matter.
                 i = skip_to(buf, i + 1, true);
@@ -854,6 +872,7 @@ fn finish_base(st: &mut Scan) {
 pub fn find_base(mut input: impl Read) -> Option<i64> {
     let mut st = Scan::default();
     let mut buf = vec![0u8; READ_CHUNK];
+    let mut off = 0u64;
     loop {
         let n = match input.read(&mut buf) {
             Ok(0) => break,
@@ -861,62 +880,25 @@ pub fn find_base(mut input: impl Read) -> Option<i64> {
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => break,
         };
-        for &b in buf.iter().take(n) {
-            step_scan(&mut st, b);
-            if let Some(v) = st.base.as_deref() {
-                return v.trim().parse().ok();
-            }
-            if st.form == 1 {
-                return None;
-            }
+        // The same scanner as the rows' pass; the events it finds are ignored.
+        let piece = buf.get(..n).unwrap_or(&[]);
+        if feed(&mut st, piece, off, &mut |_, _, _| Ok(())).is_err() {
+            break;
+        }
+        off += n as u64;
+        if let Some(v) = st.base.as_deref() {
+            return v.trim().parse().ok();
+        }
+        if st.form == 1 || st.garbage.is_some() {
+            break;
         }
     }
     finish_base(&mut st);
     st.base.as_deref().and_then(|v| v.trim().parse().ok())
 }
 
-/// [`step`] without event capture (for [`find_base`]).
-fn step_scan(st: &mut Scan, b: u8) {
-    if st.in_str {
-        if st.esc {
-            st.esc = false;
-        } else if b == b'\\' {
-            st.esc = true;
-        } else if b == b'"' {
-            st.in_str = false;
-        } else if st.form == 2 && st.depth == 1 && st.key.len() < 64 {
-            st.key.push(b);
-        }
-        return;
-    }
-    match b {
-        b'"' => {
-            st.in_str = true;
-            if st.form == 2 && st.depth == 1 {
-                st.key.clear();
-            }
-        }
-        b'{' | b'[' => {
-            if st.form == 0 {
-                st.form = if b == b'[' { 1 } else { 2 };
-                st.depth = 1;
-                return;
-            }
-            st.depth = st.depth.saturating_add(1);
-        }
-        b'}' | b']' => {
-            st.depth = st.depth.saturating_sub(1);
-            if st.depth <= 1 {
-                finish_base(st);
-            }
-        }
-        _ if st.depth == 1 => top_level_byte(st, b),
-        _ => {}
-    }
-}
-
 /// A byte of the top-level object outside strings and nesting: tracks the key just closed
-/// and collects the number text of `baseTimeNanoseconds` ([`feed`] and [`step_scan`]).
+/// and collects the number text of `baseTimeNanoseconds` (for [`feed`]).
 fn top_level_byte(st: &mut Scan, b: u8) {
     match b {
         b':' if st.form == 2 => {
@@ -1039,6 +1021,20 @@ pub fn read_trace(
         })?;
         off += n as u64;
         progress(off);
+        if let Some(g) = st.garbage {
+            r.rep.problems.push(
+                Problem::new(
+                    Code::ProcessIncomplete,
+                    Some(file),
+                    format!(
+                        "{file}: byte {g} inside the event array is neither `,`, `{{`, `]` nor whitespace (corrupt data); the {} events before it are kept, the rest of the file is not read",
+                        r.rep.objects
+                    ),
+                )
+                .at(g),
+            );
+            break;
+        }
     }
     r.rep.bytes = off;
     finish_base(&mut st);
@@ -1056,7 +1052,7 @@ pub fn read_trace(
             format!("{file}: baseTimeNanoseconds follows the events; times are on the trace's own clock"),
         ));
     }
-    if st.events_depth.is_some() && !st.events_closed {
+    if st.events_depth.is_some() && !st.events_closed && st.garbage.is_none() {
         r.rep.truncated = true;
         r.rep.problems.push(
             Problem::new(

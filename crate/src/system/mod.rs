@@ -4,15 +4,17 @@
 //! `HostMemUsage`, `SystemProfileHbmUsage`, `DeviceProfileList`.
 //!
 //! Entry point: [`process`]. The framed files are streamed record by record ([`decode::FrameReader`],
-//! 1 MiB windows); `ntrace.pb` events are held in memory once paired, because the file is not
-//! sorted by time (§5.1) and spans need both records. Bad records become [`Problem`]s with file and
-//! offset; everything decoded before (and, when the framing is intact, after) is kept.
+//! 1 MiB windows); `ntrace.pb` events leave as soon as they are paired, through a bounded reorder
+//! window ([`ntrace`]). Bad records become [`Problem`]s with file and offset (an undecodable record
+//! or an implausible length prefix is an error, a cut last record a warning); everything decoded
+//! before (and, when the framing is intact, after) is kept.
 
 pub mod decode;
 pub mod kineto;
+pub mod ntrace;
 pub mod write;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::BTreeMap;
 
 use prost::Message;
 
@@ -20,7 +22,7 @@ use crate::error::{Code, Error, Problem, Result};
 use crate::inventory::Profile;
 use crate::source::ByteSource;
 use crate::tables::{explorer, kind, TableBuilder, TableSink, C};
-use decode::{FrameReader, NtraceRecord, Phase, TraceInfo};
+use decode::{FrameReader, TraceInfo};
 
 /// Opens a file of the drop by its path (as listed in [`Profile::system_files`] / devices).
 pub type OpenFn<'a> = &'a dyn Fn(&str) -> Result<Box<dyn ByteSource>>;
@@ -94,6 +96,9 @@ pub struct SystemReport {
     pub exec_spans_per_core: BTreeMap<String, u64>,
     /// Hardware-timestamp check (§6).
     pub sync: SyncCheck,
+    /// `ntrace.pb` events written out of start order because they completed more than
+    /// [`ntrace::REORDER_WINDOW`] events after a later-starting one (0 on every sample).
+    pub late_events: u64,
     /// CPU samples outside 0–100 % (or NaN).
     pub cpu_out_of_range: u64,
     /// Rows written per table.
@@ -214,64 +219,6 @@ crate::cols!(mod dev = crate::tables::explorer::DEVICE_PROFILE_LIST {
     LINK: Str = "nscope_link",
 });
 
-/// One `SystemProfileEvents` row before emission: a start/stop pair, an instant, or an orphan.
-#[derive(Debug, Clone)]
-struct Event {
-    id: u64,
-    type_id: u64,
-    start: u64,
-    end: u64,
-    thread: u64,
-    /// Start attributes, then stop attributes (stop wins on conflicts, §5.2).
-    attrs: Vec<(String, String)>,
-    start_nc: Option<u64>,
-    end_nc: Option<u64>,
-    /// File offset of the start (or only) record.
-    offset: u64,
-}
-
-impl Event {
-    fn attr(&self, k: &str) -> Option<&str> {
-        self.attrs
-            .iter()
-            .rev()
-            .find(|(a, _)| a == k)
-            .map(|(_, v)| v.as_str())
-    }
-    fn attr_u64(&self, k: &str) -> Option<u64> {
-        self.attr(k).and_then(|v| v.trim().parse().ok())
-    }
-}
-
-fn nc_ts(r: &NtraceRecord) -> Option<u64> {
-    r.attrs
-        .iter()
-        .find(|(k, _)| k == "nc_timestamp_ns")
-        .and_then(|(_, v)| v.trim().parse().ok())
-}
-
-fn single(r: NtraceRecord) -> Event {
-    Event {
-        id: r.id,
-        type_id: r.event_type,
-        start: r.timestamp_ns,
-        end: r.timestamp_ns,
-        thread: r.thread_id,
-        start_nc: nc_ts(&r),
-        end_nc: None,
-        offset: r.offset,
-        attrs: r.attrs,
-    }
-}
-
-fn pair(start: NtraceRecord, stop: NtraceRecord) -> Event {
-    let mut e = single(start);
-    e.end = stop.timestamp_ns.max(e.start);
-    e.end_nc = nc_ts(&stop);
-    e.attrs.extend(stop.attrs);
-    e
-}
-
 fn ts_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
@@ -346,28 +293,29 @@ pub fn process(
     };
 
     // ntrace.pb
-    let events = match find("ntrace.pb") {
-        Some(path) => {
-            let expected = rep
-                .trace_info
-                .as_ref()
-                .map(|i| i.ntrace_file.as_ref().map_or(i.ntrace_count, |f| f.count));
-            read_events(&path, open, &info, expected, &mut rep, progress)
-        }
-        None => {
-            rep.problems.push(Problem::new(
-                Code::NoMetadata,
-                None,
-                "No metadata found for system profile: ntrace.pb is missing".into(),
-            ));
-            Vec::new()
-        }
-    };
-    let mut events = events;
-    check_sync(&mut events, &info, &mut rep);
-    events.sort_by_key(|e| (e.start, e.offset));
-    emit_events(&events, &info, &instance_id, pid, sink, &mut rep)?;
-    emit_hbm(&events, &instance_id, sink, &mut rep)?;
+    let nt_path = find("ntrace.pb");
+    if nt_path.is_none() {
+        rep.problems.push(Problem::new(
+            Code::NoMetadata,
+            None,
+            "No metadata found for system profile: ntrace.pb is missing".into(),
+        ));
+    }
+    let expected = rep
+        .trace_info
+        .as_ref()
+        .map(|i| i.ntrace_file.as_ref().map_or(i.ntrace_count, |f| f.count));
+    let exec = ntrace::stream_events(
+        nt_path.as_deref(),
+        open,
+        &info,
+        expected,
+        &instance_id,
+        pid,
+        &mut rep,
+        sink,
+        progress,
+    )?;
     for path in profile
         .system_files
         .iter()
@@ -411,7 +359,7 @@ pub fn process(
         profile,
         open,
         &info,
-        &events,
+        &exec,
         &instance_id,
         pid,
         sink,
@@ -473,397 +421,6 @@ fn read_framework(
     Ok(())
 }
 
-/// Streams `ntrace.pb`, pairs start/stop records by tracking id (§5.1) and returns the events
-/// (unsorted).
-fn read_events(
-    path: &str,
-    open: OpenFn<'_>,
-    info: &TraceInfo,
-    expected: Option<u64>,
-    rep: &mut SystemReport,
-    progress: &mut dyn FnMut(&str, u64, u64),
-) -> Vec<Event> {
-    let src = match open(path) {
-        Ok(s) => s,
-        Err(e) => {
-            rep.problems
-                .push(Problem::from_error(Code::ProcessIncomplete, path, &e));
-            return Vec::new();
-        }
-    };
-    let total = src.len();
-    let mut fr = FrameReader::new(&*src);
-    let mut out = Vec::new();
-    let mut starts: HashMap<u64, NtraceRecord> = HashMap::new();
-    let mut early_stops: HashMap<u64, NtraceRecord> = HashMap::new();
-    let mut records = 0u64;
-    let mut bad = 0u64;
-    let mut last_tick = 0u64;
-    loop {
-        let frame = match fr.next_frame() {
-            Ok(Some(f)) => f,
-            Ok(None) => break,
-            Err(e) => {
-                rep.problems
-                    .push(Problem::from_error(Code::ReadIncomplete, path, &e));
-                break;
-            }
-        };
-        records += 1;
-        let rec = match decode::decode_ntrace(frame.bytes, frame.offset) {
-            Ok(r) => r,
-            Err(e) => {
-                bad += 1;
-                if bad <= 10 {
-                    rep.problems
-                        .push(Problem::from_error(Code::ReadIncomplete, path, &e));
-                }
-                continue;
-            }
-        };
-        match rec.phase {
-            Phase::Start => {
-                if let Some(stop) = early_stops.remove(&rec.id) {
-                    note_pair(&rec, &stop, rep);
-                    out.push(pair(rec, stop));
-                } else if let Some(old) = starts.insert(rec.id, rec) {
-                    rep.unpaired_starts += 1;
-                    out.push(single(old));
-                }
-            }
-            Phase::Stop => {
-                if let Some(start) = starts.remove(&rec.tracking_id) {
-                    note_pair(&start, &rec, rep);
-                    out.push(pair(start, rec));
-                } else if let Some(old) = early_stops.insert(rec.tracking_id, rec) {
-                    rep.unpaired_stops += 1;
-                    out.push(single(old));
-                }
-            }
-            Phase::Instant | Phase::Other(_) => {
-                rep.instants += 1;
-                out.push(single(rec));
-            }
-        }
-        let pos = fr.position();
-        if pos - last_tick >= decode::CHUNK as u64 {
-            last_tick = pos;
-            progress(path, pos, total);
-        }
-    }
-    progress(path, fr.position(), total);
-    if bad > 10 {
-        rep.problems.push(Problem::new(
-            Code::ReadIncomplete,
-            Some(path),
-            format!("{path}: {bad} records could not be decoded (first 10 listed)"),
-        ));
-    }
-    // Orphans are kept as zero-length rows so nothing decoded is lost.
-    let mut orphan_starts: Vec<NtraceRecord> = starts.into_values().collect();
-    orphan_starts.sort_by_key(|r| r.offset);
-    let mut orphan_stops: Vec<NtraceRecord> = early_stops.into_values().collect();
-    orphan_stops.sort_by_key(|r| r.offset);
-    rep.unpaired_starts += orphan_starts.len() as u64;
-    rep.unpaired_stops += orphan_stops.len() as u64;
-    if let Some(r) = orphan_starts.first() {
-        rep.problems.push(
-            Problem::new(
-                Code::UnpairedEvent,
-                Some(path),
-                format!(
-                    "{path}: {} start records have no stop (first: {} at offset {}); kept as zero-length events",
-                    orphan_starts.len(),
-                    info.event_name(r.event_type),
-                    r.offset
-                ),
-            )
-            .at(r.offset),
-        );
-    }
-    if let Some(r) = orphan_stops.first() {
-        rep.problems.push(
-            Problem::new(
-                Code::UnpairedEvent,
-                Some(path),
-                format!(
-                    "{path}: {} stop records have no start (first: {} at offset {}); kept as zero-length events",
-                    orphan_stops.len(),
-                    info.event_name(r.event_type),
-                    r.offset
-                ),
-            )
-            .at(r.offset),
-        );
-    }
-    out.extend(orphan_starts.into_iter().map(single));
-    out.extend(orphan_stops.into_iter().map(single));
-    let remainder = total.saturating_sub(fr.position());
-    if let Some(exp) = expected {
-        if exp != records {
-            rep.problems.push(Problem::new(
-                Code::CountMismatch,
-                Some(path),
-                format!("{path}: {records} records, trace_info.pb says {exp}"),
-            ));
-        }
-    }
-    rep.files.push(FileCount {
-        file: path.into(),
-        bytes: total,
-        records,
-        remainder,
-        expected,
-    });
-    out
-}
-
-fn note_pair(start: &NtraceRecord, stop: &NtraceRecord, rep: &mut SystemReport) {
-    rep.spans += 1;
-    if start.event_type != stop.event_type {
-        rep.type_mismatches += 1;
-    }
-}
-
-/// A `timestamp_sync_point` (§6).
-struct Sync {
-    exec_id: u64,
-    worker: Option<u64>,
-    cpu: u64,
-    nc: u64,
-}
-
-fn adjusted(s: &Sync, nc: u64) -> Option<u64> {
-    let d = i128::from(nc) - i128::from(s.nc);
-    u64::try_from(i128::from(s.cpu) + d).ok()
-}
-
-/// Validates field 2 of hardware records against the sync-point rule; recomputes it where the
-/// record has no host time (field 2 = 0).
-fn check_sync(events: &mut [Event], info: &TraceInfo, rep: &mut SystemReport) {
-    let syncs: Vec<Sync> = events
-        .iter()
-        .filter(|e| info.event_name(e.type_id) == "timestamp_sync_point")
-        .filter_map(|e| {
-            Some(Sync {
-                exec_id: e.attr_u64("exec_id")?,
-                worker: e.attr_u64("worker_gid"),
-                cpu: e.attr_u64("cpu_timestamp_ns")?,
-                nc: e.attr_u64("nc_timestamp_ns")?,
-            })
-        })
-        .collect();
-    for e in events.iter_mut() {
-        if info.event_name(e.type_id) == "timestamp_sync_point" {
-            continue;
-        }
-        let Some(exec) = e.attr_u64("exec_id") else {
-            continue;
-        };
-        let worker = e.attr_u64("worker_gid");
-        let cands: Vec<&Sync> = syncs
-            .iter()
-            .filter(|s| s.exec_id == exec && (s.worker.is_none() || s.worker == worker))
-            .collect();
-        if cands.is_empty() {
-            continue;
-        }
-        // Pick the sync point that reproduces the start; use it for the stop too.
-        let chosen = e.start_nc.and_then(|nc| {
-            cands
-                .iter()
-                .find(|s| adjusted(s, nc) == Some(e.start))
-                .copied()
-        });
-        let mut fixed = [None, None];
-        for (i, (host, nc)) in [(e.start, e.start_nc), (e.end, e.end_nc)]
-            .into_iter()
-            .enumerate()
-        {
-            let Some(nc) = nc else { continue };
-            if host == 0 {
-                // No host time: apply the rule with the chosen (else first) sync point.
-                let s = chosen.or(cands.first().copied());
-                if let (Some(s), Some(slot)) = (s, fixed.get_mut(i)) {
-                    *slot = adjusted(s, nc);
-                }
-                continue;
-            }
-            rep.sync.checked += 1;
-            let ok = match chosen {
-                Some(s) => adjusted(s, nc) == Some(host),
-                None => cands.iter().any(|s| adjusted(s, nc) == Some(host)),
-            };
-            if ok {
-                rep.sync.matched += 1;
-            }
-        }
-        let [a, b] = fixed;
-        if let Some(a) = a {
-            e.start = a;
-            rep.sync.recomputed += 1;
-        }
-        if let Some(b) = b {
-            e.end = b.max(e.start);
-            rep.sync.recomputed += 1;
-        }
-    }
-}
-
-fn emit_events(
-    events: &[Event],
-    info: &TraceInfo,
-    instance_id: &str,
-    pid: Option<u64>,
-    sink: &mut dyn TableSink,
-    rep: &mut SystemReport,
-) -> Result<()> {
-    let mut b = TableBuilder::new(&explorer::SYSTEM_PROFILE_EVENTS);
-    for e in events {
-        let name = info.event_name(e.type_id);
-        let hw = HW_GROUP.contains(&name.as_str()) || e.start_nc.is_some() || e.end_nc.is_some();
-        let (start, end) = (ts_i64(e.start), ts_i64(e.end));
-        rep.widen(start);
-        rep.widen(end);
-        if name == "nc_exec_running" {
-            let core = e.attr("device_core_idx").unwrap_or("?").to_string();
-            *rep.exec_spans_per_core.entry(core).or_default() += 1;
-        }
-        *rep.event_counts.entry(name.clone()).or_default() += 1;
-        b.set(ev::ID, ts_i64(e.id));
-        b.set(ev::NAME, name.as_str());
-        b.set(ev::START, start);
-        b.set(ev::END, end);
-        b.set(ev::DURATION, end.saturating_sub(start));
-        b.set(ev::SOURCE, if hw { "neuron_hw" } else { "neuron_rt" });
-        b.set(ev::INSTANCE, instance_id);
-        b.set(ev::PID, pid.map(ts_i64));
-        b.set(ev::TID, ts_i64(e.thread));
-        let mut extra = serde_json::Map::new();
-        let mut col_attr = |key: &str, col: C<kind::I64>, b: &mut TableBuilder| {
-            if let Some(v) = e.attr(key) {
-                match v.trim().parse::<i64>() {
-                    Ok(n) => b.set(col, n),
-                    Err(_) => {
-                        extra.insert(key.into(), v.into());
-                    }
-                }
-            }
-        };
-        col_attr("nc_idx", ev::NC, &mut b);
-        col_attr("worker_gid", ev::WORKER, &mut b);
-        col_attr("device_core_idx", ev::PCORE, &mut b);
-        // Merged attributes: the last value of a key wins (stop over start).
-        for (k, v) in &e.attrs {
-            if !COLUMN_ATTRS.contains(&k.as_str()) {
-                extra.insert(k.clone(), serde_json::Value::String(v.clone()));
-            }
-        }
-        if let Some(neff) = e.attr_u64("model_id").and_then(|m| info.model_neff(m)) {
-            extra.insert("model_neff".into(), neff.into());
-        }
-        if !extra.is_empty() {
-            let j = serde_json::Value::Object(extra).to_string();
-            b.set(ev::EXTRA, j.as_str());
-        }
-        b.end_row_into(sink)?;
-    }
-    let n = b.finish_into(sink)?;
-    rep.rows.insert(b.def().name.into(), n);
-    Ok(())
-}
-
-/// `SystemProfileHbmUsage` from `nrt_dma_mem_alloc` / `nrt_dma_mem_dealloc` (§8): one row per
-/// stop record, per `hbm_idx`. A category's value is the runtime's own running total
-/// (`usage_type_total_bytes` of the stop, per worker) summed over workers sharing the HBM;
-/// without that attribute, `allocated_bytes` − `freed_bytes` is applied to the last value.
-/// `device_idx` is 0: the files name no device [INF].
-fn emit_hbm(
-    events: &[Event],
-    instance_id: &str,
-    sink: &mut dyn TableSink,
-    rep: &mut SystemReport,
-) -> Result<()> {
-    // (hbm, worker, column slot) → bytes; slot = HBM_COLUMNS index, or len for unknown.
-    let mut state: BTreeMap<(i64, i64, usize), i64> = BTreeMap::new();
-    let mut b = TableBuilder::new(&explorer::SYSTEM_PROFILE_HBM_USAGE);
-    for e in events {
-        // Memory events are recognised by their attributes (§5.2), not by type id.
-        let alloc = e.attr("allocated_bytes").is_some();
-        if e.attr("usage_type").is_none() || (!alloc && e.attr("freed_bytes").is_none()) {
-            continue;
-        }
-        let Some(hbm) = e.attr("hbm_idx").and_then(|v| v.trim().parse::<i64>().ok()) else {
-            continue;
-        };
-        let worker = e
-            .attr("worker_gid")
-            .and_then(|v| v.trim().parse::<i64>().ok())
-            .unwrap_or(-1);
-        // usage_type is a start attribute; a stop never repeats it.
-        let ut = e
-            .attrs
-            .iter()
-            .find(|(k, _)| k == "usage_type")
-            .map(|(_, v)| v.as_str())
-            .unwrap_or("");
-        let slot = HBM_COLUMNS
-            .iter()
-            .position(|(u, _)| *u == ut)
-            .unwrap_or(HBM_COLUMNS.len());
-        let key = (hbm, worker, slot);
-        let cur = state.get(&key).copied().unwrap_or(0);
-        let new = match e
-            .attr("usage_type_total_bytes")
-            .and_then(|v| v.trim().parse().ok())
-        {
-            Some(t) => t,
-            None => {
-                let d: i64 = if alloc {
-                    e.attr("allocated_bytes")
-                } else {
-                    e.attr("freed_bytes")
-                }
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0);
-                if alloc {
-                    cur.saturating_add(d)
-                } else {
-                    cur.saturating_sub(d)
-                }
-            }
-        };
-        state.insert(key, new);
-        let mut sums = vec![0i64; HBM_COLUMNS.len() + 1];
-        for (&(h, _, s), &v) in state.range((hbm, i64::MIN, 0)..=(hbm, i64::MAX, usize::MAX)) {
-            if h == hbm {
-                if let Some(x) = sums.get_mut(s) {
-                    *x = x.saturating_add(v);
-                }
-            }
-        }
-        b.set(hbm::TS, ts_i64(e.end));
-        let mut total = 0i64;
-        for (i, &(_, c)) in HBM_COLUMNS.iter().enumerate() {
-            let v = sums.get(i).copied().unwrap_or(0);
-            total = total.saturating_add(v);
-            b.set(c, v);
-        }
-        let unk = sums.last().copied().unwrap_or(0);
-        b.set(hbm::UNKNOWN, unk);
-        b.set(hbm::TOTAL, total.saturating_add(unk));
-        b.set(hbm::DEVICE, 0i64);
-        b.set(hbm::HBM, hbm);
-        b.set(hbm::INSTANCE, instance_id);
-        b.end_row_into(sink)?;
-    }
-    let n = b.finish_into(sink)?;
-    if n > 0 {
-        rep.rows.insert(b.def().name.into(), n);
-    }
-    Ok(())
-}
-
 fn open_or_problem(
     path: &str,
     open: OpenFn<'_>,
@@ -899,7 +456,7 @@ fn stream_frames(
             Ok(None) => break,
             Err(e) => {
                 rep.problems
-                    .push(Problem::from_error(Code::ReadIncomplete, path, &e));
+                    .push(Problem::from_error(ntrace::frame_code(&e), path, &e));
                 break;
             }
         };
@@ -910,7 +467,7 @@ fn stream_frames(
                 bad += 1;
                 if bad <= 10 {
                     rep.problems
-                        .push(Problem::from_error(Code::ReadIncomplete, path, &e));
+                        .push(Problem::from_error(Code::ProcessIncomplete, path, &e));
                 }
             }
             Err(e) => return Err(e),
@@ -1126,29 +683,13 @@ fn emit_devices(
     profile: &Profile,
     open: OpenFn<'_>,
     info: &TraceInfo,
-    events: &[Event],
+    exec: &ntrace::ExecSpan,
     instance_id: &str,
     pid: Option<u64>,
     sink: &mut dyn TableSink,
     rep: &mut SystemReport,
 ) -> Result<()> {
-    // Device-time range and cores of the system trace's executions.
-    let mut cores: BTreeSet<u32> = BTreeSet::new();
-    let mut nc_range: Option<(u64, u64)> = None;
-    for e in events {
-        if info.event_name(e.type_id) != "nc_exec_running" {
-            continue;
-        }
-        if let Some(c) = e
-            .attr_u64("device_core_idx")
-            .and_then(|c| u32::try_from(c).ok())
-        {
-            cores.insert(c);
-        }
-        for t in [e.start_nc, e.end_nc].into_iter().flatten() {
-            nc_range = Some(nc_range.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
-        }
-    }
+    let (cores, nc_range) = (&exec.cores, exec.nc_range);
     let mut b = TableBuilder::new(&explorer::DEVICE_PROFILE_LIST);
     for d in &profile.devices {
         let Some(ntff) = &d.ntff else { continue };

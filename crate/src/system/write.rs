@@ -104,6 +104,10 @@ impl SystemSpec {
                         (T_EXECUTE, "nrt_execute"),
                         (T_NC_EXEC, "nc_exec_running"),
                         (T_KBL_PRE, "kbl_exec_pre"),
+                        (T_SYNC, "timestamp_sync_point"),
+                        (T_COPYIN, "dmem_buf_copyin"),
+                        (T_ALLOC, "nrt_dma_mem_alloc"),
+                        (T_DEALLOC, "nrt_dma_mem_dealloc"),
                     ],
                 ),
                 table("system_trace", &[(MODEL_ID, "synthetic_model.neff")]),
@@ -197,6 +201,268 @@ impl SystemSpec {
             }
         }
         (out, n)
+    }
+}
+
+/// Event type ids of the runtime mix (system-profile.md §4.1 numbering).
+const T_SYNC: u64 = 25;
+const T_COPYIN: u64 = 30;
+const T_ALLOC: u64 = 34;
+const T_DEALLOC: u64 = 35;
+/// Worker threads of the runtime mix, each with [`MIX_PAIRS`] copy-in/alloc span pairs a step.
+const MIX_WORKERS: u64 = 4;
+const MIX_PAIRS: u64 = 10;
+/// HBM usage types of the mix's allocations (§8).
+const MIX_USAGE: [&str; 4] = ["tensor", "io", "dma rings io", "scratchpad"];
+
+/// Counts of a written runtime-mix `ntrace.pb`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NtraceStats {
+    /// Bytes written.
+    pub bytes: u64,
+    /// Records written.
+    pub records: u64,
+    /// Steps (executions) written.
+    pub steps: u64,
+}
+
+impl SystemSpec {
+    /// Writes an `ntrace.pb` shaped like the sample's (KevGomes `ntrace.pb`: system-profile.md
+    /// §5): per step an `nrt_execute` span on the main thread that stays open while its step's
+    /// other records are written (the sample's stops come up to 379 records after their starts),
+    /// a `timestamp_sync_point` instant, [`MIX_WORKERS`] worker threads whose
+    /// `dmem_buf_copyin` and `nrt_dma_mem_alloc` / `nrt_dma_mem_dealloc` spans interleave in time
+    /// (host records monotonic per thread), and an `nc_exec_running` hardware span whose records
+    /// come after host records up to 1 ms later (hardware time written late, as in the sample).
+    /// Steps repeat until at least `min_bytes` are written (at least `self.executions`).
+    /// Streamed: memory is one step. Errors: the writer's.
+    pub fn write_ntrace_mix(
+        &self,
+        min_bytes: u64,
+        w: &mut dyn Write,
+    ) -> std::io::Result<NtraceStats> {
+        let mut st = NtraceStats::default();
+        let mut seq = 0u64;
+        let nc_base = 257_063_000_000_000u64;
+        let attrs = |kv: &[(&str, String)]| -> Vec<AttributePb> {
+            kv.iter()
+                .map(|(k, v)| AttributePb {
+                    key: k.as_bytes().to_vec(),
+                    value: v.as_bytes().to_vec(),
+                })
+                .collect()
+        };
+        let mut totals = [0u64; MIX_USAGE.len()];
+        let mut k = 0u64;
+        while k < self.executions.max(1) || st.bytes < min_bytes {
+            let (s, e) = self.execute_range(k);
+            let exec_id = (k + 1).to_string();
+            let nc0 = nc_base + k * STEP_NS;
+            // (timestamp, record) of the step's host records, sorted by time before writing.
+            let mut recs: Vec<(u64, NtraceRecordPb)> = Vec::new();
+            let mut span = |recs: &mut Vec<(u64, NtraceRecordPb)>,
+                            ty: u64,
+                            thread: u64,
+                            a: u64,
+                            b: u64,
+                            start: Vec<(&str, String)>,
+                            stop: Vec<(&str, String)>| {
+                seq += 1;
+                let id = seq;
+                recs.push((
+                    a,
+                    NtraceRecordPb {
+                        timestamp_ns: a,
+                        event_type: ty,
+                        thread_id: thread,
+                        id,
+                        attributes: attrs(&start),
+                        phase: 1,
+                        tracking_id: 0,
+                    },
+                ));
+                seq += 1;
+                recs.push((
+                    b,
+                    NtraceRecordPb {
+                        timestamp_ns: b,
+                        event_type: ty,
+                        thread_id: thread,
+                        id: seq,
+                        attributes: attrs(&stop),
+                        phase: 2,
+                        tracking_id: id,
+                    },
+                ));
+            };
+            for wk in 0..MIX_WORKERS {
+                let thread = self.pid + 350 + wk;
+                let wg = wk.to_string();
+                let step = (EXEC_NS - 1_000_000) / MIX_PAIRS;
+                for j in 0..MIX_PAIRS {
+                    let t = s + 200_000 + j * step + wk * 7_000;
+                    let u = ((j + wk) % MIX_USAGE.len() as u64) as usize;
+                    let bytes = 4096 * (1 + (j * 37 + wk * 11 + k) % 64);
+                    span(
+                        &mut recs,
+                        T_COPYIN,
+                        thread,
+                        t,
+                        t + step / 3,
+                        vec![
+                            ("nc_idx", wg.clone()),
+                            ("worker_gid", wg.clone()),
+                            ("size", bytes.to_string()),
+                            ("offset", "0".to_string()),
+                        ],
+                        vec![("return_code", "0".to_string())],
+                    );
+                    let dealloc = j % 2 == 1;
+                    let cur = totals.get_mut(u).map_or(0, |x| {
+                        *x = if dealloc {
+                            x.saturating_sub(bytes)
+                        } else {
+                            *x + bytes
+                        };
+                        *x
+                    });
+                    let (ty, amount) = if dealloc {
+                        (T_DEALLOC, "freed_bytes")
+                    } else {
+                        (T_ALLOC, "allocated_bytes")
+                    };
+                    let a = t + step / 2;
+                    span(
+                        &mut recs,
+                        ty,
+                        thread,
+                        a,
+                        a + step / 4,
+                        vec![
+                            ("nc_idx", wg.clone()),
+                            ("worker_gid", wg.clone()),
+                            ("hbm_idx", (wk / 2).to_string()),
+                            (
+                                "usage_type",
+                                MIX_USAGE.get(u).copied().unwrap_or("").to_string(),
+                            ),
+                            ("mem_type", "device".to_string()),
+                            (
+                                "mem_handle",
+                                format!(
+                                    "0x{:x}",
+                                    0x7f00_0000_0000
+                                        + ((k * MIX_WORKERS + wk) * MIX_PAIRS + j) * 64
+                                ),
+                            ),
+                        ],
+                        vec![
+                            (amount, bytes.to_string()),
+                            ("usage_type_total_bytes", cur.to_string()),
+                            ("return_code", "0".to_string()),
+                        ],
+                    );
+                }
+            }
+            recs.sort_by_key(|(t, _)| *t);
+            // The execute span opens first and closes after everything else of the step.
+            seq += 1;
+            let exec_start = seq;
+            let common = vec![
+                ("nc_idx", "0".to_string()),
+                ("worker_gid", "0".to_string()),
+                ("model_id", MODEL_ID.to_string()),
+                ("exec_id", exec_id.clone()),
+            ];
+            let mut out: Vec<NtraceRecordPb> = Vec::with_capacity(recs.len() + 5);
+            out.push(NtraceRecordPb {
+                timestamp_ns: s,
+                event_type: T_EXECUTE,
+                thread_id: self.pid,
+                id: exec_start,
+                attributes: attrs(&common),
+                phase: 1,
+                tracking_id: 0,
+            });
+            seq += 1;
+            out.push(NtraceRecordPb {
+                timestamp_ns: s + 50_000,
+                event_type: T_SYNC,
+                thread_id: self.pid + 1,
+                id: seq,
+                attributes: attrs(&[
+                    ("nc_timestamp_ns", (nc0 + 50_000).to_string()),
+                    ("nc_idx", "0".to_string()),
+                    ("cpu_timestamp_ns", (s + 50_000).to_string()),
+                    ("worker_gid", "0".to_string()),
+                    ("exec_id", exec_id.clone()),
+                ]),
+                phase: 3,
+                tracking_id: 0,
+            });
+            let half = recs.len() / 2;
+            let mut rest = recs.into_iter().map(|(_, r)| r);
+            out.extend(rest.by_ref().take(half));
+            // Hardware span: device time on the sync point's clock, written after host records
+            // that are later than it.
+            let (ha, hb) = (s + 500_000, e - 2_500_000);
+            let hw = |id, phase, tracking_id, t: u64, kv: &[(&str, String)]| NtraceRecordPb {
+                timestamp_ns: t,
+                event_type: T_NC_EXEC,
+                thread_id: self.pid + 1,
+                id,
+                attributes: attrs(kv),
+                phase,
+                tracking_id,
+            };
+            seq += 1;
+            let hw_id = seq;
+            out.push(hw(
+                hw_id,
+                1,
+                0,
+                ha,
+                &[
+                    ("nc_timestamp_ns", (nc0 + (ha - s)).to_string()),
+                    ("nc_idx", "0".to_string()),
+                    ("worker_gid", "0".to_string()),
+                    ("device_core_idx", "0".to_string()),
+                    ("exec_id", exec_id.clone()),
+                ],
+            ));
+            seq += 1;
+            out.push(hw(
+                seq,
+                2,
+                hw_id,
+                hb,
+                &[
+                    ("nc_timestamp_ns", (nc0 + (hb - s)).to_string()),
+                    ("exec_id", exec_id.clone()),
+                ],
+            ));
+            out.extend(rest);
+            seq += 1;
+            out.push(NtraceRecordPb {
+                timestamp_ns: e,
+                event_type: T_EXECUTE,
+                thread_id: self.pid,
+                id: seq,
+                attributes: attrs(&[("return_code", "0".to_string())]),
+                phase: 2,
+                tracking_id: exec_start,
+            });
+            for r in out {
+                let b = r.encode_to_vec();
+                w.write_all(&(b.len() as u32).to_le_bytes())?;
+                w.write_all(&b)?;
+                st.bytes += 4 + b.len() as u64;
+                st.records += 1;
+            }
+            k += 1;
+        }
+        st.steps = k;
+        Ok(st)
     }
 }
 

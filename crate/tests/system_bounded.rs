@@ -1,0 +1,233 @@
+//! `ntrace.pb` with bounded state (crate/src/system/ntrace.rs) and corrupt system inputs that
+//! must be errors naming the offset: our writer's runtime mix (the sample's shape) past the
+//! reorder window, a span open across it, a corrupted length prefix and record in the sample,
+//! garbage inside a Kineto event array.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use arrow_array::{Array, Int64Array};
+use prost::Message;
+
+use neuronscope::error::Severity;
+use neuronscope::inventory::{Profile, ProfileType};
+use neuronscope::system::{self, kineto, ntrace, write::SystemSpec, SystemReport};
+use neuronscope::tables::Tables;
+use neuronscope::{ByteSource, Result};
+
+const DIR: &str = "i-0123456789abcdef0_pid_4242";
+
+fn run(files: &BTreeMap<String, Vec<u8>>) -> (SystemReport, Tables) {
+    let profile = Profile {
+        id: DIR.into(),
+        profile_type: ProfileType::System,
+        root: DIR.into(),
+        instance_id: Some("i-0123456789abcdef0".into()),
+        pid: Some(4242),
+        devices: Vec::new(),
+        system_files: files.keys().cloned().collect(),
+        other_files: Vec::new(),
+        problems: Vec::new(),
+    };
+    let open = |p: &str| -> Result<Box<dyn ByteSource>> {
+        Ok(Box::new(files.get(p).cloned().unwrap_or_default()))
+    };
+    let mut t = Tables::default();
+    let rep = system::process(&profile, &open, &mut t, &mut |_, _, _| {}).expect("sink");
+    (rep, t)
+}
+
+/// The mix of at least `bytes`, with its trace_info, as in-memory files.
+fn mix(bytes: u64) -> (SystemSpec, Vec<u8>, u64) {
+    let mut spec = SystemSpec::default();
+    let mut nt = Vec::new();
+    let st = spec.write_ntrace_mix(bytes, &mut nt).expect("vec write");
+    assert_eq!(st.bytes, nt.len() as u64);
+    spec.executions = st.steps;
+    (spec, nt, st.records)
+}
+
+fn files(spec: &SystemSpec, nt: Vec<u8>, records: u64) -> BTreeMap<String, Vec<u8>> {
+    BTreeMap::from([
+        (format!("{DIR}/trace_info.pb"), spec.trace_info(records)),
+        (format!("{DIR}/ntrace.pb"), nt),
+    ])
+}
+
+fn starts(t: &Tables) -> Vec<i64> {
+    let b = t.concat("SystemProfileEvents").expect("events");
+    let c = b
+        .column_by_name("start_ts")
+        .and_then(|c| c.as_any().downcast_ref::<Int64Array>())
+        .expect("start_ts");
+    (0..c.len()).map(|i| c.value(i)).collect()
+}
+
+fn frame(r: &neuronscope::proto::NtraceRecordPb) -> Vec<u8> {
+    let b = r.encode_to_vec();
+    let mut out = (b.len() as u32).to_le_bytes().to_vec();
+    out.extend_from_slice(&b);
+    out
+}
+
+#[test]
+fn runtime_mix_past_the_window_streams_in_start_order() {
+    let (spec, nt, records) = mix(20_000_000);
+    let (rep, t) = run(&files(&spec, nt, records));
+    let rows = rep.rows["SystemProfileEvents"];
+    assert_eq!(rows, rep.spans + rep.instants);
+    assert_eq!(
+        rep.spans * 2 + rep.instants,
+        records,
+        "every record in a row"
+    );
+    assert!(
+        rows > ntrace::REORDER_WINDOW as u64,
+        "{rows} rows: the window must overflow for this test to mean anything"
+    );
+    assert_eq!(rep.late_events, 0);
+    assert_eq!(rep.unpaired_starts + rep.unpaired_stops, 0);
+    let s = starts(&t);
+    assert!(s.windows(2).all(|w| w[0] <= w[1]), "rows in start order");
+    assert_eq!(s.first().copied(), Some(spec.execute_range(0).0 as i64));
+    // Every hardware record matches the sync-point rule of its step.
+    assert_eq!(rep.sync.checked, 2 * spec.executions);
+    assert_eq!(rep.sync.matched, rep.sync.checked);
+    // One HBM row per alloc/dealloc: 4 workers × 10 a step.
+    assert_eq!(rep.rows["SystemProfileHbmUsage"], 40 * spec.executions);
+    assert!(
+        rep.problems.iter().all(|p| p.severity != Severity::Error),
+        "{:?}",
+        rep.problems
+    );
+}
+
+#[test]
+fn span_open_across_the_window_is_kept_and_reported() {
+    let (spec, nt, records) = mix(20_000_000);
+    // A start before everything whose stop is the last record.
+    let rec = |phase, ts, id, tracking_id| neuronscope::proto::NtraceRecordPb {
+        timestamp_ns: ts,
+        event_type: 3,
+        thread_id: 1,
+        id,
+        attributes: Vec::new(),
+        phase,
+        tracking_id,
+    };
+    let mut bytes = frame(&rec(1, spec.start_ns, 9_000_000_001, 0));
+    bytes.extend_from_slice(&nt);
+    bytes.extend_from_slice(&frame(&rec(2, spec.end_ns(), 9_000_000_002, 9_000_000_001)));
+    let (rep, t) = run(&files(&spec, bytes, records + 2));
+    assert_eq!(rep.late_events, 1, "only the long span leaves late");
+    let p = rep
+        .problems
+        .iter()
+        .find(|p| p.message.contains("out of start order"))
+        .expect("reported");
+    assert_eq!(p.offset, Some(0), "names the long span's start record");
+    assert_eq!(p.severity, Severity::Warning);
+    let s = starts(&t);
+    assert_eq!(s.len() as u64, rep.spans + rep.instants, "nothing dropped");
+    assert!(s.contains(&(spec.start_ns as i64)));
+}
+
+fn sample_ntrace() -> (BTreeMap<String, Vec<u8>>, Vec<usize>) {
+    let root = common::samples()
+        .join("KevGomes-nki-moe-megakernel/output")
+        .join("i-0af76a70a6d3864dd_pid_713479");
+    let mut files = BTreeMap::new();
+    for n in ["trace_info.pb", "ntrace.pb"] {
+        let p = root.join(n);
+        let b = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        files.insert(format!("{DIR}/{n}"), b);
+    }
+    let nt = &files[&format!("{DIR}/ntrace.pb")];
+    let mut offs = Vec::new();
+    let mut off = 0usize;
+    while off + 4 <= nt.len() {
+        offs.push(off);
+        off += 4 + u32::from_le_bytes([nt[off], nt[off + 1], nt[off + 2], nt[off + 3]]) as usize;
+    }
+    (files, offs)
+}
+
+#[test]
+fn corrupt_length_prefix_is_an_implausible_length_error() {
+    let (mut files, offs) = sample_ntrace();
+    let k = 100;
+    let at = offs[k];
+    let key = format!("{DIR}/ntrace.pb");
+    // A bit flip in the prefix's third byte: the record claims ≥ 64 KiB in a 230 KB file.
+    files.get_mut(&key).expect("ntrace")[at + 2] ^= 0xff;
+    let (rep, _) = run(&files);
+    let f = rep.files.iter().find(|f| f.file == key).expect("counted");
+    assert_eq!(f.records, k as u64, "records before the fault kept");
+    let p = rep
+        .problems
+        .iter()
+        .find(|p| p.message.contains("implausible length"))
+        .unwrap_or_else(|| panic!("{:#?}", rep.problems));
+    assert_eq!(p.severity, Severity::Error);
+    assert_eq!(p.offset, Some(at as u64));
+    assert!(!p.message.contains("truncated"), "{}", p.message);
+
+    // A cut file stays a warning.
+    let (mut files, offs) = sample_ntrace();
+    files.get_mut(&key).expect("ntrace").truncate(offs[k] + 9);
+    let (rep, _) = run(&files);
+    let p = rep
+        .problems
+        .iter()
+        .find(|p| p.offset == Some(offs[k] as u64))
+        .expect("cut reported");
+    assert_eq!(p.severity, Severity::Warning, "{}", p.message);
+}
+
+#[test]
+fn undecodable_record_is_an_error_naming_its_offset() {
+    let (mut files, offs) = sample_ntrace();
+    let key = format!("{DIR}/ntrace.pb");
+    let at = offs[7];
+    // A field tag with wire type 7 does not exist.
+    files.get_mut(&key).expect("ntrace")[at + 4] = 0xff;
+    let (rep, _) = run(&files);
+    let p = rep
+        .problems
+        .iter()
+        .find(|p| p.offset == Some(at as u64))
+        .unwrap_or_else(|| panic!("{:#?}", rep.problems));
+    assert_eq!(p.severity, Severity::Error, "{}", p.message);
+    let f = rep.files.iter().find(|f| f.file == key).expect("counted");
+    assert_eq!(
+        f.records,
+        offs.len() as u64,
+        "framing intact: the rest is read"
+    );
+}
+
+#[test]
+fn kineto_garbage_inside_the_array_is_an_error_at_its_offset() {
+    let ev = |i: u32| {
+        format!(r#"{{"ph": "X", "name": "op{i}", "pid": 1, "tid": 2, "ts": {i}.5, "dur": 1.0}}"#)
+    };
+    let head = format!(
+        "{{\"baseTimeNanoseconds\": 1700000000000000000,\n\"traceEvents\": [\n{},\n{},\n",
+        ev(1),
+        ev(2)
+    );
+    let garbage = "\u{7}xx@@ 17 \"q";
+    let tail = format!("{},\n{}\n]}}\n", ev(3), ev(4));
+    let text = format!("{head}{garbage}{tail}");
+    let mut t = Tables::default();
+    let rep = kineto::read_trace_bytes(text.as_bytes(), "trace.json", "i-x", &mut t).expect("sink");
+    assert_eq!(rep.rows, 2, "the events before the garbage");
+    let p = rep
+        .problems
+        .iter()
+        .find(|p| p.severity == Severity::Error)
+        .unwrap_or_else(|| panic!("{:#?}", rep.problems));
+    assert_eq!(p.offset, Some(head.len() as u64), "{}", p.message);
+    assert!(!rep.truncated);
+}
