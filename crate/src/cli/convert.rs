@@ -10,7 +10,10 @@
 //!   it), else from the capture folder name (`i-…_pid_…`); a system profile's from the folder
 //!   name. Unknown ones are Hive's null, `__HIVE_DEFAULT_PARTITION__`. `name` is
 //!   `<profile id>/<device>` (`/system` for a system profile, the snapshot's path for a memory
-//!   snapshot), percent-escaped like Hive (every byte outside `A-Z a-z 0-9 . _ -`).
+//!   snapshot), percent-escaped like Hive (every byte outside `A-Z a-z 0-9 . _ -`); a name
+//!   whose escape is longer than [`MAX_NAME`] bytes (a capture many folders deep) is cut to a
+//!   prefix plus `~` and 16 hex digits of its MD5 ([`bounded_profile`]), the same in the
+//!   partition, the state file and `_profiles.parquet`.
 //! - `tree`: the layout before the dataset, `OUT/<profile>/<device>/<Table>.parquet` (one folder
 //!   per device profile, as the page's zip bundle has it).
 //!
@@ -866,7 +869,21 @@ fn print_job(d: &Done, log: &[String]) {
 
 #[cfg(test)]
 mod tests {
-    use super::hive_escape;
+    use super::{bounded_profile, hive_escape, MAX_NAME};
+
+    #[test]
+    fn long_profile_names_are_bounded_and_stay_distinct() {
+        assert_eq!(bounded_profile("cap/dev"), "cap/dev");
+        let deep: String = (0..60).map(|i| format!("level_{i}/")).collect();
+        let (a, b) = (format!("{deep}x"), format!("{deep}y"));
+        let (ba, bb) = (bounded_profile(&a), bounded_profile(&b));
+        assert!(hive_escape(&ba).len() <= MAX_NAME, "{ba}");
+        assert_ne!(ba, bb);
+        assert!(ba.starts_with("level_0/level_1/"), "{ba}");
+        // Multi-byte characters are never split.
+        let wide = "ü".repeat(200);
+        assert!(hive_escape(&bounded_profile(&wide)).len() <= MAX_NAME);
+    }
 
     #[test]
     fn partition_values_are_one_path_component() {
