@@ -138,6 +138,8 @@ export interface ProfileListOptions {
   onOpenMemory?: (path: string) => void;
   /** Path of the memory snapshot shown. */
   memoryShown?: string | null;
+  /** Problems of each processed device (`profileId#deviceIndex`): a NEFF error there marks the pairing. */
+  deviceProblems?: ReadonlyMap<string, readonly Problem[]>;
 }
 
 /** The picked files that are PyTorch memory snapshots (`memory_snapshot_rank<N>.pickle`). */
@@ -189,7 +191,8 @@ export function renderProfiles(root: HTMLElement, inv: Inventory, opts: ProfileL
   const items = inv.profiles.map((p) => {
     const devices = p.devices.map((d, i) => {
       // A NEFF bound by uuid but unreadable is no pairing to trust: say why, not "paired".
-      const neffError = (p.problems ?? []).find((pr) => pr.severity === 'error' && d.neff !== null && d.neff !== undefined && pr.file === d.neff);
+      const known = [...(p.problems ?? []), ...(opts.deviceProblems?.get(`${p.id}#${i}`) ?? [])];
+      const neffError = known.find((pr) => pr.severity === 'error' && d.neff !== null && d.neff !== undefined && pr.file === d.neff);
       const paired = isPaired(d) && neffError === undefined;
       const sel = opts.selected?.profileId === p.id && opts.selected.deviceIndex === i;
       const openable = isOpenable(d);
