@@ -70,9 +70,12 @@ impl BenchRow {
     /// The row as tab-separated text.
     pub fn tsv(&self) -> String {
         let opt = |v: Option<u64>| v.map_or(String::new(), |v| v.to_string());
-        let ratio = self.out_bytes.map_or(String::new(), |o| {
-            format!("{:.3}", o as f64 / self.bytes.max(1) as f64)
-        });
+        // No ratio to an empty input (the Parquet of a 0-byte NTFF is its footers alone).
+        let ratio = match (self.out_bytes, self.bytes) {
+            (None, _) => String::new(),
+            (Some(_), 0) => "n/a".to_string(),
+            (Some(o), b) => format!("{:.3}", o as f64 / b as f64),
+        };
         format!(
             "{}\t{}\t{}\t{}\t{:.3}\t{:.3}\t{:.1}\t{}\t{}\t{}\t{}\t{}\t{}",
             self.input,

@@ -456,7 +456,15 @@ pub fn build(
             _ => None,
         })
         .collect();
-    let outcomes = pairing::pair_all(&ntff_cands, &neff_cands);
+    let mut outcomes = pairing::pair_all(&ntff_cands, &neff_cands);
+    let unreadable: Vec<(&str, &Problem)> = neff_reads
+        .iter()
+        .filter_map(|(path, r)| match r {
+            Read::Failed(_, p) => Some((path.as_str(), p)),
+            _ => None,
+        })
+        .collect();
+    pairing::blame_unreadable_neffs(&ntff_cands, &mut outcomes, &unreadable);
     let mut outcome_of: BTreeMap<&str, &PairOutcome> = BTreeMap::new();
     // Used NEFF → the first NTFF that ran it (the NEFF belongs to that NTFF's profile).
     let mut used_neffs: BTreeMap<&str, &str> = BTreeMap::new();

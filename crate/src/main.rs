@@ -121,15 +121,9 @@ fn main() -> ExitCode {
     cli::set_verbosity(args.quiet, args.verbose);
     let r = match &args.command {
         Command::Scan(a) => cmd_scan(a),
-        Command::Convert(a) => cli::convert::run(a).map(|n| {
-            if n == 0 {
-                Outcome::Done
-            } else {
-                Outcome::InputErrors(format!(
-                    "{n} profile(s) had errors; the tables decoded before each fault were written"
-                ))
-            }
-        }),
+        Command::Convert(a) => {
+            cli::convert::run(a).map(|o| o.message().map_or(Outcome::Done, Outcome::InputErrors))
+        }
         Command::Synth(a) => cmd_synth(a).map(|_| Outcome::Done),
         Command::Bench(a) => cli::bench::run(a).map(|n| {
             if n == 0 {

@@ -603,6 +603,48 @@ pub fn pair_all(ntffs: &[NtffCandidate], neffs: &[NeffCandidate]) -> Vec<PairOut
     out
 }
 
+/// Rewrites the `MISSING_NEFF` problem of each NTFF that paired with no NEFF when a NEFF of its
+/// folder could not be read (`unreadable`: path and the reading problem, with its offset): the
+/// NEFF the NTFF ran may be that one, cut or damaged, so the message names it, its fault and
+/// offset instead of saying no NEFF was found (pairing.md §4). The problem takes the NEFF's
+/// offset; its code stays `MISSING_NEFF` (the NTFF's tables have timing only).
+pub fn blame_unreadable_neffs(
+    ntffs: &[NtffCandidate],
+    outcomes: &mut [PairOutcome],
+    unreadable: &[(&str, &Problem)],
+) {
+    for (t, o) in ntffs.iter().zip(outcomes.iter_mut()) {
+        if o.status != PairStatus::MissingNeff {
+            continue;
+        }
+        let near: Vec<&(&str, &Problem)> = unreadable
+            .iter()
+            .filter(|(n, _)| same_dir(&t.path, n))
+            .collect();
+        let Some((neff, why)) = near.first() else {
+            continue;
+        };
+        let uuid = ntff_uuid_text(&t.ids);
+        let at = why
+            .offset
+            .map_or(String::new(), |o| format!(" at byte {o}"));
+        let mut p = Problem::new(
+            Code::MissingNeff,
+            Some(&t.path),
+            format!(
+                "{}: the NEFF with uuid {uuid} cannot be read: {neff} beside it is truncated or \
+                 corrupt{at} ({}); if it is the NEFF this NTFF ran, copy it again — timing is \
+                 still shown",
+                t.path, why.message
+            ),
+        );
+        if let Some(off) = why.offset {
+            p = p.at(off);
+        }
+        o.problem = Some(p);
+    }
+}
+
 fn same_dir(a: &str, b: &str) -> bool {
     dir_name(a) == dir_name(b)
 }

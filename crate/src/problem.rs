@@ -110,8 +110,14 @@ codes! {
     NtffHardware = ("NTFF_HARDWARE", Warning, None),
     /// Execution window and recorded time disagree: the clock is assumed.
     NtffClock = ("NTFF_CLOCK", Warning, None),
-    /// Start records without an end or ends without a start.
-    NtffUnpaired = ("NTFF_UNPAIRED", Info, None),
+    /// Instruction start records without an end (more than the one a capture's stop leaves
+    /// open) or ends without a start: every sample has neither, so the trace is damaged and
+    /// rows are missing.
+    NtffUnpaired = ("NTFF_UNPAIRED", Error, None),
+    /// Trace records no well-formed capture holds (an unknown kind byte, an end before its
+    /// start, a DMA packet end without a start or a start never ended): set aside or written
+    /// as read, counted with the offset of the first. No sample has any (ntff.md §4.1, §4.4).
+    NtffCorruptRecords = ("NTFF_CORRUPT_RECORDS", Error, None),
     /// A memory-snapshot value rendered only in part (depth, cycle or size bound).
     MemorySnapshotValueCut = ("MEMORY_SNAPSHOT_VALUE_CUT", Warning, None),
     /// Rows of a memory snapshot left out past the work allowance (shared objects).

@@ -245,10 +245,11 @@ pub fn process_device(
                     .map(|sg| sg.semaphore_names())
                     .collect();
                 for w in &neff.warnings {
+                    // Warnings quote member names from the tar headers: control bytes escaped.
                     problems.push(Problem::new(
                         Code::NeffWarning,
                         Some(path),
-                        format!("{path}: {w}"),
+                        format!("{path}: {}", crate::neff::archive::printable(w)),
                     ));
                 }
                 // With an NTFF, DmaQueuesInfo comes from the NTFF's queue table (engine, queue
@@ -349,17 +350,25 @@ pub fn process_device(
                 for c in &rep.cores {
                     let odd = c.foreign_records + c.unpaired_ends;
                     if odd > 0 {
-                        problems.push(Problem::new(
-                            Code::NtffRecordsDropped,
-                            Some(path),
-                            format!(
-                                "{path}: {} instruction records of {} point outside its code \
-                                 block (another run's code image, or corrupt bytes) and {} end \
-                                 records have no start; they were dropped",
-                                c.foreign_records, c.name, c.unpaired_ends
+                        let first = [
+                            c.set_aside.foreign.first_offset,
+                            c.set_aside.unpaired_end.first_offset,
+                        ];
+                        problems.push(at_first(
+                            Problem::new(
+                                Code::NtffRecordsDropped,
+                                Some(path),
+                                format!(
+                                    "{path}: {} instruction records of {} point outside its code \
+                                     block (another run's code image, or corrupt bytes) and {} end \
+                                     records have no start; they were dropped",
+                                    c.foreign_records, c.name, c.unpaired_ends
+                                ),
                             ),
+                            &first,
                         ));
                     }
+                    problems.extend(corrupt_records(path, c));
                 }
                 if rep.instructions == 0 {
                     problems.push(Problem::new(
@@ -396,6 +405,83 @@ pub fn process_device(
         summary,
         problems,
     })
+}
+
+/// `p` at the smallest of the offsets given, if any.
+fn at_first(p: Problem, offsets: &[Option<u64>]) -> Problem {
+    match offsets.iter().flatten().min() {
+        Some(&at) => p.at(at),
+        None => p,
+    }
+}
+
+/// [`Code::NtffCorruptRecords`] problems of one core: one per kind of record that no sample
+/// holds (counts and first offsets from [`crate::ntff::errors::InsSetAside`] and
+/// [`crate::ntff::errors::DmaSetAside`]), so a damaged trace does not pass for a clean one
+/// with a few rows fewer. Unpaired instruction records are `NTFF_UNPAIRED` (the decoder's).
+fn corrupt_records(path: &str, c: &crate::ntff::decode::CoreSummary) -> Vec<Problem> {
+    let ins = &c.set_aside;
+    let dma = &c.dma.set_aside;
+    let kinds = [
+        (
+            ins.other_kind,
+            "instruction-buffer records have no known kind byte; they were dropped",
+        ),
+        (
+            ins.reversed,
+            "instructions end before they start; their rows keep the negative duration",
+        ),
+        (
+            ins.far_outside,
+            "instructions have a time further outside the execution window than its own \
+             length (a damaged timestamp); they were dropped or kept as read",
+        ),
+        (
+            dma.far_outside,
+            "DMA records have a time further outside the execution window than its own length \
+             (a damaged timestamp); they were dropped or kept as read",
+        ),
+        (
+            dma.unpaired_end,
+            "DMA packet end records have no start; they were dropped",
+        ),
+        (
+            dma.reversed,
+            "DMA packets end before they start; their rows keep the negative duration",
+        ),
+    ];
+    let mut out = Vec::new();
+    for (t, what) in kinds {
+        if t.count > 0 {
+            let at = t
+                .first_offset
+                .map_or(String::new(), |o| format!(" (the first at byte {o})"));
+            out.push(at_first(
+                Problem::new(
+                    Code::NtffCorruptRecords,
+                    Some(path),
+                    format!("{path}: {}: {} {what}{at}", c.name, t.count),
+                ),
+                &[t.first_offset],
+            ));
+        }
+    }
+    if c.dma.unpaired_starts > 0 {
+        let first = dma.unpaired_start.first_offset;
+        let at = first.map_or(String::new(), |o| format!(" (the first at byte {o})"));
+        out.push(at_first(
+            Problem::new(
+                Code::NtffCorruptRecords,
+                Some(path),
+                format!(
+                    "{path}: {}: {} DMA packet start records have no end; they were dropped{at}",
+                    c.name, c.dma.unpaired_starts
+                ),
+            ),
+            &[first],
+        ));
+    }
+    out
 }
 
 crate::cols!(mod warning = crate::tables::explorer::WARNING {
@@ -530,4 +616,106 @@ pub fn process_memory(
         tables,
         report,
     })
+}
+
+/// One result of [`process_files`]: a system profile, a device profile or a memory snapshot.
+#[derive(Debug, Clone, Serialize)]
+pub struct FolderPart {
+    /// `<profile id>/system`, `<profile id>/<device>` or the snapshot's path.
+    pub name: String,
+    /// Tables written, with row counts.
+    pub tables: Vec<TableCount>,
+    /// Problems of this part (profile, pairing, decoding).
+    pub problems: Vec<Problem>,
+}
+
+impl FolderPart {
+    /// Rows written to `table` (0 when it was not written).
+    pub fn rows(&self, table: &str) -> u64 {
+        self.tables
+            .iter()
+            .find(|t| t.name == table)
+            .map_or(0, |t| t.rows)
+    }
+}
+
+/// What [`process_files`] did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FolderRun {
+    /// The inventory's problems, then every part's, in order.
+    pub problems: Vec<Problem>,
+    /// One entry per part processed.
+    pub parts: Vec<FolderPart>,
+    /// `Err`s of `process_*` calls (`<call> <part>: <error>`); bad input never causes one, only
+    /// a failing sink, so callers treat any as a bug.
+    pub errors: Vec<String>,
+}
+
+/// Runs an in-memory folder through the whole pipeline the CLI's `convert` and the page's
+/// worker run — [`crate::inventory::build`], then [`process_system`] for every system profile,
+/// [`process_device`] for every device and [`process_memory`] for every snapshot — into
+/// in-memory [`tables::Tables`], dropped after each part (only row counts and problems are
+/// kept). `files` are `(path, bytes)` as the browser presents a picked folder. Meant for tests
+/// and fuzz targets: the bytes are in memory.
+pub fn process_files(files: &[(String, std::rc::Rc<Vec<u8>>)]) -> FolderRun {
+    let map: std::collections::HashMap<&str, &std::rc::Rc<Vec<u8>>> =
+        files.iter().map(|(p, b)| (p.as_str(), b)).collect();
+    let open = |p: &str| -> Result<Box<dyn ByteSource>> {
+        map.get(p)
+            .map(|b| Box::new(std::rc::Rc::clone(b)) as Box<dyn ByteSource>)
+            .ok_or_else(|| Error::Io(format!("{p}: no such file")))
+    };
+    let picked: Vec<(String, u64)> = files
+        .iter()
+        .map(|(p, b)| (p.clone(), ByteSource::len(&**b)))
+        .collect();
+    let inv = crate::inventory::build(&picked, &open);
+    let mut run = FolderRun {
+        problems: inv.problems.clone(),
+        ..Default::default()
+    };
+    let part =
+        |run: &mut FolderRun, name: String, r: Result<(Vec<TableCount>, Vec<Problem>)>| match r {
+            Ok((tables, problems)) => {
+                run.problems.extend(problems.iter().cloned());
+                run.parts.push(FolderPart {
+                    name,
+                    tables,
+                    problems,
+                });
+            }
+            Err(e) => run.errors.push(format!("{name}: {e}")),
+        };
+    for p in &inv.profiles {
+        if !p.system_files.is_empty() {
+            let mut t = tables::Tables::default();
+            let r = process_system(&inv, &p.id, &open, &mut t, &mut |_, _, _| {});
+            part(
+                &mut run,
+                format!("{}/system", p.id),
+                r.map(|r| (r.tables, r.problems)),
+            );
+        }
+        for (i, d) in p.devices.iter().enumerate() {
+            let mut t = tables::Tables::default();
+            let r = process_device(&inv, &p.id, i, &open, &mut t, &mut |_, _, _| {});
+            part(
+                &mut run,
+                format!("{}/{}", p.id, d.name),
+                r.map(|r| (r.tables, r.problems)),
+            );
+        }
+    }
+    for f in &inv.files {
+        if matches!(f.kind, crate::inventory::FileKind::MemorySnapshot { .. }) {
+            let mut t = tables::Tables::default();
+            let r = process_memory(&inv, &f.path, &open, &mut t);
+            part(
+                &mut run,
+                f.path.clone(),
+                r.map(|r| (r.tables, r.report.problems)),
+            );
+        }
+    }
+    run
 }

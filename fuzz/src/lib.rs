@@ -7,15 +7,11 @@
 //! Fixed companions (the demo capture's NEFF, the synthetic System capture) come from our own
 //! writers (`neuronscope::synth`, `neuronscope::system::write`) and are built once per process.
 
-use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::OnceLock;
 
-use neuronscope::inventory::{self, FileKind};
 use neuronscope::profile;
 use neuronscope::source::SliceSource;
-use neuronscope::tables::Tables;
-use neuronscope::{ByteSource, Error, Result};
 
 /// `(path, bytes)` of a folder as the browser presents it (paths relative to the picked
 /// folder's parent, `/`-separated).
@@ -93,36 +89,11 @@ pub fn unpack(mut data: &[u8]) -> Files {
 }
 
 /// Runs inventory → pairing → decode → tables on `files`, as `neuronscope convert` does (every
-/// system profile, every device, every memory snapshot), into in-memory tables.
+/// system profile, every device, every memory snapshot), into in-memory tables
+/// ([`profile::process_files`], the same function the robustness tests call).
 /// Errors are data: they are ignored here; only a panic, an abort, an OOM or a hang is a find.
 pub fn run_folder(files: &Files) {
-    let map: HashMap<&str, &Rc<Vec<u8>>> = files.iter().map(|(p, b)| (p.as_str(), b)).collect();
-    let open = |p: &str| -> Result<Box<dyn ByteSource>> {
-        map.get(p)
-            .map(|b| Box::new(Rc::clone(b)) as Box<dyn ByteSource>)
-            .ok_or_else(|| Error::Io(format!("{p}: no such file")))
-    };
-    let picked: Vec<(String, u64)> = files
-        .iter()
-        .map(|(p, b)| (p.clone(), ByteSource::len(&**b)))
-        .collect();
-    let inv = inventory::build(&picked, &open);
-    for p in &inv.profiles {
-        if !p.system_files.is_empty() {
-            let mut t = Tables::default();
-            let _ = profile::process_system(&inv, &p.id, &open, &mut t, &mut |_, _, _| {});
-        }
-        for i in 0..p.devices.len() {
-            let mut t = Tables::default();
-            let _ = profile::process_device(&inv, &p.id, i, &open, &mut t, &mut |_, _, _| {});
-        }
-    }
-    for f in &inv.files {
-        if matches!(f.kind, FileKind::MemorySnapshot { .. }) {
-            let mut t = Tables::default();
-            let _ = profile::process_memory(&inv, &f.path, &open, &mut t);
-        }
-    }
+    let _ = profile::process_files(files);
 }
 
 /// Indexes a source archive as the Code Viewer does (`.tar.gz` when it starts with the gzip

@@ -16,7 +16,7 @@
 // replacement without the error.
 
 import type { CrashInfo, FaultSpec, FromWorker, InitInfo, PickedFile, ReplyMap, Request, StoreInfo, StoredInfo, StoreKind } from './protocol.ts';
-import type { ColumnFilter, ConformReport, Inventory, LodListing, LodWindow, MemoryResult, ProcessResult, RangeSummary, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SearchResult, SystemResult, TableViewInfo } from './api.ts';
+import type { ColumnFilter, ConformReport, Inventory, LodListing, LodWindow, MemoryResult, Problem, ProcessResult, RangeSummary, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SearchResult, SystemResult, TableViewInfo } from './api.ts';
 import { clearStale, opfsAvailable, STORE_DIR } from './opfs.ts';
 
 type Progress = (stage: string, done: number, total: number) => void;
@@ -550,6 +550,14 @@ export class CoreClient {
       job.rows = (v.tables ?? []).reduce((n, t) => n + t.rows, 0);
       job.storedBytes = (v.stored ?? []).reduce((n, t) => n + t.bytes, 0);
       job.wasmMemory = v.wasm_memory_bytes ?? 0;
+      // A decode that ended with errors (a NEFF or NTFF that could not be read) keeps what it
+      // decoded, and the jobs panel says it failed, with the first error (views/jobs.ts).
+      const r = value as { problems?: Problem[]; report?: { problems?: Problem[] } };
+      const errors = (r.problems ?? r.report?.problems ?? []).filter((p) => p.severity === 'error');
+      if (state === 'done' && errors.length > 0) {
+        const more = errors.length > 1 ? ` (and ${errors.length - 1} more)` : '';
+        job.error = `${errors[0]?.message ?? ''}${more}`;
+      }
     }
     this.onJobs(this.jobList);
   }

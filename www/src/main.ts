@@ -6,7 +6,7 @@
 // wait on; the open profile, the tab and the selected range are kept in the URL hash (Back/Forward).
 
 import { tableFromArrays, tableFromIPC, type Table } from 'apache-arrow';
-import type { Inventory, MemoryResult, ProcessResult, ProfileEntry, RangeSummary, SystemResult, TableInfo } from './api.ts';
+import type { Inventory, MemoryResult, Problem, ProcessResult, ProfileEntry, RangeSummary, SystemResult, TableInfo } from './api.ts';
 import { CoreClient, CoreCrash } from './client.ts';
 import { byId, download, h, nodes } from './dom.ts';
 import { bytes, cell, count, int, ns } from './format.ts';
@@ -75,6 +75,8 @@ let memoryShown: string | null = null;
 
 let inventory: Inventory | null = null;
 let selected: { profileId: string; deviceIndex: number } | null = null;
+/** Problems of each processed device (`profileId#deviceIndex`): the list marks a NEFF that failed to decode. */
+const deviceProblems = new Map<string, readonly Problem[]>();
 /** The picked files (for reading a JSON export on the page); empty for the demo. */
 let pickedFiles: PickedFile[] = [];
 let coreReady: Promise<void> = Promise.resolve();
@@ -392,6 +394,7 @@ function renderInventory(): void {
     systemShown: systemShown?.profile.id ?? null,
     onOpenMemory: (path) => void openMemory(path),
     memoryShown,
+    deviceProblems,
   });
   if (focusKey !== null) {
     for (const el of side.querySelectorAll<HTMLElement>('[tabindex], button')) {
@@ -618,6 +621,8 @@ async function openDevice(profile: ProfileEntry, deviceIndex: number, zoom?: { e
     summary: (result, source) => {
       const where = profile.root ? `${profile.root} · ` : '';
       renderSummary(byId('summary'), `${profile.profile_type} profile · ${where}${name}`, result);
+      deviceProblems.set(`${profile.id}#${deviceIndex}`, result.problems);
+      renderInventory();
       if (device !== undefined) {
         const exports = exportsFor(inventory?.files ?? [], pickedFiles.map((f) => ({ path: f.path, file: f.file })), device);
         renderConform(byId('conform'), exports, (bytes) => client.conform(result.key, bytes));

@@ -10,7 +10,10 @@
 //!   it), else from the capture folder name (`i-…_pid_…`); a system profile's from the folder
 //!   name. Unknown ones are Hive's null, `__HIVE_DEFAULT_PARTITION__`. `name` is
 //!   `<profile id>/<device>` (`/system` for a system profile, the snapshot's path for a memory
-//!   snapshot), percent-escaped like Hive (every byte outside `A-Z a-z 0-9 . _ -`).
+//!   snapshot), percent-escaped like Hive (every byte outside `A-Z a-z 0-9 . _ -`); a name
+//!   whose escape is longer than [`MAX_NAME`] bytes (a capture many folders deep) is cut to a
+//!   prefix plus `~` and 16 hex digits of its MD5 ([`bounded_profile`]), the same in the
+//!   partition, the state file and `_profiles.parquet`.
 //! - `tree`: the layout before the dataset, `OUT/<profile>/<device>/<Table>.parquet` (one folder
 //!   per device profile, as the page's zip bundle has it).
 //!
@@ -73,7 +76,9 @@ pub struct ProfileRow {
     pub instance: Option<String>,
     /// Process id (partition `pid`), when known.
     pub pid: Option<u64>,
-    /// Partition `profile` value, unescaped: `<profile id>/<device>`.
+    /// Partition `profile` value, unescaped: `<profile id>/<device>`, cut to a prefix plus `~`
+    /// and 16 hex digits of its MD5 when its escape is longer than [`MAX_NAME`] bytes
+    /// ([`bounded_profile`]).
     pub profile: String,
     /// The inventory's profile id (its root folder).
     pub profile_id: String,
@@ -148,6 +153,51 @@ pub fn hive_escape(s: &str) -> String {
         }
     }
     out
+}
+
+/// Longest file or folder name `convert` writes, in bytes (file systems allow 255; the state
+/// file adds `.json`, its temporary `.tmp`).
+pub const MAX_NAME: usize = 200;
+
+/// 16 hex digits of the MD5 of `s`: distinct names stay distinct once cut.
+fn short_hash(s: &str) -> String {
+    use md5::Digest as _;
+    let d = md5::Md5::digest(s.as_bytes());
+    d[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A profile name whose Hive escape ([`hive_escape`]) fits in [`MAX_NAME`] bytes: unchanged
+/// when it does, else its longest prefix that leaves room, then `~` and [`short_hash`] of the
+/// whole name (a capture 60 folders deep has a name no file system takes as one component).
+pub fn bounded_profile(name: &str) -> String {
+    if hive_escape(name).len() <= MAX_NAME {
+        return name.to_string();
+    }
+    // `~` escapes to `%7E` (3 bytes) and the hash is 16.
+    let budget = MAX_NAME - 19;
+    let mut used = 0;
+    let mut end = 0;
+    for (i, c) in name.char_indices() {
+        let mut b = [0u8; 4];
+        let w = hive_escape(c.encode_utf8(&mut b)).len();
+        if used + w > budget {
+            break;
+        }
+        used += w;
+        end = i + c.len_utf8();
+    }
+    format!("{}~{}", &name[..end], short_hash(name))
+}
+
+/// [`neuronscope::util::safe_name`] bounded like [`bounded_profile`] (the `tree` layout's
+/// folder names).
+fn bounded_safe(name: &str) -> String {
+    let s = neuronscope::util::safe_name(name);
+    if s.len() <= MAX_NAME {
+        return s;
+    }
+    // safe_name's output is ASCII: any byte index is a char boundary.
+    format!("{}~{}", &s[..MAX_NAME - 17], short_hash(&s))
 }
 
 /// Hive's spelling of a null partition value.
@@ -283,6 +333,9 @@ fn jobs(inv: &Inventory, picked: &Picked, layout: Layout) -> Vec<Job> {
         if *n > 1 {
             j.row.profile = format!("{}~{n}", j.row.profile);
         }
+        // The partition value, the state file's name and `_profiles.parquet` agree on one
+        // bounded name (the full paths stay in `files`).
+        j.row.profile = bounded_profile(&j.row.profile);
         j.rel = match layout {
             Layout::Hive => format!(
                 "instance={}/pid={}/profile={}",
@@ -294,11 +347,11 @@ fn jobs(inv: &Inventory, picked: &Picked, layout: Layout) -> Vec<Job> {
                 hive_escape(&j.row.profile)
             ),
             Layout::Tree => match j.what {
-                What::Memory => neuronscope::util::safe_name(&j.row.profile),
+                What::Memory => bounded_safe(&j.row.profile),
                 _ => format!(
                     "{}/{}",
-                    neuronscope::util::safe_name(&j.row.profile_id),
-                    neuronscope::util::safe_name(&j.row.device)
+                    bounded_safe(&j.row.profile_id),
+                    bounded_safe(&j.row.device)
                 ),
             },
         };
@@ -518,11 +571,26 @@ fn run_job(
                 failed: saved.err().map(|e| format!("state not saved: {e}")),
             }
         }
-        Err(e) => Done {
-            row: job.row.clone(),
-            skipped: false,
-            failed: Some(e.to_string()),
-        },
+        Err(e) => {
+            // The profile is still listed in `_profiles.parquet`, with the failure as its
+            // error; the state's empty fingerprint makes the next run convert it again.
+            let mut row = job.row.clone();
+            row.problems = vec![format!("Error: not converted: {e}")];
+            row.errors = 1;
+            let state = State {
+                fingerprint: Vec::new(),
+                files: Vec::new(),
+                row: row.clone(),
+            };
+            if let Ok(b) = serde_json::to_vec_pretty(&state) {
+                let _ = write_atomic(&sp, &b);
+            }
+            Done {
+                row,
+                skipped: false,
+                failed: Some(e.to_string()),
+            }
+        }
     }
 }
 
@@ -625,12 +693,46 @@ fn write_profiles(out: &Path, rows: &[ProfileRow]) -> Result<()> {
     std::fs::rename(&tmp, &path).map_err(|e| Error::Io(format!("{}: {e}", path.display())))
 }
 
-/// Runs `convert`. Returns the number of profiles with errors (each printed with its file and
-/// offset); every table decoded before a fault is written all the same.
+/// How a `convert` run ended, per profile.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// Profiles converted whose input had errors (every table decoded before each fault was
+    /// written).
+    pub input_errors: u64,
+    /// Profiles that could not be converted (an output file could not be written); listed in
+    /// `_profiles.parquet` with the failure.
+    pub failed: u64,
+}
+
+impl Outcome {
+    /// The closing line when something went wrong (`None`: exit 0), true of both kinds.
+    pub fn message(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if self.input_errors > 0 {
+            parts.push(format!(
+                "{} profile(s) had errors in their input; the tables decoded before each fault \
+                 were written",
+                self.input_errors
+            ));
+        }
+        if self.failed > 0 {
+            parts.push(format!(
+                "{} profile(s) could not be converted (printed above; listed in \
+                 _profiles.parquet with the failure)",
+                self.failed
+            ));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+}
+
+/// Runs `convert`. Returns how many profiles had input errors (each printed with its file and
+/// offset; every table decoded before a fault is written all the same) and how many could not
+/// be converted.
 ///
 /// Errors: an input folder cannot be read, nothing convertible was found, or OUT cannot be
 /// written.
-pub fn run(args: &ConvertArgs) -> Result<u64> {
+pub fn run(args: &ConvertArgs) -> Result<Outcome> {
     let picked = walk::pick(&args.dirs)?;
     let open = |p: &str| picked.open(p);
     let mut inv = neuronscope::inventory::build(&picked.files, &open);
@@ -709,7 +811,10 @@ pub fn run(args: &ConvertArgs) -> Result<u64> {
     let rows = recorded_rows(&args.out);
     write_profiles(&args.out, &rows)?;
     let failed = done.iter().filter(|d| d.failed.is_some()).count() as u64;
-    let with_errors = done.iter().filter(|d| d.row.errors > 0).count() as u64;
+    let with_errors = done
+        .iter()
+        .filter(|d| d.failed.is_none() && d.row.errors > 0)
+        .count() as u64;
     let skipped = done.iter().filter(|d| d.skipped).count();
     note!(
         "{} profiles: {} converted, {skipped} unchanged (skipped), {} with errors{}; {} rows in {}",
@@ -724,7 +829,10 @@ pub fn run(args: &ConvertArgs) -> Result<u64> {
         rows.len(),
         args.out.join("_profiles.parquet").display()
     );
-    Ok(with_errors + failed)
+    Ok(Outcome {
+        input_errors: with_errors,
+        failed,
+    })
 }
 
 /// Prints one finished job's lines together (jobs finish in any order).
@@ -761,7 +869,21 @@ fn print_job(d: &Done, log: &[String]) {
 
 #[cfg(test)]
 mod tests {
-    use super::hive_escape;
+    use super::{bounded_profile, hive_escape, MAX_NAME};
+
+    #[test]
+    fn long_profile_names_are_bounded_and_stay_distinct() {
+        assert_eq!(bounded_profile("cap/dev"), "cap/dev");
+        let deep: String = (0..60).map(|i| format!("level_{i}/")).collect();
+        let (a, b) = (format!("{deep}x"), format!("{deep}y"));
+        let (ba, bb) = (bounded_profile(&a), bounded_profile(&b));
+        assert!(hive_escape(&ba).len() <= MAX_NAME, "{ba}");
+        assert_ne!(ba, bb);
+        assert!(ba.starts_with("level_0/level_1/"), "{ba}");
+        // Multi-byte characters are never split.
+        let wide = "ü".repeat(200);
+        assert!(hive_escape(&bounded_profile(&wide)).len() <= MAX_NAME);
+    }
 
     #[test]
     fn partition_values_are_one_path_component() {

@@ -390,9 +390,10 @@ fn walk<R: Read>(
     let mut pax_size: Option<u64> = None;
     let mut index: BTreeMap<String, usize> = BTreeMap::new();
     let mut buffered: u64 = 0;
+    // Messages quote header bytes (the tar crate's field errors do): control bytes escaped.
     let err = |pos: u64, what: String| WalkError {
         tar_offset: pos,
-        what,
+        what: printable(&what),
     };
     loop {
         match read_full(r, &mut block) {
@@ -549,4 +550,30 @@ fn walk<R: Read>(
         out.tar_bytes = pos;
     }
     Ok(())
+}
+
+/// `s` with control characters escaped (`\u{1}`, `\n`, …), so text taken from damaged bytes
+/// (tar header fields, member names) cannot garble a terminal or a one-line message.
+pub fn printable(s: &str) -> String {
+    if !s.chars().any(char::is_control) {
+        return s.to_string();
+    }
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_debug().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn control_bytes_are_escaped() {
+        assert_eq!(super::printable("a\u{1}b\nc ü"), "a\\u{1}b\\nc ü");
+        assert_eq!(super::printable("plain"), "plain");
+    }
 }

@@ -100,6 +100,8 @@ pub struct CoreSummary {
     pub trace_count: u64,
     /// Records of the extra kinds `0x8E`/`0x96` (DGE notifications, ntff.md §4.1); skipped.
     pub dge_notifications: u64,
+    /// Records set aside by kind, with the offset of the first (reported as problems).
+    pub set_aside: super::errors::InsSetAside,
 }
 
 /// What [`decode`] found, for a Summary view.
@@ -266,6 +268,15 @@ impl Window {
         let dur = clamp_i64(end_fs.saturating_sub(start_fs).div_euclid(1_000_000));
         let dps = end_fs.div_euclid(1000) - start_fs.div_euclid(1000);
         (start, dur, dps * 1000)
+    }
+    /// v6: a time more than the window's own span before t0 or after t1. No record of a
+    /// sample is (their out-of-window records are warm-up and drain, close to the window);
+    /// a flipped high timestamp bit is. Reports only.
+    pub(super) fn far_outside(&self, fs: i128) -> bool {
+        self.t1.is_some_and(|t1| {
+            let span = t1.saturating_sub(self.t0).max(0);
+            fs < self.t0.saturating_sub(span) || fs > t1.saturating_add(span)
+        })
     }
     pub(super) fn contains(&self, fs: i128) -> bool {
         fs >= self.t0 && self.t1.is_none_or(|t1| fs <= t1)
@@ -604,6 +615,8 @@ struct Open {
     fs: i128,
     /// The start record's wait before issue (ntff.md §4.1).
     wait_cycles: u16,
+    /// File offset of the start record (reports only).
+    at: u64,
 }
 
 /// The open starts of one (engine, pc), oldest first. The first lives inline: one start at a
@@ -777,7 +790,11 @@ pub fn decode<S: ByteSource + ?Sized>(
             a.subgraph(&sg.name, [ops(0), ops(1), ops(2), ops(3), ops(4)]);
         }
         for buf in instruction_buffers(sg) {
+            // File offset of the next record (reports only).
+            let mut at = info.blob_offset.wrapping_add(buf.offset);
             stream_buffer(src, info.blob_offset, buf, file, problems, &mut prog, |r| {
+                let here = at;
+                at = at.wrapping_add(16);
                 let (e, is_end) = match r.ins_kind() {
                     InsKind::Start(e) => (e, false),
                     InsKind::End(e) => (e, true),
@@ -785,26 +802,33 @@ pub fn decode<S: ByteSource + ?Sized>(
                         cs.dge_notifications += 1;
                         return Ok(());
                     }
-                    InsKind::Other => return Ok(()),
+                    InsKind::Other => {
+                        cs.set_aside.other_kind.note(here);
+                        return Ok(());
+                    }
                 };
                 let Some(c) = code.get(e).and_then(Option::as_ref) else {
                     cs.foreign_records += 1;
+                    cs.set_aside.foreign.note(here);
                     return Ok(());
                 };
                 let Some(pc) = record_pc(r, c) else {
                     cs.foreign_records += 1;
+                    cs.set_aside.foreign.note(here);
                     return Ok(());
                 };
                 let fs = cal.engines.get(e).copied().unwrap_or_default().fs(r.ts);
                 if !is_end {
                     if open_total >= MAX_OPEN_TOTAL && !open.contains_key(&(e as u8, pc)) {
                         cs.unpaired_starts += 1;
+                        cs.set_aside.unpaired_start.note(here);
                         return Ok(());
                     }
                     let o = Open {
                         ts: r.ts,
                         fs,
                         wait_cycles: r.wait_cycles(),
+                        at: here,
                     };
                     match open.entry((e as u8, pc)) {
                         std::collections::hash_map::Entry::Vacant(v) => {
@@ -817,7 +841,9 @@ pub fn decode<S: ByteSource + ?Sized>(
                         std::collections::hash_map::Entry::Occupied(mut q) => {
                             let q = q.get_mut();
                             if q.rest.len() + 1 >= MAX_OPEN_PER_PC {
-                                q.pop();
+                                if let Some(o) = q.pop() {
+                                    cs.set_aside.unpaired_start.note(o.at);
+                                }
                                 cs.unpaired_starts += 1;
                             } else {
                                 open_total += 1;
@@ -839,12 +865,20 @@ pub fn decode<S: ByteSource + ?Sized>(
                 };
                 let Some(s) = popped else {
                     cs.unpaired_ends += 1;
+                    cs.set_aside.unpaired_end.note(here);
                     return Ok(());
                 };
                 open_total = open_total.saturating_sub(1);
+                if window.far_outside(s.fs) || window.far_outside(fs) {
+                    cs.set_aside.far_outside.note(here);
+                }
                 // Window: start ≥ t0 and end ≤ t1 (ntff.md §5.3).
                 if s.fs < window.t0 || window.t1.is_some_and(|t1| fs > t1) {
+                    cs.set_aside.outside_window.note(here);
                     return Ok(());
+                }
+                if fs < s.fs {
+                    cs.set_aside.reversed.note(here);
                 }
                 let engine = Engine::from_ntff(e as u32).unwrap_or(Engine::Pe);
                 let start_ns = window.ns(s.fs);
@@ -893,6 +927,17 @@ pub fn decode<S: ByteSource + ?Sized>(
             })?;
         }
         cs.unpaired_starts += open.values().map(|q| 1 + q.rest.len() as u64).sum::<u64>();
+        for q in open.values() {
+            for o in std::iter::once(&q.first).chain(&q.rest) {
+                cs.set_aside.unpaired_start.note(o.at);
+            }
+        }
+        cs.set_aside.unpaired_start.first_offset = open
+            .values()
+            .flat_map(|q| std::iter::once(&q.first).chain(&q.rest))
+            .map(|o| o.at)
+            .chain(cs.set_aside.unpaired_start.first_offset)
+            .min();
         drop(open);
 
         let names = ctx.semaphore_names.get(pcore);
@@ -976,14 +1021,23 @@ pub fn decode<S: ByteSource + ?Sized>(
                 u64::try_from(ps.saturating_mul(tenths).div_euclid(10_000)).ok();
         }
         if cs.unpaired_starts > 1 || cs.unpaired_ends > 0 {
-            problems.push(Problem::new(
+            let p = Problem::new(
                 Code::NtffUnpaired,
                 Some(file),
                 format!(
                     "{file}: {}: {} start records without an end, {} end records without a start",
                     sg.name, cs.unpaired_starts, cs.unpaired_ends
                 ),
-            ));
+            );
+            // Where the first unpaired record is.
+            let first = [
+                cs.set_aside.unpaired_end.first_offset,
+                cs.set_aside.unpaired_start.first_offset,
+            ];
+            problems.push(match first.into_iter().flatten().min() {
+                Some(at) => p.at(at),
+                None => p,
+            });
         }
         cores.push(cs);
     }

@@ -56,6 +56,8 @@ pub struct DmaCoreStats {
     pub throttles: u64,
     /// `DmaPacketAggregated` rows written (static-queue transfers; they count in `trace_count`).
     pub aggregated: u64,
+    /// Records set aside by kind, with the offset of the first (reported as problems).
+    pub set_aside: super::errors::DmaSetAside,
     /// The time-ordered pass's results (Summary DMA fields, `DmaUsage` rows; not serialised).
     #[serde(skip)]
     pub times: DmaTimes,
@@ -203,7 +205,8 @@ crate::cols!(mod queue = crate::tables::explorer::DMA_QUEUES_INFO {
 struct Stream {
     /// `None` until the first phase-1/5 record decides; `Some(false)` = dropped.
     keep: Option<bool>,
-    open: VecDeque<(u64, i128)>,
+    /// Open phase-1 records: (raw ts, calibrated fs, file offset for reports).
+    open: VecDeque<(u64, i128, u64)>,
     next_idx: i32,
     engine_idx: i64,
     queue_name: String,
@@ -329,11 +332,13 @@ impl<'a> Pairing<'a> {
     }
 
     /// Feeds one classified record of run `run`; returns the packet it completes, if any.
+    /// `at` is the record's file offset (reports only).
     fn feed(
         &mut self,
         r: &Rec,
         d: DmaRec,
         run: usize,
+        at: u64,
         stats: &mut DmaCoreStats,
     ) -> Option<Paired<'_>> {
         let (field, queue, phase, fs) = d;
@@ -341,6 +346,10 @@ impl<'a> Pairing<'a> {
         // record is paired and counted in packet_idx; rows are written from the origin
         // on (the inf2 exports number packets from the start of the buffer).
         if self.v6 && !self.window.contains(fs) {
+            stats.set_aside.outside_window.note(at);
+            if self.window.far_outside(fs) {
+                stats.set_aside.far_outside.note(at);
+            }
             return None;
         }
         let key = stream_key(field, queue);
@@ -373,25 +382,30 @@ impl<'a> Pairing<'a> {
         if s.keep == Some(false) {
             if phase == PHASE_END {
                 stats.dropped_packets += 1;
+                stats.set_aside.dropped_stream.note(at);
             }
             return None;
         }
         if phase == PHASE_START {
             if s.open.len() >= MAX_OPEN_PER_STREAM {
-                s.open.pop_front();
+                if let Some(o) = s.open.pop_front() {
+                    stats.set_aside.unpaired_start.note(o.2);
+                }
                 stats.unpaired_starts += 1;
             } else if self.open_total >= MAX_OPEN_DMA {
                 stats.unpaired_starts += 1;
+                stats.set_aside.unpaired_start.note(at);
                 self.capped = true;
                 return None;
             } else {
                 self.open_total += 1;
             }
-            s.open.push_back((r.ts, fs));
+            s.open.push_back((r.ts, fs, at));
             return None;
         }
-        let Some((ts1, fs1)) = s.open.pop_front() else {
+        let Some((ts1, fs1, _)) = s.open.pop_front() else {
             stats.unpaired_ends += 1;
+            stats.set_aside.unpaired_end.note(at);
             return None;
         };
         self.open_total = self.open_total.saturating_sub(1);
@@ -405,13 +419,11 @@ impl<'a> Pairing<'a> {
         })
     }
 
-    /// Phase-1 records of kept streams still open.
-    fn open_left(&self) -> u64 {
-        self.streams
-            .iter()
-            .filter(|s| s.keep == Some(true))
-            .map(|s| s.open.len() as u64)
-            .sum()
+    /// Phase-1 records of kept streams still open, and the smallest file offset among them.
+    fn open_left(&self) -> (u64, Option<u64>) {
+        let kept = self.streams.iter().filter(|s| s.keep == Some(true));
+        let n = kept.clone().map(|s| s.open.len() as u64).sum();
+        (n, kept.flat_map(|s| s.open.iter().map(|o| o.2)).min())
     }
 
     /// The earliest first open start of the streams (fs). A stream's later open starts come
@@ -572,6 +584,7 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
     let mut runs = Runs::default();
     for (bi, buf) in dma_buffers(sg).enumerate() {
         let mut idx = 0u64;
+        let buf_at = info.blob_offset.wrapping_add(buf.offset);
         stream_buffer(
             src,
             info.blob_offset,
@@ -582,11 +595,13 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
             |r: Rec| {
                 let i = idx;
                 idx += 1;
+                let at = buf_at.wrapping_add(i.wrapping_mul(16));
                 let Some(d) = classify(sg, &r) else {
+                    stats.set_aside.other_phase.note(at);
                     return Ok(());
                 };
                 let run = runs.see(bi, i, d.3);
-                let Some(p) = pairing.feed(&r, d, run, stats) else {
+                let Some(p) = pairing.feed(&r, d, run, at, stats) else {
                     return Ok(());
                 };
                 let Paired {
@@ -605,6 +620,12 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
                 if fs1 < window.t0 {
                     s.next_idx = s.next_idx.saturating_add(1);
                     return Ok(());
+                }
+                if fs < fs1 {
+                    stats.set_aside.reversed.note(at);
+                }
+                if window.far_outside(fs1) {
+                    stats.set_aside.far_outside.note(at);
                 }
                 if let Some(name) = &s.static_name {
                     let t0ps = window.t0.div_euclid(1000);
@@ -674,7 +695,11 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
         )?;
         runs.end_buffer(bi, idx);
     }
-    stats.unpaired_starts += pairing.open_left();
+    let (left, first_left) = pairing.open_left();
+    stats.unpaired_starts += left;
+    let t = &mut stats.set_aside.unpaired_start;
+    t.count += left;
+    t.first_offset = t.first_offset.into_iter().chain(first_left).min();
     b.finish_into(sink)?;
     stats.aggregated += write_aggregated(&aggs, pcore, &sg.name, sink)?;
     let (plan, drop) = runs.plan(!(pairing.split || pairing.capped));
@@ -865,7 +890,7 @@ impl TimePass<'_> {
             }
             *slot = next;
             let order = ((c.buf as u64) << 40) | idx;
-            if let Some(p) = pairing.feed(&r, d, k, &mut scratch) {
+            if let Some(p) = pairing.feed(&r, d, k, 0, &mut scratch) {
                 if p.fs1 >= self.window.t0 {
                     let bytes = r.w0 & 0xFF_FFFF;
                     let dps = ps_floor(p.fs) - ps_floor(p.fs1);

@@ -68,3 +68,67 @@ pub(super) fn decode_errors<S: ByteSource + ?Sized>(
     }
     b.finish_into(sink)
 }
+
+/// Records of one kind the decoder set aside instead of turning into rows: how many, and the
+/// absolute file offset (bytes) of the first, so a report can point at the damage.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Tally {
+    /// Records set aside.
+    pub count: u64,
+    /// File offset of the first of them.
+    pub first_offset: Option<u64>,
+}
+
+impl Tally {
+    /// Counts one record at file offset `at`.
+    #[inline]
+    pub fn note(&mut self, at: u64) {
+        if self.count == 0 {
+            self.first_offset = Some(at);
+        }
+        self.count += 1;
+    }
+}
+
+/// Per core: the instruction records of each kind the decoder set aside (ntff.md §4.1, §5.3),
+/// for the problems `profile::process_device` reports.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct InsSetAside {
+    /// Instruction-buffer records whose kind byte is no start, end or DGE notification.
+    pub other_kind: Tally,
+    /// Records whose pc lies outside their engine's code block.
+    pub foreign: Tally,
+    /// End records without an open start.
+    pub unpaired_end: Tally,
+    /// Start records never ended (left open, or evicted; the offset is the smallest of them).
+    pub unpaired_start: Tally,
+    /// Paired instructions whose start is before t0 or whose end is after t1 (at the end record).
+    pub outside_window: Tally,
+    /// Paired instructions in the window that end before they start (at the end record; the
+    /// row is written with its negative duration).
+    pub reversed: Tally,
+    /// v6: paired instructions with a time more than the window's span outside it (at the end
+    /// record; no sample has one: a flipped timestamp bit).
+    pub far_outside: Tally,
+}
+
+/// Per core: the DMA records of each kind the decoder set aside (ntff.md §4.4).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DmaSetAside {
+    /// Records of a phase other than start (1) and end (5).
+    pub other_phase: Tally,
+    /// Phase-5 records without an open phase 1 in a kept stream.
+    pub unpaired_end: Tally,
+    /// Phase-1 records never ended (left open, evicted or over the cap; the offset is the
+    /// smallest of them).
+    pub unpaired_start: Tally,
+    /// Phase-5 records of streams omitted by the stream-dropping rule.
+    pub dropped_stream: Tally,
+    /// Phase-1/5 records outside the v6 window.
+    pub outside_window: Tally,
+    /// Packets that end before they start (at the end record; the row is written with its
+    /// negative duration).
+    pub reversed: Tally,
+    /// v6: records with a time more than the window's span outside it (no sample has one).
+    pub far_outside: Tally,
+}

@@ -5,13 +5,9 @@
 
 #![allow(dead_code)]
 
-use std::collections::HashMap;
 use std::rc::Rc;
 
-use neuronscope::inventory::{self, FileKind};
 use neuronscope::profile;
-use neuronscope::tables::Tables;
-use neuronscope::{ByteSource, Error, Problem, Result};
 
 /// xorshift64*: the same mutants on every run and machine.
 pub struct Rng(u64);
@@ -136,56 +132,15 @@ pub fn mutants(
     out
 }
 
-/// What [`run_folder`] saw: the problems of every result, and how many results there were.
-#[derive(Debug, Default)]
-pub struct FolderRun {
-    pub problems: Vec<Problem>,
-    pub results: usize,
-}
+/// What [`run_folder`] saw: the library's [`profile::FolderRun`].
+pub type FolderRun = profile::FolderRun;
 
 /// Runs every profile, device and memory snapshot of the in-memory folder `files` (paths as the
-/// browser gives them) as `neuronscope convert` does. Panics if a `process_*` call returns `Err`
-/// (only a sink failure may, and `Tables` never fails) — bad input must be problems, not errors.
+/// browser gives them) as `neuronscope convert` does ([`profile::process_files`]). Panics if a
+/// `process_*` call returns `Err` (only a sink failure may, and `Tables` never fails) — bad
+/// input must be problems, not errors.
 pub fn run_folder(files: &[(String, Rc<Vec<u8>>)]) -> FolderRun {
-    let map: HashMap<&str, &Rc<Vec<u8>>> = files.iter().map(|(p, b)| (p.as_str(), b)).collect();
-    let open = |p: &str| -> Result<Box<dyn ByteSource>> {
-        map.get(p)
-            .map(|b| Box::new(Rc::clone(b)) as Box<dyn ByteSource>)
-            .ok_or_else(|| Error::Io(format!("{p}: no such file")))
-    };
-    let picked: Vec<(String, u64)> = files
-        .iter()
-        .map(|(p, b)| (p.clone(), ByteSource::len(&**b)))
-        .collect();
-    let inv = inventory::build(&picked, &open);
-    let mut run = FolderRun {
-        problems: inv.problems.clone(),
-        results: 0,
-    };
-    for p in &inv.profiles {
-        if !p.system_files.is_empty() {
-            let mut t = Tables::default();
-            let r = profile::process_system(&inv, &p.id, &open, &mut t, &mut |_, _, _| {})
-                .unwrap_or_else(|e| panic!("process_system {}: {e}", p.id));
-            run.problems.extend(r.problems);
-            run.results += 1;
-        }
-        for i in 0..p.devices.len() {
-            let mut t = Tables::default();
-            let r = profile::process_device(&inv, &p.id, i, &open, &mut t, &mut |_, _, _| {})
-                .unwrap_or_else(|e| panic!("process_device {} #{i}: {e}", p.id));
-            run.problems.extend(r.problems);
-            run.results += 1;
-        }
-    }
-    for f in &inv.files {
-        if matches!(f.kind, FileKind::MemorySnapshot { .. }) {
-            let mut t = Tables::default();
-            let r = profile::process_memory(&inv, &f.path, &open, &mut t)
-                .unwrap_or_else(|e| panic!("process_memory {}: {e}", f.path));
-            run.problems.extend(r.report.problems);
-            run.results += 1;
-        }
-    }
+    let run = profile::process_files(files);
+    assert!(run.errors.is_empty(), "process_* failed: {:?}", run.errors);
     run
 }

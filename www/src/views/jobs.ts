@@ -53,6 +53,8 @@ export function jobText(job: Job, now: number): string {
         .join(' · ');
     }
     case 'done':
+      // Ended, but with errors: what was decoded before the fault is kept and shown.
+      if (job.error !== null) return `${name}: failed after ${duration(took)} (${job.error}) · ${int(job.rows)} rows kept`;
       return `${name}: done in ${duration(took)} · ${int(job.rows)} rows · ${bytes(job.storedBytes)} stored · ${(job.bytes / 1e6 / Math.max(took, 1e-3)).toFixed(1)} MB/s`;
     case 'cancelled':
       return `${name}: cancelled after ${duration(took)}`;
@@ -100,7 +102,7 @@ export function mountJobs(root: HTMLElement, client: CoreClient, onCleared: () =
         const cancel = j.state === 'running'
           ? h('button', { class: 'btn small', 'data-testid': 'job-cancel', onclick: () => client.cancel(j.id) }, 'Cancel')
           : null;
-        const attrs = { 'data-testid': 'job', 'data-state': j.state, 'data-worker': j.worker, 'data-file': j.file, 'data-rows': j.rows, 'data-stored-bytes': j.storedBytes, 'data-wasm-memory': j.wasmMemory, title: text };
+        const attrs = { 'data-testid': 'job', 'data-state': j.state, 'data-error': j.error, 'data-worker': j.worker, 'data-file': j.file, 'data-rows': j.rows, 'data-stored-bytes': j.storedBytes, 'data-wasm-memory': j.wasmMemory, title: text };
         return h('li', attrs, text, ' ', cancel);
       }),
     );

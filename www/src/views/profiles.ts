@@ -138,6 +138,8 @@ export interface ProfileListOptions {
   onOpenMemory?: (path: string) => void;
   /** Path of the memory snapshot shown. */
   memoryShown?: string | null;
+  /** Problems of each processed device (`profileId#deviceIndex`): a NEFF error there marks the pairing. */
+  deviceProblems?: ReadonlyMap<string, readonly Problem[]>;
 }
 
 /** The picked files that are PyTorch memory snapshots (`memory_snapshot_rank<N>.pickle`). */
@@ -188,7 +190,10 @@ export function renderProfiles(root: HTMLElement, inv: Inventory, opts: ProfileL
   const total = inv.files.reduce((s, f) => s + Number(f.size), 0);
   const items = inv.profiles.map((p) => {
     const devices = p.devices.map((d, i) => {
-      const paired = isPaired(d);
+      // A NEFF bound by uuid but unreadable is no pairing to trust: say why, not "paired".
+      const known = [...(p.problems ?? []), ...(opts.deviceProblems?.get(`${p.id}#${i}`) ?? [])];
+      const neffError = known.find((pr) => pr.severity === 'error' && d.neff !== null && d.neff !== undefined && pr.file === d.neff);
+      const paired = isPaired(d) && neffError === undefined;
       const sel = opts.selected?.profileId === p.id && opts.selected.deviceIndex === i;
       const openable = isOpenable(d);
       const tags = [
@@ -212,7 +217,8 @@ export function renderProfiles(root: HTMLElement, inv: Inventory, opts: ProfileL
           onkeydown: openable ? (e: Event) => activateOnKey(e, () => opts.onOpen(p, i)) : null,
         },
         h('div', { class: 'device-name' }, middleEllipsis(d.name || basename(d.ntff) || basename(d.neff) || `device ${i}`, 12), tags.map((t) => h('span', { class: 'tag' }, t))),
-        h('div', { class: `pairing ${paired ? 'ok' : 'bad'}`, 'data-testid': 'pairing-status' }, pairingText(d)),
+        h('div', { class: `pairing ${paired ? 'ok' : 'bad'}`, 'data-testid': 'pairing-status' },
+          neffError === undefined ? pairingText(d) : `${basename(d.neff)} cannot be read: ${neffError.message}`),
       );
     });
     const where = [p.instance_id, p.pid !== null && p.pid !== undefined ? `pid ${p.pid}` : null].filter(Boolean).join(' · ');
