@@ -108,7 +108,7 @@ test('fused_bf16_s512 through the level-of-detail store: same tracks as every ro
     await page.mouse.click(box.x + hit.x, box.y + hit.y);
     await page.waitForSelector('[data-testid=instruction-details] [data-field=opcode]');
     const head = await page.locator('[data-testid=instruction-details] .details-head').textContent();
-    const row = Number(/ row (\d+)$/.exec(head ?? '')?.[1]);
+    const row = Number(/ row (\d+)(?:Show in table)?$/.exec(head ?? '')?.[1]);
     assert.ok(Number.isInteger(row), `details name the table row (${head})`);
     const start = Number((await page.locator('[data-testid=instruction-details] [data-field=start_ts]').first().textContent()).replace(/[^\d-].*$/, '').replace(/[^\d-]/g, ''));
     const view = [Number(await canvas.getAttribute('data-view-start')), Number(await canvas.getAttribute('data-view-end'))];

@@ -63,6 +63,9 @@ export class SearchBar {
     if (q !== this.query || this.result === null) {
       const seq = ++this.seq;
       this.count.textContent = 'searching…';
+      // The previous query's position is no longer the one shown.
+      delete this.count.dataset['k'];
+      delete this.count.dataset['total'];
       let r: SearchResult;
       try {
         r = await this.run(q);
