@@ -6,7 +6,11 @@
 //! - `arrow`: decode → Arrow batches, discarded (rows counted);
 //! - `parquet`: decode → Parquet files on disk, one thread;
 //! - `parquet_2t`: the same with the Parquet encoding on a writer thread ([`sink::pipelined`])
-//!   that encodes each row group's column chunks on two threads (`ParquetSink::with_threads`).
+//!   that encodes each row group's column chunks on two threads (`ParquetSink::with_threads`);
+//! - `page`: what the page's worker does per NTFF, natively: decode → Parquet on one thread
+//!   with the level-of-detail summaries gathered on the way ([`crate::lod::LodCollector`],
+//!   `wasm.rs` `decode_stored`), so `npm run bench:wasm` ÷ this row is wasm ÷ native for the
+//!   same work.
 //!
 //! Per system input (each `ntrace.pb`, `trace_info.pb`, `cpu_util.pb`, `host_mem.pb`, Kineto
 //! trace) and per memory snapshot, the `read`, `arrow` and `parquet` steps ([`bench_system`]).
@@ -102,12 +106,12 @@ pub struct BenchOptions {
     pub out_dir: PathBuf,
     /// Parquet codec (default [`sink::CODEC`]).
     pub codec: Compression,
-    /// Steps to run (all when empty): `read`, `arrow`, `parquet`, `parquet_2t`.
+    /// Steps to run (all when empty): `read`, `arrow`, `parquet`, `parquet_2t`, `page`.
     pub steps: Vec<String>,
 }
 
 /// The steps of a device bench, in order.
-pub const STEPS: [&str; 4] = ["read", "arrow", "parquet", "parquet_2t"];
+pub const STEPS: [&str; 5] = ["read", "arrow", "parquet", "parquet_2t", "page"];
 
 impl BenchOptions {
     fn wants(&self, step: &str) -> bool {
@@ -249,7 +253,7 @@ pub fn bench_devices(
                 errors = Some(e);
                 rows.push(row("arrow", 1, w, c, n, m, None));
             }
-            for (name, threads) in [("parquet", 1), ("parquet_2t", 2)] {
+            for (name, threads) in [("parquet", 1), ("parquet_2t", 2), ("page", 1)] {
                 if !opts.wants(name) {
                     continue;
                 }
@@ -265,7 +269,19 @@ pub fn bench_devices(
                         opts.codec,
                     )
                     .with_threads(threads);
-                    let r = if threads == 1 {
+                    let r = if name == "page" {
+                        let mut lod = crate::lod::LodCollector::new(&mut ps);
+                        let r = profile::process_device(
+                            inv,
+                            &p.id,
+                            i,
+                            open,
+                            &mut lod,
+                            &mut |_, _, _| {},
+                        )?;
+                        lod.lod.finish(None);
+                        r
+                    } else if threads == 1 {
                         profile::process_device(inv, &p.id, i, open, &mut ps, &mut |_, _, _| {})?
                     } else {
                         sink::pipelined(&mut ps, |s| {
