@@ -44,6 +44,19 @@ test('fused_bf16_s512 through the level-of-detail store: same tracks as every ro
     assert.ok(fitted !== null, 'drawn through the store');
     assert.equal(fitted.tables.Instruction.mode, 'summary', 'fitted: Instruction from summaries');
     assert.ok((await timelineColouredPixels(page)) > 500, 'summaries drawn');
+    // Busy figures from summaries would be wrong (a bucket's slice is its busy time under its
+    // dominant opcode): at Fit the line gives the Summary's own percents, and rows drawn from
+    // summaries give none.
+    await page.waitForSelector('[data-testid=timeline-busy] [data-engine]');
+    const line = await page.locator('[data-testid=timeline-busy] [data-engine]').evaluateAll((els) => els.map((e) => [e.dataset.engine, Number(e.dataset.percent)]));
+    const summaryPct = await page.locator('[data-testid=summary-groups] tr[data-field$=_engine_active_time_percent] td[data-value]').evaluateAll((els) =>
+      els.map((e) => [e.closest('tr').dataset.field.replace('_engine_active_time_percent', ''), 100 * Number(e.dataset.value)]));
+    assert.equal(line.length, 5, 'five engines on the busy line');
+    for (const [engine, pct] of line) {
+      const want = summaryPct.find(([e]) => e === engine)?.[1];
+      assert.ok(want !== undefined && Math.abs(pct - want) < 1e-9, `${engine}: busy line ${pct} % = Summary ${want} % at Fit through summaries`);
+    }
+    assert.deepEqual(JSON.parse(await canvas.getAttribute('data-busy')).filter((r) => r.kind === 'engine'), [], 'no row % from summaries');
 
     // Hovering a summarised slice names how many instructions it stands for.
     const rows = await rowsOf(page);
@@ -76,6 +89,8 @@ test('fused_bf16_s512 through the level-of-detail store: same tracks as every ro
     // Zoom in around that pixel until the window's rows are drawn.
     await canvas.focus();
     let st = fitted;
+    let sawSummarised = false;
+    let onSummary = 0;
     for (let i = 0; i < 12 && st.tables.Instruction.mode !== 'rows'; i++) {
       await page.mouse.move(box.x + px.x, box.y + px.y);
       // Ctrl+wheel zooms (the plain wheel scrolls the track list).
@@ -84,7 +99,12 @@ test('fused_bf16_s512 through the level-of-detail store: same tracks as every ro
       await page.keyboard.up('Control');
       await page.waitForTimeout(250);
       st = await lodState(page);
+      if (st.tables.Instruction.mode === 'summary') {
+        onSummary++;
+        sawSummarised ||= (await page.locator('[data-testid=busy-summarised]').count()) > 0;
+      }
     }
+    assert.ok(onSummary === 0 || sawSummarised, `zoomed in but still on summaries (${onSummary} steps): the busy line says it has no exact figure`);
     assert.equal(st.tables.Instruction.mode, 'rows', `zoomed: Instruction from the window's rows (${JSON.stringify(st)})`);
     assert.ok(st.tables.Instruction.rows > 0);
     // Click a drawn instruction: the details name its table row and load that row's fields.

@@ -293,9 +293,9 @@ test('keyboard: Tab reaches every profile, the tabs and the canvas with a focus 
       const want = s === undefined ? 0 : (100 * s.busy) / total;
       assert.ok(Math.abs(r.percent - want) < 0.05, `${r.label}: row ${r.percent.toFixed(3)} % vs Selection ${want.toFixed(3)} % (that core)`);
     }
-    // The line over all cores = the Selection's "all cores" busy (the core's crate::range, the
-    // Summary's definition) and the Summary itself: table times are whole ns (each end floored on
-    // its own), the Summary's whole ps, so they differ by under 1 ns per instruction.
+    // At Fit the line over all cores is the Summary itself; the Selection's "all cores" busy (the
+    // core's crate::range, the Summary's definition over table rows) differs from it by under 1 ns
+    // per instruction: table times are whole ns (each end floored on its own), the Summary's ps.
     const counts = Object.fromEntries(await page.$$eval('[data-testid=summary-groups] tr[data-field$=_engine_instruction_count] td[data-value]', (els) =>
       els.map((e) => [e.closest('tr').dataset.field.replace('_engine_instruction_count', ''), Number(e.dataset.value)])));
     for (const [engine, frac] of summary) {
@@ -303,9 +303,10 @@ test('keyboard: Tab reaches every profile, the tabs and the canvas with a focus 
       assert.ok(x !== undefined, `the busy line names ${engine}`);
       const all = sel.find((s) => s.engine === engine && s.pcore === 'all');
       assert.ok(all !== undefined, `the Selection has ${engine} over all cores`);
-      assert.ok(Math.abs(x.pct - (100 * all.busy) / total) < 1e-6, `${engine}: timeline ${x.pct} % = Selection ${(100 * all.busy) / total} %`);
-      const diffNs = (Math.abs(x.pct - frac * 100) / 100) * total;
-      assert.ok(counts[engine] > 0 && diffNs <= counts[engine], `${engine}: timeline ${x.pct.toFixed(3)} % vs Summary ${(frac * 100).toFixed(3)} % (${diffNs.toFixed(1)} ns apart over ${counts[engine]} instructions)`);
+      assert.ok(Math.abs(x.pct - frac * 100) < 1e-9, `${engine}: timeline ${x.pct} % = Summary ${frac * 100} % at Fit`);
+      const selPct = (100 * all.busy) / total;
+      const diffNs = (Math.abs(selPct - frac * 100) / 100) * total;
+      assert.ok(counts[engine] > 0 && diffNs <= counts[engine], `${engine}: Selection ${selPct.toFixed(3)} % vs Summary ${(frac * 100).toFixed(3)} % (${diffNs.toFixed(1)} ns apart over ${counts[engine]} instructions)`);
     }
     await page.evaluate(([h]) => { location.hash = h; }, [hash]);
     await canvas.focus();

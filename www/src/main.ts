@@ -28,7 +28,7 @@ import {
   type DeviceLinkRow,
 } from './views/system-model.ts';
 import { SourceView } from './views/source.ts';
-import { coreLabel, engineLabel, NEFF_ROWS_SHOWN, renderNeffSummary, renderSummary, renderSummaryGroups, THROTTLE_SUMMARY_COLUMNS } from './views/summary.ts';
+import { coreLabel, engineLabel, ENGINES, NEFF_ROWS_SHOWN, renderNeffSummary, renderSummary, renderSummaryGroups, THROTTLE_SUMMARY_COLUMNS } from './views/summary.ts';
 import { exportsFor, renderConform } from './views/conform.ts';
 import { TableBrowser, type TableSource } from './views/tables.ts';
 import { SEARCH_LIMIT, SearchBar } from './views/search.ts';
@@ -610,6 +610,7 @@ async function openDevice(profile: ProfileEntry, deviceIndex: number, zoom?: { e
       selected = { profileId: profile.id, deviceIndex };
       systemShown = null;
       memoryShown = null;
+      timeline.setSummaryPercents(null);
     },
     isCurrent,
     label: 'Processing',
@@ -732,10 +733,25 @@ async function fillSummaryGroups(source: TableSource & { columns(name: string, c
       has('Metadata') ? source.page('Metadata', 0, 1) : Promise.resolve(null),
       has('Throttle') ? source.columns('Throttle', THROTTLE_SUMMARY_COLUMNS) : Promise.resolve(null),
     ]);
+    // A profile opened meanwhile has its own Summary.
+    if (box.isConnected) timeline.setSummaryPercents(enginePercents(summary));
     if (box.isConnected) renderSummaryGroups(box, summary, metadata, throttle);
   } catch (e) {
     box.replaceChildren(h('div', { class: 'error-inline' }, `The Summary table could not be read: ${message(e)}`));
   }
+}
+
+/** The Summary row's `<engine>_engine_active_time_percent` by engine, in %, or null without one. */
+function enginePercents(summary: Table | null): Record<string, number> | null {
+  const row = summary !== null && summary.numRows > 0 ? summary.get(0) : null;
+  if (row === null || row === undefined) return null;
+  const out: Record<string, number> = {};
+  for (const [e] of ENGINES) {
+    const v = Number((row as Record<string, unknown>)[`${e}_engine_active_time_percent`]);
+    // Explorer stores these percents as fractions (0.4167 for 41.67 %).
+    if (Number.isFinite(v)) out[e] = 100 * v;
+  }
+  return Object.keys(out).length > 0 ? out : null;
 }
 
 /** One line of the event's extra attributes for the tooltip (first few keys). */

@@ -592,7 +592,15 @@ export class TimelineView {
       // Busy share of the visible execution (slice rows; counters and instants have none): the
       // union of the row's slices, semaphore waits excluded on engine rows, over the visible part
       // of the execution window (Fit's [fitStart, fitEnd]) — the Summary's active-time percent.
-      if (tr.style !== 'step' && tr.kind !== 'semaphore' && !isHeader) {
+      if (tr.style !== 'step' && tr.kind !== 'semaphore' && !isHeader && isSummarised(tr, m)) {
+        // Drawn from level-of-detail buckets: a bucket's slice is its busy time with its dominant
+        // opcode, so a union over them is not the row's busy time. Say so instead of a wrong %.
+        ctx.fillStyle = MUTED;
+        ctx.textAlign = 'right';
+        ctx.font = child ? '9px system-ui, sans-serif' : '11px system-ui, sans-serif';
+        ctx.fillText('–', this.gutter - 6, y + rh / 2);
+        ctx.textAlign = 'left';
+      } else if (tr.style !== 'step' && tr.kind !== 'semaphore' && !isHeader) {
         const lo = Math.max(t0, m.fitStart ?? m.start);
         const hi = Math.min(t1, m.fitEnd ?? m.end);
         const pct = hi > lo ? Math.min(100, (100 * activeIn(tr, m.opcodes, lo, hi)) / (hi - lo)) : 0;
@@ -682,8 +690,13 @@ export class TimelineView {
   private showEngineBusy(m: TimelineModel, t0: number, t1: number): void {
     const lo = Math.max(t0, m.fitStart ?? m.start);
     const hi = Math.min(t1, m.fitEnd ?? m.end);
-    const present = ENGINES.filter(([e]) => m.tracks.some((t) => (t.kind === undefined || t.kind === 'engine') && t.header === undefined && t.engine === e));
-    const key = `${lo}\u0000${hi}\u0000${present.length}`;
+    const engineRows = m.tracks.filter((t) => (t.kind === undefined || t.kind === 'engine') && t.header === undefined);
+    const present = ENGINES.filter(([e]) => engineRows.some((t) => t.engine === e));
+    // The whole execution in view: the Summary's own figures (its unions are in ps, the rows' in ns).
+    const whole = t0 <= (m.fitStart ?? m.start) && t1 >= (m.fitEnd ?? m.end);
+    const exact = whole ? this.summaryPercents : null;
+    const summarised = exact === null && engineRows.some((t) => isSummarised(t, m));
+    const key = `${lo}\u0000${hi}\u0000${present.length}\u0000${exact !== null}\u0000${summarised}`;
     if (this.busyKey === key && this.busyModel === m) return;
     this.busyKey = key;
     this.busyModel = m;
@@ -691,7 +704,13 @@ export class TimelineView {
       this.busyLine.hidden = true;
       return;
     }
-    const list = present.map(([e, label]) => ({ e, label, pct: (100 * engineActiveIn(m, e, lo, hi)) / (hi - lo) }));
+    if (summarised) {
+      this.busyLine.hidden = false;
+      this.busyLine.replaceChildren(h('span', { class: 'muted', 'data-testid': 'busy-summarised' },
+        'Busy in view: this zoom is drawn from summaries, which do not give exact busy time — zoom in, press F for the whole run (the Summary’s figures), or drag on the axis to select a range.'));
+      return;
+    }
+    const list = present.map(([e, label]) => ({ e, label, pct: exact?.[e] ?? (100 * engineActiveIn(m, e, lo, hi)) / (hi - lo) }));
     const top = list.reduce((a, x) => (x.pct > a.pct ? x : a), list[0] ?? { e: '', label: '', pct: 0 });
     const cores = new Set(m.tracks.filter((t) => t.kind === undefined || t.kind === 'engine').map((t) => t.pcore)).size;
     this.busyLine.hidden = false;
@@ -706,6 +725,17 @@ export class TimelineView {
 
   private busyKey = '';
   private busyModel: TimelineModel | null = null;
+  private summaryPercents: Record<string, number> | null = null;
+
+  /**
+   * The Summary's `<engine>_engine_active_time_percent` by engine (`tensor`, `vector`, ...), or
+   * null: shown on the busy line whenever the whole execution is in view.
+   */
+  setSummaryPercents(p: Record<string, number> | null): void {
+    this.summaryPercents = p;
+    this.busyKey = '';
+    this.draw();
+  }
 
   /** `text` cut with an ellipsis to `maxW` CSS px in the current font. */
   private fitText(text: string, maxW: number): string {
@@ -1125,4 +1155,9 @@ function scrollIntoViewY(el: HTMLElement, y: number, hgt: number): void {
   }
   const top = el.getBoundingClientRect().top + window.scrollY + y;
   if (top < window.scrollY || top + hgt > window.scrollY + window.innerHeight) window.scrollTo({ top: Math.max(0, top - window.innerHeight / 3) });
+}
+
+/** Whether a track's slices are level-of-detail buckets (pseudo-rows), not table rows. */
+function isSummarised(tr: Track, m: TimelineModel): boolean {
+  return (tr.table ?? m.table).getChild(SUMMARY_COUNT) !== null;
 }
