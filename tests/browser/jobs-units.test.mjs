@@ -34,6 +34,10 @@ test('job lines name the file, stage, bytes, rows and ETA; done lines the rate a
   assert.equal(small, 'big.ntff: pairing · 2/5');
   const done = jobs.jobText(job({ state: 'done', ended: 80_000, rows: 40908039, storedBytes: 442882165 }), 90_000);
   assert.equal(done, 'big.ntff: done in 1 min 20 s · 40,908,039 rows · 422 MiB stored · 12.5 MB/s');
+  const withMemory = jobs.jobText(job({ state: 'done', ended: 80_000, rows: 40908039, storedBytes: 442882165, wasmMemory: 165675008 }), 90_000);
+  assert.equal(withMemory, 'big.ntff: done in 1 min 20 s · 40,908,039 rows · 422 MiB stored · 12.5 MB/s · wasm memory 158 MiB');
+  const cleared = jobs.jobText(job({ state: 'done', ended: 80_000, rows: 40908039, storedBytes: 442882165, cleared: true }), 90_000);
+  assert.equal(cleared, 'big.ntff: done in 1 min 20 s · 40,908,039 rows · tables cleared · 12.5 MB/s');
   assert.equal(jobs.jobText(job({ state: 'cancelled', ended: 5_000 }), 9_000), 'big.ntff: cancelled after 5 s');
   assert.equal(jobs.jobText(job({ state: 'failed', error: 'boom' }), 0), 'big.ntff: failed (boom)');
 });

@@ -79,6 +79,8 @@ export interface Job {
   storedBytes: number;
   /** The worker's wasm memory after the decode (bytes, when done; its high-water mark). */
   wasmMemory: number;
+  /** Its stored tables were deleted ("Clear stored profiles"). */
+  cleared?: boolean;
   /** performance.now() at the start and at the end (ms). */
   started: number;
   ended: number | null;
@@ -709,6 +711,8 @@ export class CoreClient {
       s.lost.clear();
     }));
     this.produced.clear();
+    for (const j of this.jobList) if (j.state === 'done') j.cleared = true;
+    this.onJobs(this.jobList);
     if (opfsAvailable()) await clearStale(new Set(this.slots.map((s) => s.dir))).catch(() => {});
   }
   /** Bytes stored per worker and the origin's storage estimate (the first worker's). */

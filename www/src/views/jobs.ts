@@ -55,7 +55,10 @@ export function jobText(job: Job, now: number): string {
     case 'done':
       // Ended, but with errors: what was decoded before the fault is kept and shown.
       if (job.error !== null) return `${name}: failed after ${duration(took)} (${job.error}) · ${int(job.rows)} rows kept`;
-      return `${name}: done in ${duration(took)} · ${int(job.rows)} rows · ${bytes(job.storedBytes)} stored · ${(job.bytes / 1e6 / Math.max(took, 1e-3)).toFixed(1)} MB/s`;
+      return [`${name}: done in ${duration(took)}`, `${int(job.rows)} rows`, job.cleared === true ? 'tables cleared' : `${bytes(job.storedBytes)} stored`,
+        `${(job.bytes / 1e6 / Math.max(took, 1e-3)).toFixed(1)} MB/s`, job.wasmMemory > 0 ? `wasm memory ${bytes(job.wasmMemory)}` : '']
+        .filter((x) => x !== '')
+        .join(' · ');
     case 'cancelled':
       return `${name}: cancelled after ${duration(took)}`;
     case 'failed':
@@ -88,7 +91,7 @@ export function mountJobs(root: HTMLElement, client: CoreClient, onCleared: () =
 
   const storeLine = (): string => {
     if (client.store === 'memory') return `Tables in memory: ${client.storeNote ?? 'no local file storage'}.`;
-    const stored = client.jobs.filter((j) => j.state === 'done').reduce((n, j) => n + j.storedBytes, 0);
+    const stored = client.jobs.filter((j) => j.state === 'done' && j.cleared !== true).reduce((n, j) => n + j.storedBytes, 0);
     return `Tables stored on this machine (browser storage for this page, never uploaded): ${bytes(stored)} · ${client.workers} of up to ${client.maxWorkers} workers`;
   };
   const render = (): void => {
