@@ -93,10 +93,10 @@ let activeView: ViewName = 'summary';
 const tabButtons = new Map<ViewName, HTMLButtonElement>();
 
 /** Offers only `views` (a view that is not the open profile's is hidden) and shows `prefer` unless the tab on screen is still offered. */
-function setViews(views: ViewName[], prefer?: ViewName): void {
+function setViews(views: ViewName[], prefer?: ViewName, keep = true): void {
   available = views;
   for (const [name, b] of tabButtons) b.hidden = !views.includes(name);
-  const next = views.includes(activeView) && prefer !== undefined && activeView !== 'summary' ? activeView : prefer ?? views[0] ?? 'summary';
+  const next = keep && views.includes(activeView) && prefer !== undefined && activeView !== 'summary' ? activeView : prefer ?? views[0] ?? 'summary';
   showView(views.includes(next) ? next : 'summary', false);
 }
 
@@ -562,6 +562,9 @@ async function openProfile<R extends Result>(o: {
     systemView.setModel(null);
   }
   if (o.kind !== 'memory') memoryView.setModel(null, null);
+  // Another kind of profile than the one on screen opens on its preferred view (a system trace
+  // opened from the Tables tab shows the System timeline, not its tables).
+  const sameKind = shown?.kind === o.kind;
   shown = { kind: o.kind, hash: o.hash, key: result.key };
   // Which kind of profile is on screen (tests and styles read it).
   document.body.classList.remove('has-result', 'has-system', 'has-memory', 'neff-only');
@@ -574,7 +577,9 @@ async function openProfile<R extends Result>(o: {
   searchBar.run = o.kind === 'device' ? (q) => client.search(result.key, q, SEARCH_LIMIT) : null;
   byId('details-slot').replaceChildren(o.kind === 'system' ? systemDetails : o.kind === 'device' ? deviceDetails : memoryDetailsNote());
   selectionBox.replaceChildren(h('div', { class: 'muted' }, o.kind === 'device' ? SELECTION_HINT : 'Range selections summarise device profiles.'));
-  setViews(o.views, o.prefer);
+  // A device profile without a single event (a damaged NTFF): no empty timeline to show.
+  const events = result.tables.some((t) => ['Instruction', 'DmaPacket', 'SemaphoreUpdate'].includes(t.name) && Number(t.rows) > 0);
+  setViews(o.kind === 'device' && !events ? o.views.filter((v) => v !== 'timeline') : o.views, o.prefer, sameKind);
   writeHash(true);
   try {
     await o.draw(result, source);

@@ -108,16 +108,28 @@ function problemItem(p: Problem): HTMLElement {
   );
 }
 
+/** `problems` without repeats: the scan and the decode of one file can report the same problem. */
+function uniqueProblems(problems: readonly Problem[]): Problem[] {
+  const seen = new Set<string>();
+  return problems.filter((p) => {
+    const key = `${p.severity}\u0000${p.code}\u0000${p.file ?? ''}\u0000${p.offset ?? ''}\u0000${p.message}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
 /** A list of problems, or nothing when there are none. */
 export function problemList(problems: Problem[] | undefined): HTMLElement | null {
   if (problems === undefined || problems.length === 0) return null;
   const order = { error: 0, warning: 1, info: 2 } as const;
-  const sorted = [...problems].sort((a, b) => (order[a.severity] ?? 3) - (order[b.severity] ?? 3));
+  const sorted = uniqueProblems(problems).sort((a, b) => (order[a.severity] ?? 3) - (order[b.severity] ?? 3));
   return h('ul', { class: 'problems' }, sorted.map(problemItem));
 }
 
 /** Problems folded under a summary line when there are many and none is an error. */
-export function foldedProblems(problems: Problem[] | undefined): HTMLElement | null {
+export function foldedProblems(all: Problem[] | undefined): HTMLElement | null {
+  const problems = all === undefined ? undefined : uniqueProblems(all);
   const list = problemList(problems);
   if (list === null || problems === undefined) return null;
   const errors = problems.filter((p) => p.severity === 'error').length;
