@@ -53,6 +53,16 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Io(e) => write!(f, "I/O error: {e}"),
+            // Nothing left at `offset`: the read starts at or past the end (a section a header
+            // places beyond a cut file), which "only 0 available" said less plainly.
+            Error::Truncated {
+                offset,
+                wanted,
+                available: 0,
+            } => write!(
+                f,
+                "truncated: the {wanted} bytes at offset {offset} lie past the end of the file"
+            ),
             Error::Truncated {
                 offset,
                 wanted,
