@@ -28,8 +28,8 @@ pub const CODEC: Compression = Compression::LZ4_RAW;
 /// DELTA_BINARY_PACKED without a dictionary (times, ids and raw ticks are sorted or nearly so,
 /// so their deltas pack into a few bits; a dictionary of distinct timestamps only costs time),
 /// floats are BYTE_STREAM_SPLIT, strings keep the dictionary (engine, opcode, queue names are a
-/// handful of values). Statistics are on for every non-string column, so a reader can skip row
-/// groups by time range; row groups are cut by the batches we hand in
+/// handful of values). Statistics (per row group, not per page) are on for every non-string
+/// column, so a reader can skip row groups by time range; row groups are cut by the batches we hand in
 /// (≤ [`crate::tables::BATCH_ROWS`]).
 pub fn parquet_props(def: &TableDef) -> WriterProperties {
     parquet_props_with(def, CODEC)
@@ -73,8 +73,12 @@ pub fn parquet_props_for(
     use parquet::basic::Encoding;
     use parquet::file::properties::EnabledStatistics;
     use parquet::schema::types::ColumnPath;
+    // Min/max per row group (what skips by time range), not per page: page-level statistics
+    // build a column index the writer keeps for every page of the file until it closes, which
+    // grew the Parquet step's memory with the NTFF; no reader of ours loads it.
     let mut b = WriterProperties::builder()
         .set_compression(codec)
+        .set_statistics_enabled(EnabledStatistics::Chunk)
         .set_created_by(format!("neuronscope {}", env!("CARGO_PKG_VERSION")));
     for (i, f) in def.all_fields().enumerate() {
         let path = match f.ty {
