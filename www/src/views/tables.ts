@@ -120,6 +120,8 @@ export class TableBrowser {
   private first = 0;
   private selectedRow: number | null = null;
   private frame = 0;
+  /** The last page of the view is on screen (kept there when the scroll box resizes). */
+  private atEnd = false;
   /** A new view is being built in the worker: rows are neither fetched nor drawn. */
   private building = false;
   /** Called when an event table's row is clicked: its table, table row and time span (ns). */
@@ -152,7 +154,11 @@ export class TableBrowser {
     this.scroll = h('div', { class: 'table-scroll vt-scroll', 'data-testid': 'table-scroll', tabindex: 0 }, this.spacer);
     this.scroll.addEventListener('scroll', () => this.schedule());
     this.scroll.addEventListener('keydown', (e) => this.onKey(e));
-    new ResizeObserver(() => this.schedule()).observe(this.scroll);
+    new ResizeObserver(() => {
+      // A resize moves the end of the scroll range: the last page stays the last page.
+      if (this.atEnd) this.scroll.scrollTop = this.scroll.scrollHeight;
+      this.schedule();
+    }).observe(this.scroll);
     this.root = h('div', { class: 'tables' },
       h('div', { class: 'table-bar' }, h('label', {}, 'Table ', this.select), h('label', {}, 'Jump to ', this.jump), this.clear, this.info,
         h('span', { class: 'spacer' }), this.dlNote, dl, all),
@@ -459,6 +465,7 @@ export class TableBrowser {
     const vis = this.visibleRows();
     const at = first ?? firstRowAt(this.scroll.scrollTop, range, maxFirst);
     this.first = Math.max(0, Math.min(maxFirst, at));
+    this.atEnd = maxFirst > 0 && this.first === maxFirst;
     const last = Math.min(this.total, this.first + vis + 1);
     const seq = this.seq;
     const missing: Promise<void>[] = [];
