@@ -63,6 +63,25 @@ test('fused_fp32_s512: the device view compares with the folder\'s JSON export',
     const pending = page.locator('[data-testid=conform-report] .conform-section[data-section="pending_dma"]');
     assert.match(await pending.innerText(), /not produced|compared/);
 
+    // The verdict names every compared section whose rows differ from the export's (a 100 % field
+    // rate counts matched rows only); the counts are the section heads' own.
+    const heads = await page.$$eval('[data-testid=conform-report] .conform-section', (ds) => ds.map((d) => ({
+      section: d.dataset.section, text: d.querySelector('summary')?.textContent ?? '',
+    })));
+    const gaps = heads.map((x) => ({ ...x, m: /\[compared\] rows export ([\d,]+) \/ ours ([\d,]+) \/ matched ([\d,]+)/.exec(x.text) }))
+      .filter((x) => x.m !== null).map((x) => ({ section: x.section, n: x.m.slice(1).map((v) => Number(v.replace(/,/g, ''))) }))
+      .filter(({ n: [e, o, m] }) => o !== e || m < e);
+    const verdict = page.locator('[data-testid=conform-verdict]');
+    assert.equal(Number(await verdict.getAttribute('data-row-gaps')), gaps.length, JSON.stringify(gaps));
+    const vt = await verdict.innerText();
+    assert.ok(gaps.some((g) => g.section === 'neff_node'), `this export has NEFF nodes without a TensorInfo row: ${JSON.stringify(gaps)}`);
+    for (const { section, n: [e, o, m] } of gaps.slice(0, 4)) {
+      const want = o > e ? `${section}: ours ${o}, export ${e} rows` : `${section}: ${o} of ${e}${m < o ? `, ${m} matched` : ''}`;
+      assert.ok(vt.includes(want), `the verdict says "${want}": ${vt}`);
+    }
+    assert.match(vt, /\d+ sections? (has|have) (rows missing|extra rows|rows missing or extra) \(/);
+    assert.doesNotMatch(vt, /every compared field matches(?! on the matched rows)/, 'a full field rate is qualified when rows are missing');
+
     await page.locator('[data-testid=conform]').scrollIntoViewIfNeeded();
     await page.screenshot({ path: join(SHOTS, 'conform.png') });
     assert.deepEqual(b.errors, [], 'no page errors');

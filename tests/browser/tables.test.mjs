@@ -169,8 +169,27 @@ test('KevGomes: sort, filter, last of 25 510 rows, row ↔ timeline, search step
     await page.press('input.col-filter[data-col=engine]', 'Enter');
     await page.waitForFunction(() => /engine/.test(document.querySelector('[data-testid=table-note]')?.textContent ?? ''));
     await page.fill('input.col-filter[data-col=engine]', '');
+    // Text on a numeric column would match nothing: refused with the same message as ">= abc", the view stays.
+    // (Each text's message differs from the one before, so the wait sees the new one.)
+    for (const text of ['>= abc', '(', '%', '.*', '\\', 'abc']) {
+      await page.fill('input.col-filter[data-col=duration_ns]', text);
+      await page.press('input.col-filter[data-col=duration_ns]', 'Enter');
+      await page.waitForFunction((t) => (document.querySelector('[data-testid=table-note]')?.textContent ?? '').includes(`${JSON.stringify(t)}`), text.replace(/^>=\s*/, ''));
+      assert.match(await page.locator('[data-testid=table-note]').innerText(), /^filter on duration_ns: .* is not a number/, `${text}: the message`);
+      assert.equal(Number(await page.locator('[data-testid=table-info]').getAttribute('data-rows')), both, `${text}: the last view stays`);
+    }
+    // While a filter or sort is on, the Parquet download says it is the whole table.
+    assert.ok(await page.locator('[data-testid=download-note]').isVisible(), 'the download note shows with filters on');
+    assert.match(await page.locator('[data-testid=download-note]').innerText(), /whole table \(filters and sort are not applied\)/);
+    assert.match(await page.locator('[data-testid=download-parquet]').getAttribute('title'), /whole table.*not applied/);
+    await page.fill('input.col-filter[data-col=duration_ns]', '');
     await page.click('[data-testid=table-clear]');
     await settled(page);
+    assert.equal(await page.locator('[data-testid=download-note]').isVisible(), false, 'no download note without sort and filters');
+    // Headers name a unit once: "duration_ns", not "duration_ns ns"; a name without it keeps it.
+    const head = async (c) => (await page.locator(`[data-testid=table-grid] th[data-col=${c}]`).innerText()).trim();
+    assert.equal(await head('duration_ns'), 'duration_ns');
+    assert.equal(await head('start_ts'), 'start_ts ns');
 
     // Click a row → the timeline selects that instruction; "Show in table" comes back to it.
     const target = instr.findIndex((r) => r.opcode === '0xA8');

@@ -62,6 +62,22 @@ function tally(report: ConformReport): { tables: number; fields: number; full: n
   return { tables, fields, full, below };
 }
 
+/**
+ * Compared sections whose rows do not all pair: fewer or more rows of ours than the export's, or
+ * rows left unmatched. Field rates count matched rows only, so 100 % alone would hide these.
+ */
+export function rowGaps(report: ConformReport): ConformSection[] {
+  return report.sections.filter((s) => s.status === 'compared' &&
+    (s.our_rows !== s.export_rows || s.matched_rows < s.export_rows));
+}
+
+/** "neff_node: 6 of 8" (ours of the export's; "ours 10, export 8 rows" when we have more; matched when fewer pair). */
+function rowGapText(s: ConformSection): string {
+  if (s.our_rows > s.export_rows) return `${s.section}: ours ${int(s.our_rows)}, export ${int(s.export_rows)} rows`;
+  const matched = s.matched_rows < s.our_rows ? `, ${int(s.matched_rows)} matched` : '';
+  return `${s.section}: ${int(s.our_rows)} of ${int(s.export_rows)}${matched}`;
+}
+
 function sectionBlock(s: ConformSection): HTMLElement {
   const head = h('div', { class: 'conform-section-head' },
     h('strong', {}, s.section), ' → ', s.table ?? '–', ' ',
@@ -100,13 +116,18 @@ function sectionBlock(s: ConformSection): HTMLElement {
 export function renderReport(report: ConformReport, exportName: string): HTMLElement {
   const t = tally(report);
   const worst = [...t.below].sort((a, b) => a.rate - b.rate).slice(0, 4).map((b) => `${b.section}.${b.field} ${pct(b.rate)}`).join(', ');
+  const short = rowGaps(report);
+  const gaps = short.length === 0
+    ? ''
+    : ` · ${count(short.length, 'section')} ${short.length === 1 ? 'has' : 'have'} ${short.every((s) => s.our_rows <= s.export_rows) ? 'rows missing' : short.every((s) => s.our_rows > s.export_rows) ? 'extra rows' : 'rows missing or extra'} (${short.slice(0, 4).map(rowGapText).join(', ')}${short.length > 4 ? ', …' : ''})`;
   const verdict = t.fields === 0
     ? 'Nothing comparable: the export has no section this profile writes.'
     : `${count(t.tables, 'table')} compared · ${int(t.full)} of ${count(t.fields, 'field')} match on every row` +
-      (t.below.length > 0 ? ` · ${count(t.below.length, 'field')} below 100 % (${worst}${t.below.length > 4 ? ', …' : ''})` : ' · every compared field matches');
+      (t.below.length > 0 ? ` · ${count(t.below.length, 'field')} below 100 % (${worst}${t.below.length > 4 ? ', …' : ''})` : ` · every compared field matches${short.length > 0 ? ' on the matched rows' : ''}`) +
+      gaps;
   return h('div', { class: 'conform-report', 'data-testid': 'conform-report' },
-    h('div', { class: `conform-verdict ${t.below.length === 0 && t.fields > 0 ? 'all' : 'some'}`, 'data-testid': 'conform-verdict',
-      'data-fields': t.fields, 'data-full': t.full, 'data-below': t.below.length }, verdict),
+    h('div', { class: `conform-verdict ${t.below.length === 0 && short.length === 0 && t.fields > 0 ? 'all' : 'some'}`, 'data-testid': 'conform-verdict',
+      'data-fields': t.fields, 'data-full': t.full, 'data-below': t.below.length, 'data-row-gaps': short.length }, verdict),
     h('p', { class: 'muted small' }, `${exportName} · profiler ${report.profiler_version ?? '?'} · NTFF ${report.ntff_filename ?? '?'} · sections with differences are open; click a section to fold or unfold it`),
     report.sections.map(sectionBlock));
 }

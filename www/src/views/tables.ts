@@ -19,6 +19,47 @@ const BLOCK = 200;
 const KEEP_BLOCKS = 8;
 /** Tallest scroll spacer, CSS px (Chromium stops near 33 M px): past it a pixel is several rows. */
 const MAX_SPACER = 8_000_000;
+/** Words a column name ends with that already spell its unit (`duration_ns` needs no "ns" after it). */
+const UNIT_SUFFIXES: Record<string, string[]> = {
+  ns: ['ns'], B: ['bytes', 'b', 'size'], 'B/s': ['bytes_per_s', 'bytes_per_sec', 'bps'], '%': ['percent', 'pct'],
+  s: ['s', 'sec', 'seconds'], ticks: ['ticks'], cycles: ['cycles'], FLOPs: ['flops'], GHz: ['ghz'],
+};
+
+/** The unit to show after column `name`'s header: '' when none, '–', or the name already ends with it. */
+export function headerUnit(name: string, unit: string): string {
+  if (unit === '' || unit === '–') return '';
+  const n = name.toLowerCase();
+  const words = UNIT_SUFFIXES[unit] ?? [unit.toLowerCase()];
+  return words.some((w) => n.endsWith(`_${w}`) || n === w) ? '' : unit;
+}
+
+/** Arrow types whose "contains" filter tests the number's decimal text (Bool matches "true"/"false"). */
+const NUMBER_TYPE = /^(Int|Uint|Float)\d*$/;
+
+/**
+ * Why filter `text` on numeric column `column` (Arrow type `type`) can match no row, or null:
+ * such a column takes a comparison (checked by the core) or digits its decimal text contains
+ * (`12`, `-3`, `0.5`); letters or symbols match nothing, which would read as "no rows match".
+ */
+export function numericFilterError(column: string, type: string, text: string): string | null {
+  const t = text.trim();
+  if (!NUMBER_TYPE.test(type) || t === '' || /^(>=|<=|!=|==|>|<|=)/.test(t)) return null;
+  if (/^[-+]?[\d.]*$/.test(t) || (type.startsWith('Float') && /^-?(inf|nan)$/i.test(t))) return null;
+  return `filter on ${column}: ${JSON.stringify(t)} is not a number (this column holds numbers: type digits, or a comparison such as >= 1000, < 5, = 3, != 0)`;
+}
+
+/**
+ * The first row shown at scroll offset `top` (CSS px) of a scroll range `range` (scrollHeight −
+ * clientHeight) over `maxFirst` + 1 first rows. Past MAX_SPACER a pixel is several rows, so the
+ * offset maps proportionally; the last pixel of the range (and beyond: the browser may stop a
+ * fraction short) is the last page, so the bottom of the scroll always shows the last row.
+ */
+export function firstRowAt(top: number, range: number, maxFirst: number): number {
+  if (range <= 0 || maxFirst <= 0) return 0;
+  if (top >= range - 1) return maxFirst;
+  return Math.max(0, Math.min(maxFirst, Math.round((top / range) * maxFirst)));
+}
+
 /** Tables whose rows are timeline events (a click reveals the event). */
 export const EVENT_TABLES = new Set(['Instruction', 'DmaPacket', 'SemaphoreUpdate']);
 
@@ -55,6 +96,8 @@ export class TableBrowser {
   private readonly note: HTMLElement;
   private readonly jump: HTMLInputElement;
   private readonly clear: HTMLButtonElement;
+  /** Says the Parquet download is the whole table while a sort or filter is on. */
+  private readonly dlNote: HTMLElement;
   private readonly scroll: HTMLElement;
   private readonly spacer: HTMLElement;
   private readonly grid: HTMLTableElement;
@@ -77,6 +120,8 @@ export class TableBrowser {
   private first = 0;
   private selectedRow: number | null = null;
   private frame = 0;
+  /** The last page of the view is on screen (kept there when the scroll box resizes). */
+  private atEnd = false;
   /** A new view is being built in the worker: rows are neither fetched nor drawn. */
   private building = false;
   /** Called when an event table's row is clicked: its table, table row and time span (ns). */
@@ -96,7 +141,11 @@ export class TableBrowser {
       },
     });
     this.clear = h('button', { class: 'btn small', 'data-testid': 'table-clear', onclick: () => this.clearView() }, 'Clear sort & filters');
-    const dl = h('button', { class: 'btn', 'data-testid': 'download-parquet', onclick: () => void this.source?.downloadParquet(this.select.value) }, 'Download Parquet');
+    const dl = h('button', {
+      class: 'btn', 'data-testid': 'download-parquet', onclick: () => void this.source?.downloadParquet(this.select.value),
+      title: 'Download the whole table as a Parquet file: every row and column in table order (filters and sort are not applied)',
+    }, 'Download Parquet');
+    this.dlNote = h('span', { class: 'muted small', 'data-testid': 'download-note', hidden: true }, 'downloads the whole table (filters and sort are not applied)');
     const all = h('button', { class: 'btn', 'data-testid': 'download-all', onclick: () => void this.source?.downloadAll() }, 'Download all (zip)');
     this.thead = h('thead', {});
     this.tbody = h('tbody', {});
@@ -105,10 +154,14 @@ export class TableBrowser {
     this.scroll = h('div', { class: 'table-scroll vt-scroll', 'data-testid': 'table-scroll', tabindex: 0 }, this.spacer);
     this.scroll.addEventListener('scroll', () => this.schedule());
     this.scroll.addEventListener('keydown', (e) => this.onKey(e));
-    new ResizeObserver(() => this.schedule()).observe(this.scroll);
+    new ResizeObserver(() => {
+      // A resize moves the end of the scroll range: the last page stays the last page.
+      if (this.atEnd) this.scroll.scrollTop = this.scroll.scrollHeight;
+      this.schedule();
+    }).observe(this.scroll);
     this.root = h('div', { class: 'tables' },
       h('div', { class: 'table-bar' }, h('label', {}, 'Table ', this.select), h('label', {}, 'Jump to ', this.jump), this.clear, this.info,
-        h('span', { class: 'spacer' }), dl, all),
+        h('span', { class: 'spacer' }), this.dlNote, dl, all),
       this.note,
       this.scroll);
   }
@@ -172,6 +225,7 @@ export class TableBrowser {
     this.info.textContent = '';
     delete this.info.dataset['rows'];
     this.note.textContent = '';
+    this.dlNote.hidden = true;
   }
 
   private async open(name: string): Promise<void> {
@@ -209,14 +263,22 @@ export class TableBrowser {
   private async rebuild(): Promise<void> {
     const src = this.source;
     if (src === null) return;
+    const filters: ColumnFilter[] = [...this.filters].filter(([, t]) => t.trim() !== '').map(([column, text]) => ({ column, text }));
+    this.note.textContent = '';
+    this.note.classList.remove('error-inline');
+    // Text on a numeric column would match nothing: refuse it as the core refuses `>= abc`, keep the last view.
+    for (const f of filters) {
+      const err = numericFilterError(f.column, this.columns.find((c) => c.name === f.column)?.type ?? '', f.text);
+      if (err === null) continue;
+      this.note.textContent = err;
+      this.note.classList.add('error-inline');
+      return;
+    }
     const seq = ++this.seq;
     this.blocks.clear();
     this.pending.clear();
     // Until the new view exists nothing is fetched (a scroll or resize now would cache rows of the old one).
     this.building = true;
-    const filters: ColumnFilter[] = [...this.filters].filter(([, t]) => t.trim() !== '').map(([column, text]) => ({ column, text }));
-    this.note.textContent = '';
-    this.note.classList.remove('error-inline');
     if (this.sort === null && filters.length === 0) {
       this.viewId = 0;
       this.total = Number(this.tables.find((t) => t.name === this.name)?.rows ?? 0);
@@ -309,7 +371,7 @@ export class TableBrowser {
               this.toggleSort(c.name);
             }
           },
-        }, c.name, c.unit && c.unit !== '–' ? h('span', { class: 'unit' }, ` ${c.unit}`) : null, h('span', { class: 'sort-mark' }));
+        }, c.name, headerUnit(c.name, c.unit) ? h('span', { class: 'unit' }, ` ${c.unit}`) : null, h('span', { class: 'sort-mark' }));
       }));
     const numeric = (type: string): boolean => /Int|Float|Uint|Bool/i.test(type) && !/Utf8|Dictionary/.test(type);
     const filters = h('tr', { class: 'vt-filters' }, h('th', { class: 'rowno' }),
@@ -343,6 +405,7 @@ export class TableBrowser {
       if (mark !== null) mark.textContent = on ? (this.sort?.desc ? ' ▼' : ' ▲') : '';
     }
     this.clear.disabled = this.sort === null && ![...this.filters.values()].some((t) => t.trim() !== '');
+    this.dlNote.hidden = this.clear.disabled;
     this.root.dataset['sort'] = this.sort === null ? '' : `${this.sort.column}:${this.sort.desc ? 'desc' : 'asc'}`;
   }
 
@@ -359,7 +422,9 @@ export class TableBrowser {
     const want = this.total * ROW_H + head + ROW_H;
     const height = Math.min(want, MAX_SPACER);
     this.spacer.style.height = `${Math.max(height, this.scroll.clientHeight)}px`;
-    return { range: Math.max(0, height - this.scroll.clientHeight), maxFirst: Math.max(0, this.total - vis) };
+    // The range the browser scrolls (it may differ from the spacer's by borders, scrollbars, rounding).
+    const range = Math.max(0, this.scroll.scrollHeight - this.scroll.clientHeight);
+    return { range, maxFirst: Math.max(0, this.total - vis) };
   }
 
   private scrollToPos(pos: number): void {
@@ -398,8 +463,9 @@ export class TableBrowser {
     if (this.source === null || this.name === '' || this.building) return;
     const { range, maxFirst } = this.geometry();
     const vis = this.visibleRows();
-    const at = first ?? (range > 0 ? Math.round((this.scroll.scrollTop / range) * maxFirst) : 0);
+    const at = first ?? firstRowAt(this.scroll.scrollTop, range, maxFirst);
     this.first = Math.max(0, Math.min(maxFirst, at));
+    this.atEnd = maxFirst > 0 && this.first === maxFirst;
     const last = Math.min(this.total, this.first + vis + 1);
     const seq = this.seq;
     const missing: Promise<void>[] = [];
