@@ -22,7 +22,11 @@
 //!   them, [`find_base`] finds it in a first, scan-only pass ([`read_trace_bytes`] and
 //!   `system::process` do that) so every row is emitted once, already on the epoch clock.
 //!
-//! End of input inside the event array ends the array (missing `]`).
+//! End of input inside the event array ends the array (missing `]`; the warning names the start
+//! of the event cut short). Inside an event each structural byte is checked against the byte
+//! before it ([`structure_ok`]): a bit flip that would put the string / nesting state out of step
+//! (and turn the rest of the file into one unclosed "event") stops the scan with an error at the
+//! start of the damage, everything before the damaged event kept.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
@@ -670,7 +674,7 @@ fn is_ws(b: u8) -> bool {
 /// not checked (a bad event is skipped by the parser), `NaN` / `Infinity` and a trailing `,`
 /// before a closer are accepted.
 fn structure_ok(st: &Scan, b: u8, p: u8, depth: i32) -> bool {
-    let arr = open_is_array(st, depth);
+    let arr = || open_is_array(st, depth);
     let value_end = |p: u8| {
         matches!(
             p,
@@ -681,11 +685,11 @@ fn structure_ok(st: &Scan, b: u8, p: u8, depth: i32) -> bool {
         b'"' => matches!(p, b'{' | b'[' | b',' | b':'),
         b'{' | b'[' => match p {
             b'[' | b':' => true,
-            b',' => arr != Some(false),
+            b',' => arr() != Some(false),
             _ => false,
         },
-        b'}' => arr != Some(true) && (p == b'{' || value_end(p)),
-        _ => arr != Some(false) && (p == b'[' || value_end(p)),
+        b'}' => (p == b'{' || value_end(p)) && arr() != Some(true),
+        _ => (p == b'[' || value_end(p)) && arr() != Some(false),
     }
 }
 
