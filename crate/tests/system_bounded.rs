@@ -1,7 +1,7 @@
 //! `ntrace.pb` with bounded state (crate/src/system/ntrace.rs) and corrupt system inputs that
 //! must be errors naming the offset: our writer's runtime mix (the sample's shape) past the
 //! reorder window, a span open across it, a corrupted length prefix and record in the sample,
-//! garbage inside a Kineto event array.
+//! garbage inside a Kineto event array, bit flips that put the Kineto scanner out of step.
 
 mod common;
 
@@ -230,4 +230,105 @@ fn kineto_garbage_inside_the_array_is_an_error_at_its_offset() {
         .unwrap_or_else(|| panic!("{:#?}", rep.problems));
     assert_eq!(p.offset, Some(head.len() as u64), "{}", p.message);
     assert!(!rep.truncated);
+}
+
+/// `n` Kineto-shaped events (nested `args` object and arrays) in the object form, with each
+/// event's byte span.
+fn flip_trace(n: usize) -> (Vec<u8>, Vec<(usize, usize)>) {
+    let mut v = b"{\"baseTimeNanoseconds\": 1700000000000000000,\n\"traceEvents\": [\n".to_vec();
+    let mut spans = Vec::new();
+    for i in 0..n {
+        if i > 0 {
+            v.extend_from_slice(b",\n  ");
+        }
+        let s = v.len();
+        v.extend_from_slice(
+            format!(
+                r#"{{"ph": "X", "cat": "privateuse1_driver", "name": "aten::addmm_kernel", "pid": 4242, "tid": 4249, "ts": {i}.500, "dur": 1.000, "args": {{"External id": {i}, "dims": [[2, 3], []], "s": "a\\b"}}}}"#
+            )
+            .as_bytes(),
+        );
+        spans.push((s, v.len()));
+    }
+    v.extend_from_slice(b"\n]}\n");
+    (v, spans)
+}
+
+#[test]
+fn kineto_flipped_quote_is_an_error_where_the_damage_starts() {
+    // The new-user trial: one `"` of a string value flipped to `x` (XOR 0x5a) made the scanner
+    // read every later string inverted, so the rest of the file became one unclosed event and
+    // only a "not closed" warning at the end of the file was left.
+    let (mut v, spans) = flip_trace(300);
+    let k = 200;
+    let at = spans[k].0
+        + v[spans[k].0..]
+            .windows(3)
+            .position(|w| w == b": \"")
+            .unwrap()
+        + 2;
+    assert_eq!(v[at], b'"');
+    v[at] ^= 0x5a;
+    let mut t = Tables::default();
+    let rep = kineto::read_trace_bytes(&v, "trace.json", "i-x", &mut t).expect("sink");
+    assert_eq!(
+        rep.rows, k as u64,
+        "every event before the damaged one kept"
+    );
+    let p = rep
+        .problems
+        .iter()
+        .find(|p| p.severity == Severity::Error)
+        .unwrap_or_else(|| panic!("{:#?}", rep.problems));
+    assert_eq!(p.offset, Some(at as u64), "{}", p.message);
+    assert!(
+        p.message.contains(&format!("byte {}", spans[k].0)),
+        "{}",
+        p.message
+    );
+    assert!(!rep.truncated, "{:#?}", rep.problems);
+}
+
+#[test]
+fn kineto_bit_flips_never_lose_events_silently() {
+    let (orig, spans) = flip_trace(40);
+    let total = spans.len() as u64;
+    let k = 20;
+    let (s, e) = spans[k];
+    let (mut errors, mut runs) = (0, 0);
+    for mask in [0x5a_u8, 0x01, 0x02, 0x04, 0x08, 0x20, 0x40, 0x80] {
+        for pos in s..e {
+            let mut v = orig.clone();
+            v[pos] ^= mask;
+            let mut t = Tables::default();
+            let rep = kineto::read_trace_bytes(&v, "trace.json", "i-x", &mut t).expect("sink");
+            runs += 1;
+            let err = rep.problems.iter().find(|p| p.severity == Severity::Error);
+            match err {
+                // Damage found: named inside the damaged event or the next one (a closer flipped
+                // into a value byte shows at the next event's `{`), everything before it kept.
+                Some(p) => {
+                    errors += 1;
+                    let off = p.offset.expect("offset") as usize;
+                    assert!(
+                        (s..spans[k + 1].1).contains(&off),
+                        "flip {mask:#x} at {pos}: {} not in {s}..{}",
+                        p.message,
+                        spans[k + 1].1
+                    );
+                    assert!(rep.rows >= k as u64, "flip {mask:#x} at {pos}: {rep:#?}");
+                }
+                // Else at most the damaged event is lost (skipped as unparsable), and the end of
+                // the array is still found.
+                None => {
+                    assert!(rep.rows + 1 >= total, "flip {mask:#x} at {pos}: {rep:#?}");
+                    assert!(!rep.truncated, "flip {mask:#x} at {pos}: {rep:#?}");
+                }
+            }
+        }
+    }
+    assert!(
+        errors > 0 && runs > errors,
+        "{errors} errors in {runs} runs"
+    );
 }

@@ -22,7 +22,11 @@
 //!   them, [`find_base`] finds it in a first, scan-only pass ([`read_trace_bytes`] and
 //!   `system::process` do that) so every row is emitted once, already on the epoch clock.
 //!
-//! End of input inside the event array ends the array (missing `]`).
+//! End of input inside the event array ends the array (missing `]`; the warning names the start
+//! of the event cut short). Inside an event each structural byte is checked against the byte
+//! before it ([`structure_ok`]): a bit flip that would put the string / nesting state out of step
+//! (and turn the rest of the file into one unclosed "event") stops the scan with an error at the
+//! start of the damage, everything before the damaged event kept.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
@@ -626,6 +630,103 @@ struct Scan {
     /// Offset of a byte between events that JSON does not allow there (not whitespace, `,`,
     /// `{` or `]`): the scan stops at it.
     garbage: Option<u64>,
+    /// Last byte outside strings that is not whitespace, before the current read piece (for
+    /// [`check_structure`] when its look-back reaches the piece start).
+    prev: u8,
+    /// Bit `k` set: the container opened from depth `k` is an array (depths below 64).
+    arrays: u64,
+    /// Inside an event the bytes stopped fitting JSON's grammar (a flipped `"`, bracket or
+    /// separator puts the string / nesting state out of step, and the rest of the file would be
+    /// read wrongly): `(offset of the damage, offset of the event)`. The scan stops there.
+    desync: Option<(u64, u64)>,
+}
+
+/// Records whether the container opened from `depth` is an array.
+fn set_kind(st: &mut Scan, depth: i32, array: bool) {
+    if let Ok(k @ 0..=63) = u32::try_from(depth) {
+        let bit = 1u64 << k;
+        st.arrays = if array {
+            st.arrays | bit
+        } else {
+            st.arrays & !bit
+        };
+    }
+}
+
+/// The container open at `depth` is an object / array (`None` when too deep to know).
+fn open_is_array(st: &Scan, depth: i32) -> Option<bool> {
+    match u32::try_from(depth - 1) {
+        Ok(k @ 0..=63) => Some(st.arrays & (1u64 << k) != 0),
+        _ => None,
+    }
+}
+
+/// JSON whitespace.
+fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\n' | b'\r' | b'\t')
+}
+
+/// Whether structural byte `b` (outside strings, inside an event, at nesting `depth` before it)
+/// may follow `p`, the last non-whitespace byte outside strings before it. Catches a scanner out
+/// of step with the text (framework-inputs.md §2.5: the scan must not read a damaged file to its
+/// end as one event): a string opening after a bare word, `{`/`[` after `,` in an object, a
+/// closer of the wrong kind. Lenient where events are merely dirty: number / literal text is
+/// not checked (a bad event is skipped by the parser), `NaN` / `Infinity` and a trailing `,`
+/// before a closer are accepted.
+fn structure_ok(st: &Scan, b: u8, p: u8, depth: i32) -> bool {
+    let arr = || open_is_array(st, depth);
+    let value_end = |p: u8| {
+        matches!(
+            p,
+            b'"' | b'}' | b']' | b'0'..=b'9' | b'e' | b'l' | b'y' | b'N' | b','
+        )
+    };
+    match b {
+        b'"' => matches!(p, b'{' | b'[' | b',' | b':'),
+        b'{' | b'[' => match p {
+            b'[' | b':' => true,
+            b',' => arr() != Some(false),
+            _ => false,
+        },
+        b'}' => (p == b'{' || value_end(p)) && arr() != Some(true),
+        _ => (p == b'[' || value_end(p)) && arr() != Some(false),
+    }
+}
+
+/// Checks structural byte `buf[i]` against the byte before it ([`structure_ok`]); on a misfit
+/// records [`Scan::desync`] at the start of the offending word (the `x` of `"k": x…"`), else at
+/// the byte, and returns false.
+fn check_structure(st: &mut Scan, buf: &[u8], i: usize, depth: i32, off: u64) -> bool {
+    let b = buf.get(i).copied().unwrap_or(b' ');
+    let mut k = i;
+    // `p` and whether it stands in this piece (at `k`).
+    let (mut p, mut here) = (st.prev, false);
+    while k > 0 {
+        k -= 1;
+        let c = buf.get(k).copied().unwrap_or(b' ');
+        if !is_ws(c) {
+            (p, here) = (c, true);
+            break;
+        }
+    }
+    if structure_ok(st, b, p, depth) {
+        return true;
+    }
+    // The damage starts at the bare word before the byte, when there is one.
+    let mut at = i;
+    if !matches!(p, b'"' | b'{' | b'}' | b'[' | b']' | b',' | b':') && here {
+        at = k;
+        while at > 0
+            && buf.get(at - 1).is_some_and(|&c| {
+                !is_ws(c) && !matches!(c, b'"' | b'{' | b'}' | b'[' | b']' | b',' | b':')
+            })
+        {
+            at -= 1;
+        }
+    }
+    let ev = st.cap.map_or(off + i as u64, |(_, o)| o);
+    st.desync = Some((off + at as u64, ev));
+    false
 }
 
 /// Appends `piece` to the capture buffer unless the object grows beyond [`MAX_EVENT`].
@@ -683,7 +784,7 @@ fn skip_to(buf: &[u8], mut i: usize, structural: bool) -> usize {
 /// nesting matter: a tight loop over local state up to the byte that would close the event (or
 /// any bracket that would reach `floor`), which [`feed`] then handles; or to the end of `buf`.
 /// Returns the index reached.
-fn in_event(buf: &[u8], mut i: usize, st: &mut Scan, floor: i32) -> usize {
+fn in_event(buf: &[u8], mut i: usize, st: &mut Scan, floor: i32, off: u64) -> usize {
     let (mut depth, mut in_str) = (st.depth, st.in_str);
     loop {
         if in_str {
@@ -703,11 +804,17 @@ fn in_event(buf: &[u8], mut i: usize, st: &mut Scan, floor: i32) -> usize {
             }
         } else {
             i = skip_to(buf, i, true);
-            match buf.get(i) {
-                None => break,
-                Some(b'"') => in_str = true,
-                Some(b'{' | b'[') => depth = depth.saturating_add(1),
-                Some(_) => {
+            let Some(&b) = buf.get(i) else { break };
+            if !check_structure(st, buf, i, depth, off) {
+                break;
+            }
+            match b {
+                b'"' => in_str = true,
+                b'{' | b'[' => {
+                    set_kind(st, depth, b == b'[');
+                    depth = depth.saturating_add(1);
+                }
+                _ => {
                     if depth - 1 <= floor {
                         break;
                     }
@@ -740,7 +847,10 @@ fn feed(st: &mut Scan, buf: &[u8], off: u64, on_event: &mut OnEvent<'_>) -> Resu
         if let Some((d, _)) = st.cap {
             if !st.esc && st.depth > d {
                 // Then the byte it stopped at (closing the event) goes the general way.
-                i = in_event(buf, i, st, d);
+                i = in_event(buf, i, st, d, off);
+                if st.desync.is_some() {
+                    return Ok(());
+                }
             }
         }
         let Some(&b) = buf.get(i) else { break };
@@ -796,6 +906,7 @@ fn feed(st: &mut Scan, buf: &[u8], off: u64, on_event: &mut OnEvent<'_>) -> Resu
                     && !st.events_closed
                 {
                     st.cap = Some((st.depth, off + i as u64));
+                    set_kind(st, st.depth, false);
                     st.cap_buf.clear();
                     st.cap_too_big = false;
                     cs = i;
@@ -857,6 +968,12 @@ fn feed(st: &mut Scan, buf: &[u8], off: u64, on_event: &mut OnEvent<'_>) -> Resu
         let piece = buf.get(cs..n).unwrap_or(&[]);
         cap_extend(st, piece);
     }
+    if st.in_str {
+        // The string's closing quote will be the byte before what follows it.
+        st.prev = b'"';
+    } else if let Some(&p) = buf.iter().rev().find(|&&c| !is_ws(c)) {
+        st.prev = p;
+    }
     Ok(())
 }
 
@@ -889,7 +1006,7 @@ pub fn find_base(mut input: impl Read) -> Option<i64> {
         if let Some(v) = st.base.as_deref() {
             return v.trim().parse().ok();
         }
-        if st.form == 1 || st.garbage.is_some() {
+        if st.form == 1 || st.garbage.is_some() || st.desync.is_some() {
             break;
         }
     }
@@ -1035,6 +1152,20 @@ pub fn read_trace(
             );
             break;
         }
+        if let Some((at, ev)) = st.desync {
+            r.rep.problems.push(
+                Problem::new(
+                    Code::ProcessIncomplete,
+                    Some(file),
+                    format!(
+                        "{file}: the event starting at byte {ev} stops being valid JSON at byte {at} (corrupt data, e.g. a flipped quote or bracket); the {} events before it are kept, the rest of the file is not read",
+                        r.rep.objects
+                    ),
+                )
+                .at(at),
+            );
+            break;
+        }
     }
     r.rep.bytes = off;
     finish_base(&mut st);
@@ -1052,17 +1183,20 @@ pub fn read_trace(
             format!("{file}: baseTimeNanoseconds follows the events; times are on the trace's own clock"),
         ));
     }
-    if st.events_depth.is_some() && !st.events_closed && st.garbage.is_none() {
+    // An event cut short ends what is kept.
+    let end = st.cap.map_or(off, |(_, o)| o);
+    if st.events_depth.is_some() && !st.events_closed && st.garbage.is_none() && st.desync.is_none()
+    {
         r.rep.truncated = true;
         r.rep.problems.push(
             Problem::new(
                 Code::TruncatedTrace,
                 Some(file),
                 format!(
-                    "{file}: the event array is not closed (missing `]` or a cut file); events up to byte {off} kept"
+                    "{file}: the event array is not closed (missing `]` or a cut file); events up to byte {end} kept"
                 ),
             )
-            .at(off),
+            .at(end),
         );
     }
     if st.events_depth.is_none() {
