@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One command from a fresh clone to the running app: installs what is missing (npm packages, rust
 # wasm target, wasm-bindgen-cli — see build-wasm.sh), builds, serves www/dist on
-# http://localhost:8080 and opens the demo capture. Override the port with PORT=…
+# http://127.0.0.1:8080 (the address it listens on) and opens the demo capture. Override the port with PORT=…
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PORT="${PORT:-8080}"
@@ -17,7 +17,7 @@ fi
 
 npm run build
 
-URL="http://localhost:$PORT/?demo"
+URL="http://127.0.0.1:$PORT/?demo"
 echo
 echo "neuronscope is served at  $URL"
 echo "(Ctrl-C to stop)"
