@@ -260,15 +260,8 @@ pub fn bench_devices(
                 fresh_dir(&opts.out_dir)?;
                 let dir = opts.out_dir.clone();
                 let ((n, e), w, c, m) = step(|| {
-                    let mut ps = sink::ParquetSink::with_codec(
-                        |t: &str| {
-                            let path = dir.join(format!("{t}.parquet"));
-                            std::fs::File::create(&path)
-                                .map_err(|e| Error::Io(format!("{}: {e}", path.display())))
-                        },
-                        opts.codec,
-                    )
-                    .with_threads(threads);
+                    let mut ps = sink::ParquetSink::with_codec(table_file(&dir), opts.codec)
+                        .with_threads(threads);
                     let r = if name == "page" {
                         let mut lod = crate::lod::LodCollector::new(&mut ps);
                         let r = profile::process_device(
@@ -419,14 +412,7 @@ pub fn bench_system(
             fresh_dir(&opts.out_dir)?;
             let dir = opts.out_dir.clone();
             let ((n, e), w, c, m) = step(|| {
-                let mut ps = sink::ParquetSink::with_codec(
-                    |t: &str| {
-                        let path = dir.join(format!("{t}.parquet"));
-                        std::fs::File::create(&path)
-                            .map_err(|e| Error::Io(format!("{}: {e}", path.display())))
-                    },
-                    opts.codec,
-                );
+                let mut ps = sink::ParquetSink::with_codec(table_file(&dir), opts.codec);
                 let mut count = NullSink::default();
                 let e = {
                     let mut both = Tee(&mut ps, &mut count);
@@ -443,6 +429,15 @@ pub fn bench_system(
         }
     }
     Ok(rows)
+}
+
+/// The Parquet steps' opener: `<table>.parquet` in `dir`. Errors: the file cannot be created
+/// (named in the message).
+fn table_file(dir: &Path) -> impl FnMut(&str) -> Result<std::fs::File> + '_ {
+    move |t: &str| {
+        let path = dir.join(format!("{t}.parquet"));
+        std::fs::File::create(&path).map_err(|e| Error::Io(format!("{}: {e}", path.display())))
+    }
 }
 
 /// Sends every batch to both sinks (the second only counts).
