@@ -71,7 +71,9 @@ pub fn run(args: &BenchArgs) -> Result<u64> {
     let open = |p: &str| picked.open(p);
     let inv = inventory::build(&picked.files, &open);
     let codec = args.codec.unwrap_or(sink::CODEC);
+    let shared = |p: &str| picked.open_shared(p);
     let opts = neuronscope::bench::BenchOptions {
+        dma_open: Some(&shared),
         out_dir: std::env::temp_dir().join(format!("neuronscope-bench-out-{}", std::process::id())),
         codec,
         steps: args.steps.clone(),

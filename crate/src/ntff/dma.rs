@@ -569,6 +569,109 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
         progress,
         sink,
     } = io;
+    let rows_io = NtffIo {
+        src,
+        info,
+        window,
+        file,
+        problems,
+        progress,
+        sink: &mut *sink,
+    };
+    let plan = dma_rows(rows_io, sg, pcore, first_core, ids, stats)?;
+    stats.times = dma_times(src, info, sg, pcore, first_core, window, &plan, sink)?;
+    Ok(())
+}
+
+/// What the time-ordered pass of one core reads ([`Runs::plan`]): the sorted runs of its DMA
+/// buffers and their largest drop when they can be merged, else each buffer whole and `None`.
+pub(super) struct DmaPlan {
+    runs: Vec<Run>,
+    drop: Option<i128>,
+}
+
+/// The `DmaUsage` rows and the Summary's DMA fields of one core: [`TimePass`] over `plan`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn dma_times<S: ByteSource + ?Sized>(
+    src: &S,
+    info: &NtffInfo,
+    sg: &SubgraphInfo,
+    pcore: usize,
+    first_core: u32,
+    window: Window,
+    plan: &DmaPlan,
+    sink: &mut dyn TableSink,
+) -> Result<DmaTimes> {
+    let pass = TimePass {
+        info,
+        sg,
+        pcore,
+        first_core,
+        window,
+    };
+    pass.run(src, &plan.runs, plan.drop, sink)
+}
+
+/// The [`DmaPlan`] of one core without writing rows: the same records go through the same
+/// [`Runs`] and [`Pairing`] as in [`dma_rows`] (problems and set-aside counts are dropped, the
+/// row pass reports them), so the plan is the row pass's plan and the time-ordered pass can run
+/// beside the row pass on another thread.
+pub(super) fn dma_plan<S: ByteSource + ?Sized>(
+    src: &S,
+    info: &NtffInfo,
+    sg: &SubgraphInfo,
+    first_core: u32,
+    window: Window,
+    file: &str,
+) -> Result<DmaPlan> {
+    let mut pairing = Pairing::new(sg, first_core, window);
+    let mut runs = Runs::default();
+    let mut scratch = DmaCoreStats::default();
+    let mut problems = Vec::new();
+    for (bi, buf) in dma_buffers(sg).enumerate() {
+        let mut idx = 0u64;
+        stream_buffer(
+            src,
+            info.blob_offset,
+            buf,
+            file,
+            &mut problems,
+            &mut |_| {},
+            |r: Rec| {
+                let i = idx;
+                idx += 1;
+                if let Some(d) = classify(sg, &r) {
+                    let run = runs.see(bi, i, d.3);
+                    pairing.feed(&r, d, run, 0, &mut scratch);
+                }
+                Ok(())
+            },
+        )?;
+        runs.end_buffer(bi, idx);
+    }
+    let (runs, drop) = runs.plan(!(pairing.split || pairing.capped));
+    Ok(DmaPlan { runs, drop })
+}
+
+/// The `DmaPacket` and `DmaPacketAggregated` rows of one core (the first half of
+/// [`decode_dma_core`]); returns the plan of its time-ordered pass.
+pub(super) fn dma_rows<S: ByteSource + ?Sized>(
+    io: NtffIo<'_, S>,
+    sg: &SubgraphInfo,
+    pcore: usize,
+    first_core: u32,
+    ids: DmaIds<'_>,
+    stats: &mut DmaCoreStats,
+) -> Result<DmaPlan> {
+    let NtffIo {
+        src,
+        info,
+        window,
+        file,
+        problems,
+        progress,
+        sink,
+    } = io;
     let DmaIds {
         packet: next_id,
         aggregated: next_agg_id,
@@ -702,17 +805,8 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
     t.first_offset = t.first_offset.into_iter().chain(first_left).min();
     b.finish_into(sink)?;
     stats.aggregated += write_aggregated(&aggs, pcore, &sg.name, sink)?;
-    let (plan, drop) = runs.plan(!(pairing.split || pairing.capped));
-    std::mem::drop(pairing);
-    let pass = TimePass {
-        info,
-        sg,
-        pcore,
-        first_core,
-        window,
-    };
-    stats.times = pass.run(src, &plan, drop, sink)?;
-    Ok(())
+    let (runs, drop) = runs.plan(!(pairing.split || pairing.capped));
+    Ok(DmaPlan { runs, drop })
 }
 
 /// One packet awaiting its turn in [`TimePass`]'s reorder heap, ordered by (start, row order).
