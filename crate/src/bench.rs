@@ -7,8 +7,8 @@
 //! - `parquet`: decode → Parquet files on disk, one thread;
 //! - `parquet_2t`: the same with the NTFF's DMA side decoded on two more threads
 //!   ([`crate::ntff::decode_split`], when [`BenchOptions::dma_open`] is given) and the Parquet
-//!   encoding on a writer thread ([`sink::pipelined`]) that encodes each row group's column
-//!   chunks on two threads (`ParquetSink::with_threads`);
+//!   encoding on a writer thread ([`sink::pipelined`]); without the DMA threads, that writer
+//!   encodes each row group's column chunks on two threads (`ParquetSink::with_threads`);
 //! - `page`: what the page's worker does per NTFF, natively: decode → Parquet on one thread
 //!   with the level-of-detail summaries gathered on the way ([`crate::lod::LodCollector`],
 //!   `wasm.rs` `decode_stored`), so `npm run bench:wasm` ÷ this row is wasm ÷ native for the
@@ -265,9 +265,18 @@ pub fn bench_devices(
                 }
                 fresh_dir(&opts.out_dir)?;
                 let dir = opts.out_dir.clone();
+                // With the DMA threads the two cores are busy decoding: one encoder thread
+                // (measured: column chunks on two more threads cost CPU and gain nothing).
+                let encoders = |t: usize| {
+                    if t > 1 && opts.dma_open.is_some() {
+                        1
+                    } else {
+                        t
+                    }
+                };
                 let ((n, e), w, c, m) = step(|| {
                     let mut ps = sink::ParquetSink::with_codec(table_file(&dir), opts.codec)
-                        .with_threads(threads);
+                        .with_threads(encoders(threads));
                     let r = if name == "page" {
                         let mut lod = crate::lod::LodCollector::new(&mut ps);
                         let r = profile::process_device(

@@ -483,7 +483,12 @@ fn convert_job(
         written.lock().map(|mut w| w.push(rel.clone())).ok();
         create_file(&out.join(rel))
     })
-    .with_threads(encoders);
+    // The DMA threads take two of the spare cores.
+    .with_threads(if encoders > 1 {
+        (encoders - 2).max(1)
+    } else {
+        1
+    });
     let t0 = Instant::now();
     // Decode on this thread (an NTFF's DMA side on two more), Parquet encoding on a second one
     // (the output is the same).
