@@ -741,6 +741,8 @@ fn decode_with<S: ByteSource + ?Sized>(
         .saturating_add(ev_bytes)
         .saturating_add(if v6 { 0 } else { ins_bytes })
         .saturating_add(dma_bytes_total(&info))
+        // The time-ordered pass reads the DMA buffers once more.
+        .saturating_add(super::dma::dma_buffer_bytes(&info))
         .saturating_add(err_bytes);
     let mut done = 0u64;
     // Bytes the DMA row thread has read (split decode only).

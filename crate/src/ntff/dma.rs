@@ -575,11 +575,12 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
         window,
         file,
         problems,
-        progress,
+        progress: &mut *progress,
         sink: &mut *sink,
     };
     let plan = dma_rows(rows_io, sg, pcore, first_core, ids, stats)?;
-    stats.times = dma_times(src, info, sg, pcore, first_core, window, &plan, sink)?;
+    let out = (sink, progress);
+    stats.times = dma_times(src, info, sg, pcore, first_core, window, &plan, out)?;
     Ok(())
 }
 
@@ -600,7 +601,7 @@ pub(super) fn dma_times<S: ByteSource + ?Sized>(
     first_core: u32,
     window: Window,
     plan: &DmaPlan,
-    sink: &mut dyn TableSink,
+    out: (&mut dyn TableSink, &mut dyn FnMut(u64)),
 ) -> Result<DmaTimes> {
     let pass = TimePass {
         info,
@@ -609,7 +610,7 @@ pub(super) fn dma_times<S: ByteSource + ?Sized>(
         first_core,
         window,
     };
-    pass.run(src, &plan.runs, plan.drop, sink)
+    pass.run(src, &plan.runs, plan.drop, out.0, out.1)
 }
 
 /// The [`DmaPlan`] of one core without writing rows: the same records go through the same
@@ -838,6 +839,8 @@ struct Cursor {
     chunk_first: u64,
     /// Read error: the run ends here (the row pass already reported the bytes).
     failed: bool,
+    /// Bytes read so far (progress).
+    read: u64,
     /// Latest time read so far: the run's records still to come are ≥ this − its drop.
     max: i128,
 }
@@ -861,6 +864,7 @@ impl Cursor {
                     return None;
                 }
                 self.chunk_first = self.next;
+                self.read += self.chunk.len() as u64;
             }
             let i = self.next;
             self.next += 1;
@@ -915,6 +919,7 @@ impl TimePass<'_> {
         runs: &[Run],
         drop: Option<i128>,
         sink: &mut dyn TableSink,
+        progress: &mut dyn FnMut(u64),
     ) -> Result<DmaTimes> {
         let ordered = drop.is_some();
         let drop = drop.unwrap_or(0);
@@ -934,6 +939,7 @@ impl TimePass<'_> {
                     chunk: Vec::new(),
                     chunk_first: 0,
                     failed: false,
+                    read: 0,
                     max: i128::MIN,
                 })
             })
@@ -964,6 +970,7 @@ impl TimePass<'_> {
             head_rec.push(h);
         }
         let mut since = 0u32;
+        let mut reported = 0u64;
         while let Some(mut top) = heads.peek_mut() {
             let k = top.0 .1;
             let (Some(c), Some(slot)) = (cursors.get_mut(k), head_rec.get_mut(k)) else {
@@ -1020,8 +1027,17 @@ impl TimePass<'_> {
                 }
             }
             since += 1;
+            if since >= RELEASE_EVERY && !ordered {
+                since = 0;
+                let read: u64 = cursors.iter().map(|c| c.read).sum();
+                progress(read - reported);
+                reported = read;
+            }
             if ordered && since >= RELEASE_EVERY {
                 since = 0;
+                let read: u64 = cursors.iter().map(|c| c.read).sum();
+                progress(read - reported);
+                reported = read;
                 // No packet still to come starts before w: its start is open now, or in a
                 // record not read yet of a run that has one (its head is read ahead).
                 let ahead = cursors
@@ -1038,6 +1054,8 @@ impl TimePass<'_> {
                 release(&mut pending, limit, &mut series, &mut times, sink)?;
             }
         }
+        let read: u64 = cursors.iter().map(|c| c.read).sum();
+        progress(read - reported);
         release(&mut pending, None, &mut series, &mut times, sink)?;
         let (rows, peak) = series.finish(sink)?;
         times.usage_rows = rows;
@@ -1374,6 +1392,15 @@ pub(super) fn write_dma_queues_info(info: &NtffInfo, sink: &mut dyn TableSink) -
 }
 
 /// Trace-buffer bytes of the DMA and throttle buffers (progress total).
+/// Bytes of every core's DMA buffers (what the time-ordered passes read).
+pub(super) fn dma_buffer_bytes(info: &NtffInfo) -> u64 {
+    info.subgraphs
+        .iter()
+        .flat_map(dma_buffers)
+        .map(|b| b.size)
+        .fold(0u64, u64::saturating_add)
+}
+
 pub(super) fn dma_bytes_total(info: &NtffInfo) -> u64 {
     info.subgraphs
         .iter()
