@@ -1653,7 +1653,7 @@ mod tests {
                 first_core,
                 window,
             };
-            let sorted = pass.run(&src, &whole, None, &mut b).unwrap();
+            let sorted = pass.run(&src, &whole, None, &mut b, &mut |_| {}).unwrap();
             out.push((
                 stats.times,
                 sorted,
