@@ -5,8 +5,10 @@
 //!   decoder uses (the I/O limit any decode is measured against);
 //! - `arrow`: decode → Arrow batches, discarded (rows counted);
 //! - `parquet`: decode → Parquet files on disk, one thread;
-//! - `parquet_2t`: the same with the Parquet encoding on a writer thread ([`sink::pipelined`])
-//!   that encodes each row group's column chunks on two threads (`ParquetSink::with_threads`);
+//! - `parquet_2t`: the same with the NTFF's DMA side decoded on two more threads
+//!   ([`crate::ntff::decode_split`], when [`BenchOptions::dma_open`] is given) and the Parquet
+//!   encoding on a writer thread ([`sink::pipelined`]); without the DMA threads, that writer
+//!   encodes each row group's column chunks on two threads (`ParquetSink::with_threads`);
 //! - `page`: what the page's worker does per NTFF, natively: decode → Parquet on one thread
 //!   with the level-of-detail summaries gathered on the way ([`crate::lod::LodCollector`],
 //!   `wasm.rs` `decode_stored`), so `npm run bench:wasm` ÷ this row is wasm ÷ native for the
@@ -100,8 +102,12 @@ impl BenchRow {
 }
 
 /// Options of a bench run.
-#[derive(Debug, Clone)]
-pub struct BenchOptions {
+#[derive(Clone)]
+pub struct BenchOptions<'a> {
+    /// Opens an NTFF for the DMA threads of the `parquet_2t` step
+    /// ([`profile::DeviceOptions::dma_open`]); `None`: that step decodes on one thread and
+    /// only the encoding runs beside it.
+    pub dma_open: Option<profile::SyncOpener<'a>>,
     /// Where the Parquet steps write (emptied per step).
     pub out_dir: PathBuf,
     /// Parquet codec (default [`sink::CODEC`]).
@@ -113,7 +119,7 @@ pub struct BenchOptions {
 /// The steps of a device bench, in order.
 pub const STEPS: [&str; 5] = ["read", "arrow", "parquet", "parquet_2t", "page"];
 
-impl BenchOptions {
+impl BenchOptions<'_> {
     fn wants(&self, step: &str) -> bool {
         self.steps.is_empty() || self.steps.iter().any(|s| s == step)
     }
@@ -210,7 +216,7 @@ fn read_pass(src: &dyn crate::source::ByteSource) -> Result<u64> {
 pub fn bench_devices(
     inv: &Inventory,
     open: Opener<'_>,
-    opts: &BenchOptions,
+    opts: &BenchOptions<'_>,
 ) -> Result<Vec<BenchRow>> {
     let mut rows = Vec::new();
     for p in &inv.profiles {
@@ -259,9 +265,18 @@ pub fn bench_devices(
                 }
                 fresh_dir(&opts.out_dir)?;
                 let dir = opts.out_dir.clone();
+                // With the DMA threads the two cores are busy decoding: one encoder thread
+                // (measured: column chunks on two more threads cost CPU and gain nothing).
+                let encoders = |t: usize| {
+                    if t > 1 && opts.dma_open.is_some() {
+                        1
+                    } else {
+                        t
+                    }
+                };
                 let ((n, e), w, c, m) = step(|| {
                     let mut ps = sink::ParquetSink::with_codec(table_file(&dir), opts.codec)
-                        .with_threads(threads);
+                        .with_threads(encoders(threads));
                     let r = if name == "page" {
                         let mut lod = crate::lod::LodCollector::new(&mut ps);
                         let r = profile::process_device(
@@ -277,8 +292,19 @@ pub fn bench_devices(
                     } else if threads == 1 {
                         profile::process_device(inv, &p.id, i, open, &mut ps, &mut |_, _, _| {})?
                     } else {
+                        let dev = profile::DeviceOptions {
+                            dma_open: opts.dma_open,
+                        };
                         sink::pipelined(&mut ps, |s| {
-                            profile::process_device(inv, &p.id, i, open, s, &mut |_, _, _| {})
+                            profile::process_device_with(
+                                inv,
+                                &p.id,
+                                i,
+                                open,
+                                s,
+                                &mut |_, _, _| {},
+                                &dev,
+                            )
                         })?
                     };
                     ps.finish()?;
@@ -339,7 +365,7 @@ fn system_kind(path: &str) -> Option<&'static str> {
 pub fn bench_system(
     inv: &Inventory,
     open: Opener<'_>,
-    opts: &BenchOptions,
+    opts: &BenchOptions<'_>,
 ) -> Result<Vec<BenchRow>> {
     use crate::error::{Code, Severity};
     let mut rows = Vec::new();

@@ -174,6 +174,33 @@ pub fn process_device(
     sink: &mut dyn TableSink,
     progress: &mut dyn FnMut(&str, u64, u64),
 ) -> Result<DeviceResult> {
+    let opts = DeviceOptions::default();
+    process_device_with(inv, profile_id, device_index, open, sink, progress, &opts)
+}
+
+/// Opens a path of the inventory as a source several threads may read at once (natively: a
+/// [`crate::source::FileSource`], positioned reads).
+pub type SyncOpener<'a> = &'a dyn Fn(&str) -> Result<Box<dyn ByteSource + Sync>>;
+
+/// How [`process_device_with`] decodes.
+#[derive(Clone, Copy, Default)]
+pub struct DeviceOptions<'a> {
+    /// Opens the NTFF a second time for the DMA threads of [`crate::ntff::decode_split`]
+    /// (native); `None` (and an open that fails): everything on the calling thread. The tables
+    /// are the same either way.
+    pub dma_open: Option<SyncOpener<'a>>,
+}
+
+/// [`process_device`] with [`DeviceOptions`].
+pub fn process_device_with(
+    inv: &Inventory,
+    profile_id: &str,
+    device_index: usize,
+    open: Opener<'_>,
+    sink: &mut dyn TableSink,
+    progress: &mut dyn FnMut(&str, u64, u64),
+    opts: &DeviceOptions<'_>,
+) -> Result<DeviceResult> {
     let (profile, dev) = find_device(inv, profile_id, device_index)?;
     let mut sink = Counting {
         inner: sink,
@@ -321,7 +348,10 @@ pub fn process_device(
                 inner: &mut derived,
                 state: crate::summary::Gathered::new(raw_ps, cals),
             });
-            crate::ntff::decode(&*src, &ctx, spans, &mut cb)
+            match opts.dma_open.and_then(|o| o(path).ok()) {
+                Some(dma) => crate::ntff::decode_split(&*src, &*dma, &ctx, spans, &mut cb),
+                None => crate::ntff::decode(&*src, &ctx, spans, &mut cb),
+            }
         });
         let kept = spans.map(|s| s.state).unwrap_or_default();
         let derived = derived.state;

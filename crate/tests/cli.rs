@@ -470,3 +470,24 @@ fn convert_writes_a_restartable_hive_dataset() {
         "{fifth}"
     );
 }
+
+/// `bench` on a folder with nothing to measure fails as `convert` does (exit 1, "no profile
+/// found"), and says why a file was not measured (a 0-byte NEFF) on stderr, leaving stdout to
+/// the table.
+#[test]
+fn bench_with_nothing_to_measure() {
+    let d = tmp("bench-empty");
+    let o = ns(&["bench", s(&d)]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(err.contains("no profile found to measure"), "{err}");
+    assert!(out.is_empty(), "{out}");
+    std::fs::write(d.join("x.neff"), b"").unwrap();
+    let o = ns(&["bench", s(&d)]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(err.contains("x.neff looks like an empty file"), "{err}");
+    let o = ns(&["convert", s(&d), "-o", s(&d.join("out"))]);
+    assert_eq!(o.status.code(), Some(1), "convert: {:?}", text(&o));
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -408,3 +408,128 @@ fn pipelined_parquet_equals_one_thread() {
     }
     assert!(compared >= 20, "only {compared} tables compared");
 }
+
+/// Each table's Parquet file and rows.
+type ParquetFiles = BTreeMap<&'static str, (Vec<u8>, u64)>;
+
+/// Tables, Parquet bytes, Summary facts and problems of one device decoded into in-memory
+/// Parquet, on one thread or with the DMA side on two more ([`profile::DeviceOptions`]).
+fn decode_device(
+    inv: &Inventory,
+    base: &Path,
+    profile_id: &str,
+    device: usize,
+    split: bool,
+) -> (ParquetFiles, String, String) {
+    use neuronscope::sink::ParquetSink;
+    let open =
+        |p: &str| -> Result<Box<dyn ByteSource>> { Ok(Box::new(FileSource::open(&base.join(p))?)) };
+    let shared = |p: &str| -> Result<Box<dyn ByteSource + Sync>> {
+        Ok(Box::new(FileSource::open(&base.join(p))?))
+    };
+    let opts = profile::DeviceOptions {
+        dma_open: split.then_some(&shared as profile::SyncOpener<'_>),
+    };
+    let mut sink = ParquetSink::new(|_t: &str| Ok(Vec::<u8>::new()));
+    let mut last = (0, 0);
+    let r = profile::process_device_with(
+        inv,
+        profile_id,
+        device,
+        &open,
+        &mut sink,
+        &mut |stage, done, total| {
+            if stage == "NTFF" {
+                last = (done, total);
+            }
+        },
+        &opts,
+    )
+    .unwrap();
+    // The time-ordered DMA pass counts too: no "100 %" long before the end.
+    if r.problems.iter().all(|p| p.severity != Severity::Error) {
+        assert_eq!(last.0, last.1, "{profile_id}: progress reaches the total");
+    }
+    (
+        sink.into_outputs().unwrap(),
+        serde_json::to_string(&r.summary).unwrap(),
+        format!("{:?}", r.problems),
+    )
+}
+
+/// The split decode (`ntff::decode_split`: DmaPacket rows on one thread, the time-ordered DMA
+/// pass on another, instructions on the caller's) writes byte-identical Parquet, the same
+/// Summary facts and the same problems in the same order as the one-thread decode: on a real
+/// v6 capture, the DMA-heavy KevGomes capture, v5 inf2 captures, the two-core synthetic demo,
+/// and a KevGomes NTFF cut in its DMA buffers (problems from the DMA side between the others).
+#[test]
+fn split_decode_equals_one_thread() {
+    let tmp = std::env::temp_dir().join(format!("nscope-split-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    // The demo capture (two physical cores).
+    let demo = tmp.join("demo");
+    for (path, bytes) in neuronscope::synth::demo_capture().unwrap() {
+        let p = demo.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, bytes).unwrap();
+    }
+    // KevGomes with its NTFF cut at 70 % (inside the DMA buffers).
+    let kev = samples().join("KevGomes-nki-moe-megakernel/output/i-0af76a70a6d3864dd_pid_713479");
+    let cut = tmp.join("cut");
+    std::fs::create_dir_all(&cut).unwrap();
+    for f in ["neff_171450338541704.neff", "profile_exec_2.ntff"] {
+        let b = std::fs::read(kev.join(f)).unwrap();
+        let n = if f.ends_with(".ntff") {
+            b.len() * 7 / 10
+        } else {
+            b.len()
+        };
+        std::fs::write(cut.join(f), &b[..n]).unwrap();
+    }
+    let dirs = [
+        samples().join("allenkchau-trainium-kernel-fusion/profiling/artifacts/fused_bf16_s512"),
+        kev,
+        samples().join("AnchovyPark-npu_profiling_code/matmul/neuron_profile_results"),
+        demo,
+        cut.clone(),
+    ];
+    let (mut compared, mut devices, mut cut_problems) = (0, 0, 0);
+    for dir in &dirs {
+        let (inv, base) = scan(dir);
+        for p in &inv.profiles {
+            for (i, d) in p.devices.iter().enumerate() {
+                if d.ntff.is_none() {
+                    continue;
+                }
+                let (t1, s1, p1) = decode_device(&inv, &base, &p.id, i, false);
+                let (t2, s2, p2) = decode_device(&inv, &base, &p.id, i, true);
+                assert_eq!(
+                    t1.keys().collect::<Vec<_>>(),
+                    t2.keys().collect::<Vec<_>>(),
+                    "{}",
+                    d.name
+                );
+                for (name, (bytes, rows)) in &t1 {
+                    let (b2, r2) = &t2[name];
+                    assert_eq!(rows, r2, "{}: {name} rows", d.name);
+                    assert!(bytes == b2, "{}: {name}.parquet differs", d.name);
+                    compared += 1;
+                }
+                assert_eq!(s1, s2, "{}: summary", d.name);
+                assert_eq!(p1, p2, "{}: problems", d.name);
+                if *dir == cut {
+                    cut_problems += p1.matches("Problem {").count();
+                }
+                devices += 1;
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+    eprintln!(
+        "split: {devices} devices, {compared} tables, {cut_problems} problems on the cut NTFF"
+    );
+    assert!(devices >= 8, "only {devices} devices");
+    assert!(compared >= 60, "only {compared} tables compared");
+    // The cut file must have exercised the problem merge.
+    assert!(cut_problems >= 2, "{cut_problems} problems on the cut NTFF");
+}

@@ -36,8 +36,8 @@ pub struct BenchArgs {
 
 /// Runs `bench` (the whole measurement; its output format is the module doc's).
 ///
-/// Errors: the folder cannot be read, the synthetic capture cannot be written, or a profile the
-/// inventory listed cannot be processed.
+/// Errors: the folder cannot be read, holds nothing to measure, the synthetic capture cannot be
+/// written, or a profile the inventory listed cannot be processed.
 pub fn run(args: &BenchArgs) -> Result<u64> {
     let tmp;
     let dir = match (&args.dir, args.synth_mb, args.kineto_mb) {
@@ -67,11 +67,21 @@ pub fn run(args: &BenchArgs) -> Result<u64> {
             ))
         }
     };
-    let picked = walk::pick(&[dir])?;
+    let picked = walk::pick(std::slice::from_ref(&dir))?;
     let open = |p: &str| picked.open(p);
     let inv = inventory::build(&picked.files, &open);
+    // What the inventory found wrong (a 0-byte NEFF, a misnamed file), on stderr: stdout is
+    // the table.
+    let found = picked.problems.iter().chain(&inv.problems);
+    for p in found.chain(inv.profiles.iter().flat_map(|p| &p.problems)) {
+        if p.severity != neuronscope::Severity::Info {
+            eprintln!("{:?}: {}", p.severity, p.message);
+        }
+    }
     let codec = args.codec.unwrap_or(sink::CODEC);
+    let shared = |p: &str| picked.open_shared(p);
     let opts = neuronscope::bench::BenchOptions {
+        dma_open: Some(&shared),
         out_dir: std::env::temp_dir().join(format!("neuronscope-bench-out-{}", std::process::id())),
         codec,
         steps: args.steps.clone(),
@@ -82,7 +92,15 @@ pub fn run(args: &BenchArgs) -> Result<u64> {
     });
     let _ = std::fs::remove_dir_all(&opts.out_dir);
     let rows = rows?;
-    if !rows.is_empty() {
+    if rows.is_empty() {
+        // As `convert`: nothing to measure is an error, not an empty table.
+        return Err(neuronscope::Error::Other(format!(
+            "{}: no profile found to measure (no .ntff, trace_info.pb/ntrace.pb, trace.json or \
+             memory snapshot)",
+            dir.display()
+        )));
+    }
+    {
         say!("{}", neuronscope::bench::BenchRow::HEADER);
         for r in &rows {
             say!("{}", r.tsv());

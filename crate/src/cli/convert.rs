@@ -472,20 +472,33 @@ fn convert_job(
     log: &mut Vec<String>,
 ) -> Result<(ProfileRow, Vec<String>)> {
     let open = |p: &str| picked.open(p);
+    let shared = |p: &str| picked.open_shared(p);
+    // Spare cores also decode an NTFF's DMA side (the tables are the same).
+    let dev = profile::DeviceOptions {
+        dma_open: (encoders > 1).then_some(&shared as profile::SyncOpener<'_>),
+    };
     let written = Arc::new(Mutex::new(Vec::<String>::new()));
     let mut psink = sink::ParquetSink::new(|table: &str| {
         let rel = table_rel(job, layout, table);
         written.lock().map(|mut w| w.push(rel.clone())).ok();
         create_file(&out.join(rel))
     })
-    .with_threads(encoders);
+    // The DMA threads take two of the spare cores.
+    .with_threads(if encoders > 1 {
+        (encoders - 2).max(1)
+    } else {
+        1
+    });
     let t0 = Instant::now();
-    // Decode on this thread, Parquet encoding on a second one (the output is the same).
+    // Decode on this thread (an NTFF's DMA side on two more), Parquet encoding on a second one
+    // (the output is the same).
     let problems: Vec<Problem> = sink::pipelined(&mut psink, |s| {
         Ok(match job.what {
             What::Device { profile, device } => {
                 let p = &inv.profiles[profile];
-                profile::process_device(inv, &p.id, device, &open, s, &mut |_, _, _| {})?.problems
+                let mut none = |_: &str, _, _| {};
+                profile::process_device_with(inv, &p.id, device, &open, s, &mut none, &dev)?
+                    .problems
             }
             What::System { profile } => {
                 let p = &inv.profiles[profile];

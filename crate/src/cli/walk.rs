@@ -51,6 +51,15 @@ impl Picked {
         Ok(Box::new(FileSource::open(&p)?))
     }
 
+    /// [`Self::open`] as a source several threads may read at once (the split NTFF decode's
+    /// DMA threads, [`neuronscope::profile::DeviceOptions::dma_open`]).
+    pub fn open_shared(&self, virt: &str) -> Result<Box<dyn ByteSource + Sync>> {
+        let p = self
+            .path_of(virt)
+            .ok_or_else(|| Error::Io(format!("{virt}: not among the inputs")))?;
+        Ok(Box::new(FileSource::open(&p)?))
+    }
+
     /// The virtual path of a file on disk that lies inside one of the inputs (not through a link).
     pub fn virtual_of(&self, real: &Path) -> Option<String> {
         let real = real.canonicalize().ok()?;

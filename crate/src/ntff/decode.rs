@@ -654,6 +654,36 @@ pub fn decode<S: ByteSource + ?Sized>(
     sink: &mut dyn TableSink,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<DecodeReport> {
+    decode_with(src, None, ctx, sink, progress)
+}
+
+/// [`decode`] with the DMA side on two more threads (natively): one writes the `DmaPacket`
+/// and `DmaPacketAggregated` rows of every core, the other the time-ordered pass (`DmaUsage`
+/// and the Summary's DMA fields, after its own scan for the pass's plan, [`super::dma`]
+/// `dma_plan`), while this thread decodes the instructions and semaphores. Their batches reach
+/// `sink` on this thread; every table's batches come from one thread in the one-thread order,
+/// and problems are put where the one-thread decode puts them, so the tables, report and
+/// problems equal [`decode`]'s (`end_to_end::split_decode_equals_one_thread`). `dma_src` reads
+/// the same bytes as `src` and is shared by the two threads.
+///
+/// Errors: those of [`decode`]; a DMA thread that panicked is an [`Error::Other`].
+pub fn decode_split<S: ByteSource + ?Sized>(
+    src: &S,
+    dma_src: &(dyn ByteSource + Sync),
+    ctx: &DecodeContext,
+    sink: &mut dyn TableSink,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<DecodeReport> {
+    decode_with(src, Some(dma_src), ctx, sink, progress)
+}
+
+fn decode_with<S: ByteSource + ?Sized>(
+    src: &S,
+    dma_src: Option<&(dyn ByteSource + Sync)>,
+    ctx: &DecodeContext,
+    sink: &mut dyn TableSink,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<DecodeReport> {
     let file = ctx.file_name.as_str();
     let mut report = DecodeReport {
         ticks_per_nanosec: 1000,
@@ -711,11 +741,16 @@ pub fn decode<S: ByteSource + ?Sized>(
         .saturating_add(ev_bytes)
         .saturating_add(if v6 { 0 } else { ins_bytes })
         .saturating_add(dma_bytes_total(&info))
+        // The time-ordered pass reads the DMA buffers once more.
+        .saturating_add(super::dma::dma_buffer_bytes(&info))
         .saturating_add(err_bytes);
     let mut done = 0u64;
+    // Bytes the DMA row thread has read (split decode only).
+    let dma_done = std::sync::atomic::AtomicU64::new(0);
     let mut prog = |n: u64| {
         done += n;
-        progress(done, total);
+        let d = dma_done.load(std::sync::atomic::Ordering::Relaxed);
+        progress(done.saturating_add(d), total);
     };
 
     // Time origin and window (ntff.md §5.3).
@@ -752,7 +787,16 @@ pub fn decode<S: ByteSource + ?Sized>(
         }
     }
 
-    let mut out = Out::new(sink);
+    let first_core = info.subgraphs.first().map_or(0, |s| s.core);
+    let dma = dma_src.map(|d| super::split::DmaJob {
+        src: d,
+        info: &info,
+        window,
+        file,
+        first_core,
+        first_dma_id: ctx.first_dma_id,
+        done: &dma_done,
+    });
     // Opcode names once per byte value, not once per row (unknown bytes are formatted).
     let opnames: Vec<std::borrow::Cow<'static, str>> = (0..=255u8).map(opcode::name).collect();
     let mut attr = ctx
@@ -764,284 +808,310 @@ pub fn decode<S: ByteSource + ?Sized>(
     // The same in fs: the end of the last v4/v5 throttle row (ntff.md §4.5).
     let mut max_end_fs: Option<i128> = None;
     let mut cores = Vec::new();
-    let first_core = info.subgraphs.first().map_or(0, |s| s.core);
+    // Where each core's DMA problems go (split decode: they arrive after the loop).
+    let mut dma_at = Vec::new();
     let mut next_dma_id = ctx.first_dma_id;
     let mut next_agg_id = 0i64;
     let mut last_ends: Vec<Option<i128>> = Vec::new();
 
-    for (pcore, (sg, code)) in info.subgraphs.iter().zip(&codes).enumerate() {
-        let mut cs = CoreSummary {
-            name: sg.name.clone(),
-            core: sg.core,
-            ..Default::default()
-        };
-        let mut last_end_fs: Option<i128> = None;
-        // Dictionary keys of this core's constant strings (reset per core: `sg` differs).
-        let mut memo = InsMemo::default();
-        let mut open: FxHashMap<(u8, u32), OpenQ> = FxHashMap::default();
-        let mut open_total = 0usize;
-        let cal = &sg.calibration;
-        if let Some(a) = attr.as_mut() {
-            let ops = |e: usize| {
-                code.get(e)
-                    .and_then(Option::as_ref)
-                    .map_or(&[][..], |c| &c.ops[..])
+    std::thread::scope(|scope| -> Result<()> {
+        let (mut merged, threads) = super::split::start(scope, dma, &mut *sink);
+        let mut out = Out::new(&mut merged);
+        for (pcore, (sg, code)) in info.subgraphs.iter().zip(&codes).enumerate() {
+            let mut cs = CoreSummary {
+                name: sg.name.clone(),
+                core: sg.core,
+                ..Default::default()
             };
-            a.subgraph(&sg.name, [ops(0), ops(1), ops(2), ops(3), ops(4)]);
-        }
-        for buf in instruction_buffers(sg) {
-            // File offset of the next record (reports only).
-            let mut at = info.blob_offset.wrapping_add(buf.offset);
-            stream_buffer(src, info.blob_offset, buf, file, problems, &mut prog, |r| {
-                let here = at;
-                at = at.wrapping_add(16);
-                let (e, is_end) = match r.ins_kind() {
-                    InsKind::Start(e) => (e, false),
-                    InsKind::End(e) => (e, true),
-                    InsKind::DgeNotification => {
-                        cs.dge_notifications += 1;
-                        return Ok(());
-                    }
-                    InsKind::Other => {
-                        cs.set_aside.other_kind.note(here);
-                        return Ok(());
-                    }
+            let mut last_end_fs: Option<i128> = None;
+            // Dictionary keys of this core's constant strings (reset per core: `sg` differs).
+            let mut memo = InsMemo::default();
+            let mut open: FxHashMap<(u8, u32), OpenQ> = FxHashMap::default();
+            let mut open_total = 0usize;
+            let cal = &sg.calibration;
+            if let Some(a) = attr.as_mut() {
+                let ops = |e: usize| {
+                    code.get(e)
+                        .and_then(Option::as_ref)
+                        .map_or(&[][..], |c| &c.ops[..])
                 };
-                let Some(c) = code.get(e).and_then(Option::as_ref) else {
-                    cs.foreign_records += 1;
-                    cs.set_aside.foreign.note(here);
-                    return Ok(());
-                };
-                let Some(pc) = record_pc(r, c) else {
-                    cs.foreign_records += 1;
-                    cs.set_aside.foreign.note(here);
-                    return Ok(());
-                };
-                let fs = cal.engines.get(e).copied().unwrap_or_default().fs(r.ts);
-                if !is_end {
-                    if open_total >= MAX_OPEN_TOTAL && !open.contains_key(&(e as u8, pc)) {
-                        cs.unpaired_starts += 1;
-                        cs.set_aside.unpaired_start.note(here);
-                        return Ok(());
-                    }
-                    let o = Open {
-                        ts: r.ts,
-                        fs,
-                        wait_cycles: r.wait_cycles(),
-                        at: here,
-                    };
-                    match open.entry((e as u8, pc)) {
-                        std::collections::hash_map::Entry::Vacant(v) => {
-                            v.insert(OpenQ {
-                                first: o,
-                                rest: VecDeque::new(),
-                            });
-                            open_total += 1;
+                a.subgraph(&sg.name, [ops(0), ops(1), ops(2), ops(3), ops(4)]);
+            }
+            for buf in instruction_buffers(sg) {
+                // File offset of the next record (reports only).
+                let mut at = info.blob_offset.wrapping_add(buf.offset);
+                stream_buffer(src, info.blob_offset, buf, file, problems, &mut prog, |r| {
+                    let here = at;
+                    at = at.wrapping_add(16);
+                    let (e, is_end) = match r.ins_kind() {
+                        InsKind::Start(e) => (e, false),
+                        InsKind::End(e) => (e, true),
+                        InsKind::DgeNotification => {
+                            cs.dge_notifications += 1;
+                            return Ok(());
                         }
-                        std::collections::hash_map::Entry::Occupied(mut q) => {
-                            let q = q.get_mut();
-                            if q.rest.len() + 1 >= MAX_OPEN_PER_PC {
-                                if let Some(o) = q.pop() {
-                                    cs.set_aside.unpaired_start.note(o.at);
-                                }
-                                cs.unpaired_starts += 1;
-                            } else {
+                        InsKind::Other => {
+                            cs.set_aside.other_kind.note(here);
+                            return Ok(());
+                        }
+                    };
+                    let Some(c) = code.get(e).and_then(Option::as_ref) else {
+                        cs.foreign_records += 1;
+                        cs.set_aside.foreign.note(here);
+                        return Ok(());
+                    };
+                    let Some(pc) = record_pc(r, c) else {
+                        cs.foreign_records += 1;
+                        cs.set_aside.foreign.note(here);
+                        return Ok(());
+                    };
+                    let fs = cal.engines.get(e).copied().unwrap_or_default().fs(r.ts);
+                    if !is_end {
+                        if open_total >= MAX_OPEN_TOTAL && !open.contains_key(&(e as u8, pc)) {
+                            cs.unpaired_starts += 1;
+                            cs.set_aside.unpaired_start.note(here);
+                            return Ok(());
+                        }
+                        let o = Open {
+                            ts: r.ts,
+                            fs,
+                            wait_cycles: r.wait_cycles(),
+                            at: here,
+                        };
+                        match open.entry((e as u8, pc)) {
+                            std::collections::hash_map::Entry::Vacant(v) => {
+                                v.insert(OpenQ {
+                                    first: o,
+                                    rest: VecDeque::new(),
+                                });
                                 open_total += 1;
                             }
-                            q.rest.push_back(o);
+                            std::collections::hash_map::Entry::Occupied(mut q) => {
+                                let q = q.get_mut();
+                                if q.rest.len() + 1 >= MAX_OPEN_PER_PC {
+                                    if let Some(o) = q.pop() {
+                                        cs.set_aside.unpaired_start.note(o.at);
+                                    }
+                                    cs.unpaired_starts += 1;
+                                } else {
+                                    open_total += 1;
+                                }
+                                q.rest.push_back(o);
+                            }
                         }
+                        return Ok(());
                     }
-                    return Ok(());
-                }
-                let popped = match open.get_mut(&(e as u8, pc)) {
-                    Some(q) => match q.pop() {
-                        Some(s) => Some(s),
-                        None => {
-                            // Keep only keys with open starts: memory ∝ open starts.
-                            open.remove(&(e as u8, pc)).map(|q| q.first)
-                        }
-                    },
-                    None => None,
-                };
-                let Some(s) = popped else {
-                    cs.unpaired_ends += 1;
-                    cs.set_aside.unpaired_end.note(here);
-                    return Ok(());
-                };
-                open_total = open_total.saturating_sub(1);
-                if window.far_outside(s.fs) || window.far_outside(fs) {
-                    cs.set_aside.far_outside.note(here);
-                }
-                // Window: start ≥ t0 and end ≤ t1 (ntff.md §5.3).
-                if s.fs < window.t0 || window.t1.is_some_and(|t1| fs > t1) {
-                    cs.set_aside.outside_window.note(here);
-                    return Ok(());
-                }
-                if fs < s.fs {
-                    cs.set_aside.reversed.note(here);
-                }
-                let engine = Engine::from_ntff(e as u32).unwrap_or(Engine::Pe);
-                let start_ns = window.ns(s.fs);
-                let dur = Window::dur_ns(s.fs, fs);
-                let end_ns = start_ns.saturating_add(dur);
-                let op = c.ops.get(pc as usize).copied();
-                let b = &mut out.ins;
-                b.set(ins::START, start_ns);
-                b.set(ins::END, end_ns);
-                b.set(ins::DUR, dur);
-                b.set_memo(ins::ENGINE, engine.explorer_name(), &mut memo.engine[e]);
-                if op == Some(opcode::MATMUL) {
-                    b.set_memo(ins::TRACK, "TensorMatrix", &mut memo.matrix_track);
-                } else {
-                    b.set_memo(ins::TRACK, engine.track_name(), &mut memo.track[e]);
-                }
-                b.set(ins::PCORE, pcore as i64);
-                if let Some(o) = op {
-                    let o = usize::from(o);
-                    b.set_memo(ins::OPCODE, &opnames[o], &mut memo.opcode[o]);
-                }
-                b.set(ins::ID, next_id);
-                b.set(ins::PC, i64::from(pc));
-                b.set(ins::CRC_IN, i64::from(r.crc_in()));
-                b.set(ins::CRC_OUT, i64::from(r.crc_out()));
-                // Single precision, truncated (ntff.md §4.1).
-                let cycles = f32::from(s.wait_cycles);
-                b.set(ins::WAIT, (cycles / clk_f32) as i64);
-                b.set(ins::OP_BYTE, op.map(i32::from));
-                b.set(ins::RAW_S, i64::try_from(s.ts).ok());
-                b.set(ins::RAW_E, i64::try_from(r.ts).ok());
-                b.set_memo(ins::SG, &sg.name, &mut memo.sg);
-                if let Some(a) = &mut attr {
-                    a.fill(b, e, pc);
-                }
-                out.ins.end_row_into(out.sink)?;
-                next_id = next_id.wrapping_add(1);
-                if let Some(x) = cs.instructions_per_engine.get_mut(e) {
-                    *x += 1;
-                }
-                last_end_fs = Some(last_end_fs.map_or(fs, |x| x.max(fs)));
-                let end_abs = window.ns(fs);
-                max_end_ns = Some(max_end_ns.map_or(end_abs, |x| x.max(end_abs)));
-                max_end_fs = Some(max_end_fs.map_or(fs, |x| x.max(fs)));
-                Ok(())
-            })?;
-        }
-        cs.unpaired_starts += open.values().map(|q| 1 + q.rest.len() as u64).sum::<u64>();
-        for q in open.values() {
-            for o in std::iter::once(&q.first).chain(&q.rest) {
-                cs.set_aside.unpaired_start.note(o.at);
-            }
-        }
-        cs.set_aside.unpaired_start.first_offset = open
-            .values()
-            .flat_map(|q| std::iter::once(&q.first).chain(&q.rest))
-            .map(|o| o.at)
-            .chain(cs.set_aside.unpaired_start.first_offset)
-            .min();
-        drop(open);
-
-        let names = ctx.semaphore_names.get(pcore);
-        let mut sem_ids: Vec<Option<(String, Memo)>> = vec![None; 256];
-        let mut sg_memo = Memo::default();
-        for buf in event_buffers(sg) {
-            stream_buffer(src, info.blob_offset, buf, file, problems, &mut prog, |r| {
-                let fs = cal.event.fs(r.ts);
-                // v4/v5: event_count is every event record of the buffer (inf2 exports, 9/9);
-                // v6: those in the window (ntff.md §5.2).
-                if window.t1.is_none() {
-                    cs.event_count += 1;
-                }
-                if !window.contains(fs) {
-                    return Ok(());
-                }
-                if window.t1.is_some() {
-                    cs.event_count += 1;
-                }
-                let t_ns = window.ns(fs);
-                max_end_ns = Some(max_end_ns.map_or(t_ns, |x| x.max(t_ns)));
-                max_end_fs = Some(max_end_fs.map_or(fs, |x| x.max(fs)));
-                if !r.is_sem_update() {
-                    return Ok(());
-                }
-                let n = u32::from(r.sem_index());
-                let ts = window.ns(fs);
-                // The id text depends on the index alone (per core): formatted once.
-                let (id, id_memo) = sem_ids[n as usize].get_or_insert_with(|| {
-                    let name = names
-                        .and_then(|m| m.get(&n))
-                        .map(String::as_str)
-                        .or_else(|| {
-                            FIXED_SEMAPHORE_NAMES
-                                .iter()
-                                .find(|(i, _)| *i == n)
-                                .map(|(_, s)| *s)
-                        });
-                    let id = match name {
-                        Some(nm) => format!("S[{n}] ({nm})"),
-                        None => n.to_string(),
+                    let popped = match open.get_mut(&(e as u8, pc)) {
+                        Some(q) => match q.pop() {
+                            Some(s) => Some(s),
+                            None => {
+                                // Keep only keys with open starts: memory ∝ open starts.
+                                open.remove(&(e as u8, pc)).map(|q| q.first)
+                            }
+                        },
+                        None => None,
                     };
-                    (id, Memo::default())
-                });
-                let b = &mut out.sem;
-                b.set(sem::TS, ts);
-                b.set_memo(sem::ID, id, id_memo);
-                // 32-bit register value, reinterpreted as Explorer's int32.
-                b.set(sem::VALUE, r.sem_value());
-                b.set(sem::MODE, i32::from(r.update_mode()));
-                b.set(sem::PCORE, pcore as i64);
-                b.set(sem::INDEX, n as i32);
-                b.set(sem::W0, i64::from(r.w0));
-                b.set_memo(sem::SG, &sg.name, &mut sg_memo);
-                out.sem.end_row_into(out.sink)?;
-                cs.semaphore_updates += 1;
-                Ok(())
-            })?;
-        }
-        let io = NtffIo {
-            src,
-            info: &info,
-            window,
-            file,
-            problems: &mut *problems,
-            progress: &mut prog,
-            sink: &mut *out.sink,
-        };
-        let ids = DmaIds {
-            packet: &mut next_dma_id,
-            aggregated: &mut next_agg_id,
-        };
-        decode_dma_core(io, sg, pcore, first_core, ids, &mut cs.dma)?;
-        last_ends.push(last_end_fs);
-        if let Some(le) = last_end_fs {
-            cs.last_instruction_end_ns = Some(window.ns(le));
-            // ⌊ps × clock / 1000⌋ with clock = 1.2 or 1.4 as an exact decimal (tenths).
-            let ps = le.saturating_sub(window.t0).div_euclid(1000);
-            let tenths = (hw.clock_others * 10.0).round() as i128;
-            cs.neuroncore_cycle_count =
-                u64::try_from(ps.saturating_mul(tenths).div_euclid(10_000)).ok();
-        }
-        if cs.unpaired_starts > 1 || cs.unpaired_ends > 0 {
-            let p = Problem::new(
-                Code::NtffUnpaired,
-                Some(file),
-                format!(
+                    let Some(s) = popped else {
+                        cs.unpaired_ends += 1;
+                        cs.set_aside.unpaired_end.note(here);
+                        return Ok(());
+                    };
+                    open_total = open_total.saturating_sub(1);
+                    if window.far_outside(s.fs) || window.far_outside(fs) {
+                        cs.set_aside.far_outside.note(here);
+                    }
+                    // Window: start ≥ t0 and end ≤ t1 (ntff.md §5.3).
+                    if s.fs < window.t0 || window.t1.is_some_and(|t1| fs > t1) {
+                        cs.set_aside.outside_window.note(here);
+                        return Ok(());
+                    }
+                    if fs < s.fs {
+                        cs.set_aside.reversed.note(here);
+                    }
+                    let engine = Engine::from_ntff(e as u32).unwrap_or(Engine::Pe);
+                    let start_ns = window.ns(s.fs);
+                    let dur = Window::dur_ns(s.fs, fs);
+                    let end_ns = start_ns.saturating_add(dur);
+                    let op = c.ops.get(pc as usize).copied();
+                    let b = &mut out.ins;
+                    b.set(ins::START, start_ns);
+                    b.set(ins::END, end_ns);
+                    b.set(ins::DUR, dur);
+                    b.set_memo(ins::ENGINE, engine.explorer_name(), &mut memo.engine[e]);
+                    if op == Some(opcode::MATMUL) {
+                        b.set_memo(ins::TRACK, "TensorMatrix", &mut memo.matrix_track);
+                    } else {
+                        b.set_memo(ins::TRACK, engine.track_name(), &mut memo.track[e]);
+                    }
+                    b.set(ins::PCORE, pcore as i64);
+                    if let Some(o) = op {
+                        let o = usize::from(o);
+                        b.set_memo(ins::OPCODE, &opnames[o], &mut memo.opcode[o]);
+                    }
+                    b.set(ins::ID, next_id);
+                    b.set(ins::PC, i64::from(pc));
+                    b.set(ins::CRC_IN, i64::from(r.crc_in()));
+                    b.set(ins::CRC_OUT, i64::from(r.crc_out()));
+                    // Single precision, truncated (ntff.md §4.1).
+                    let cycles = f32::from(s.wait_cycles);
+                    b.set(ins::WAIT, (cycles / clk_f32) as i64);
+                    b.set(ins::OP_BYTE, op.map(i32::from));
+                    b.set(ins::RAW_S, i64::try_from(s.ts).ok());
+                    b.set(ins::RAW_E, i64::try_from(r.ts).ok());
+                    b.set_memo(ins::SG, &sg.name, &mut memo.sg);
+                    if let Some(a) = &mut attr {
+                        a.fill(b, e, pc);
+                    }
+                    out.ins.end_row_into(out.sink)?;
+                    next_id = next_id.wrapping_add(1);
+                    if let Some(x) = cs.instructions_per_engine.get_mut(e) {
+                        *x += 1;
+                    }
+                    last_end_fs = Some(last_end_fs.map_or(fs, |x| x.max(fs)));
+                    let end_abs = window.ns(fs);
+                    max_end_ns = Some(max_end_ns.map_or(end_abs, |x| x.max(end_abs)));
+                    max_end_fs = Some(max_end_fs.map_or(fs, |x| x.max(fs)));
+                    Ok(())
+                })?;
+            }
+            cs.unpaired_starts += open.values().map(|q| 1 + q.rest.len() as u64).sum::<u64>();
+            for q in open.values() {
+                for o in std::iter::once(&q.first).chain(&q.rest) {
+                    cs.set_aside.unpaired_start.note(o.at);
+                }
+            }
+            cs.set_aside.unpaired_start.first_offset = open
+                .values()
+                .flat_map(|q| std::iter::once(&q.first).chain(&q.rest))
+                .map(|o| o.at)
+                .chain(cs.set_aside.unpaired_start.first_offset)
+                .min();
+            drop(open);
+
+            let names = ctx.semaphore_names.get(pcore);
+            let mut sem_ids: Vec<Option<(String, Memo)>> = vec![None; 256];
+            let mut sg_memo = Memo::default();
+            for buf in event_buffers(sg) {
+                stream_buffer(src, info.blob_offset, buf, file, problems, &mut prog, |r| {
+                    let fs = cal.event.fs(r.ts);
+                    // v4/v5: event_count is every event record of the buffer (inf2 exports, 9/9);
+                    // v6: those in the window (ntff.md §5.2).
+                    if window.t1.is_none() {
+                        cs.event_count += 1;
+                    }
+                    if !window.contains(fs) {
+                        return Ok(());
+                    }
+                    if window.t1.is_some() {
+                        cs.event_count += 1;
+                    }
+                    let t_ns = window.ns(fs);
+                    max_end_ns = Some(max_end_ns.map_or(t_ns, |x| x.max(t_ns)));
+                    max_end_fs = Some(max_end_fs.map_or(fs, |x| x.max(fs)));
+                    if !r.is_sem_update() {
+                        return Ok(());
+                    }
+                    let n = u32::from(r.sem_index());
+                    let ts = window.ns(fs);
+                    // The id text depends on the index alone (per core): formatted once.
+                    let (id, id_memo) = sem_ids[n as usize].get_or_insert_with(|| {
+                        let name =
+                            names
+                                .and_then(|m| m.get(&n))
+                                .map(String::as_str)
+                                .or_else(|| {
+                                    FIXED_SEMAPHORE_NAMES
+                                        .iter()
+                                        .find(|(i, _)| *i == n)
+                                        .map(|(_, s)| *s)
+                                });
+                        let id = match name {
+                            Some(nm) => format!("S[{n}] ({nm})"),
+                            None => n.to_string(),
+                        };
+                        (id, Memo::default())
+                    });
+                    let b = &mut out.sem;
+                    b.set(sem::TS, ts);
+                    b.set_memo(sem::ID, id, id_memo);
+                    // 32-bit register value, reinterpreted as Explorer's int32.
+                    b.set(sem::VALUE, r.sem_value());
+                    b.set(sem::MODE, i32::from(r.update_mode()));
+                    b.set(sem::PCORE, pcore as i64);
+                    b.set(sem::INDEX, n as i32);
+                    b.set(sem::W0, i64::from(r.w0));
+                    b.set_memo(sem::SG, &sg.name, &mut sg_memo);
+                    out.sem.end_row_into(out.sink)?;
+                    cs.semaphore_updates += 1;
+                    Ok(())
+                })?;
+            }
+            if threads.is_some() {
+                dma_at.push(problems.len());
+            } else {
+                let io = NtffIo {
+                    src,
+                    info: &info,
+                    window,
+                    file,
+                    problems: &mut *problems,
+                    progress: &mut prog,
+                    sink: &mut *out.sink,
+                };
+                let ids = DmaIds {
+                    packet: &mut next_dma_id,
+                    aggregated: &mut next_agg_id,
+                };
+                decode_dma_core(io, sg, pcore, first_core, ids, &mut cs.dma)?;
+            }
+            last_ends.push(last_end_fs);
+            if let Some(le) = last_end_fs {
+                cs.last_instruction_end_ns = Some(window.ns(le));
+                // ⌊ps × clock / 1000⌋ with clock = 1.2 or 1.4 as an exact decimal (tenths).
+                let ps = le.saturating_sub(window.t0).div_euclid(1000);
+                let tenths = (hw.clock_others * 10.0).round() as i128;
+                cs.neuroncore_cycle_count =
+                    u64::try_from(ps.saturating_mul(tenths).div_euclid(10_000)).ok();
+            }
+            if cs.unpaired_starts > 1 || cs.unpaired_ends > 0 {
+                let p = Problem::new(
+                    Code::NtffUnpaired,
+                    Some(file),
+                    format!(
                     "{file}: {}: {} start records without an end, {} end records without a start",
                     sg.name, cs.unpaired_starts, cs.unpaired_ends
                 ),
-            );
-            // Where the first unpaired record is.
-            let first = [
-                cs.set_aside.unpaired_end.first_offset,
-                cs.set_aside.unpaired_start.first_offset,
-            ];
-            problems.push(match first.into_iter().flatten().min() {
-                Some(at) => p.at(at),
-                None => p,
-            });
+                );
+                // Where the first unpaired record is.
+                let first = [
+                    cs.set_aside.unpaired_end.first_offset,
+                    cs.set_aside.unpaired_start.first_offset,
+                ];
+                problems.push(match first.into_iter().flatten().min() {
+                    Some(at) => p.at(at),
+                    None => p,
+                });
+            }
+            cores.push(cs);
         }
-        cores.push(cs);
-    }
-    out.finish()?;
+        out.finish()?;
+        if let Some(t) = threads {
+            let per_core = merged.finish(t)?;
+            // Back to front, so the earlier insertion points stay valid.
+            for ((stats, ps), (c, at)) in per_core
+                .into_iter()
+                .zip(cores.iter_mut().zip(&dma_at))
+                .rev()
+            {
+                c.dma = stats;
+                let at = (*at).min(problems.len());
+                problems.splice(at..at, ps);
+            }
+            prog(0);
+        }
+        Ok(())
+    })?;
+    let problems = &mut problem_list;
 
     // Totals.
     for (i, c) in cores.iter().enumerate() {

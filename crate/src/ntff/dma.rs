@@ -569,6 +569,110 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
         progress,
         sink,
     } = io;
+    let rows_io = NtffIo {
+        src,
+        info,
+        window,
+        file,
+        problems,
+        progress: &mut *progress,
+        sink: &mut *sink,
+    };
+    let plan = dma_rows(rows_io, sg, pcore, first_core, ids, stats)?;
+    let out = (sink, progress);
+    stats.times = dma_times(src, info, sg, pcore, first_core, window, &plan, out)?;
+    Ok(())
+}
+
+/// What the time-ordered pass of one core reads ([`Runs::plan`]): the sorted runs of its DMA
+/// buffers and their largest drop when they can be merged, else each buffer whole and `None`.
+pub(super) struct DmaPlan {
+    runs: Vec<Run>,
+    drop: Option<i128>,
+}
+
+/// The `DmaUsage` rows and the Summary's DMA fields of one core: [`TimePass`] over `plan`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn dma_times<S: ByteSource + ?Sized>(
+    src: &S,
+    info: &NtffInfo,
+    sg: &SubgraphInfo,
+    pcore: usize,
+    first_core: u32,
+    window: Window,
+    plan: &DmaPlan,
+    out: (&mut dyn TableSink, &mut dyn FnMut(u64)),
+) -> Result<DmaTimes> {
+    let pass = TimePass {
+        info,
+        sg,
+        pcore,
+        first_core,
+        window,
+    };
+    pass.run(src, &plan.runs, plan.drop, out.0, out.1)
+}
+
+/// The [`DmaPlan`] of one core without writing rows: the same records go through the same
+/// [`Runs`] and [`Pairing`] as in [`dma_rows`] (problems and set-aside counts are dropped, the
+/// row pass reports them), so the plan is the row pass's plan and the time-ordered pass can run
+/// beside the row pass on another thread.
+pub(super) fn dma_plan<S: ByteSource + ?Sized>(
+    src: &S,
+    info: &NtffInfo,
+    sg: &SubgraphInfo,
+    first_core: u32,
+    window: Window,
+    file: &str,
+) -> Result<DmaPlan> {
+    let mut pairing = Pairing::new(sg, first_core, window);
+    let mut runs = Runs::default();
+    let mut scratch = DmaCoreStats::default();
+    let mut problems = Vec::new();
+    for (bi, buf) in dma_buffers(sg).enumerate() {
+        let mut idx = 0u64;
+        stream_buffer(
+            src,
+            info.blob_offset,
+            buf,
+            file,
+            &mut problems,
+            &mut |_| {},
+            |r: Rec| {
+                let i = idx;
+                idx += 1;
+                if let Some(d) = classify(sg, &r) {
+                    let run = runs.see(bi, i, d.3);
+                    pairing.feed(&r, d, run, 0, &mut scratch);
+                }
+                Ok(())
+            },
+        )?;
+        runs.end_buffer(bi, idx);
+    }
+    let (runs, drop) = runs.plan(!(pairing.split || pairing.capped));
+    Ok(DmaPlan { runs, drop })
+}
+
+/// The `DmaPacket` and `DmaPacketAggregated` rows of one core (the first half of
+/// [`decode_dma_core`]); returns the plan of its time-ordered pass.
+pub(super) fn dma_rows<S: ByteSource + ?Sized>(
+    io: NtffIo<'_, S>,
+    sg: &SubgraphInfo,
+    pcore: usize,
+    first_core: u32,
+    ids: DmaIds<'_>,
+    stats: &mut DmaCoreStats,
+) -> Result<DmaPlan> {
+    let NtffIo {
+        src,
+        info,
+        window,
+        file,
+        problems,
+        progress,
+        sink,
+    } = io;
     let DmaIds {
         packet: next_id,
         aggregated: next_agg_id,
@@ -702,17 +806,8 @@ pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
     t.first_offset = t.first_offset.into_iter().chain(first_left).min();
     b.finish_into(sink)?;
     stats.aggregated += write_aggregated(&aggs, pcore, &sg.name, sink)?;
-    let (plan, drop) = runs.plan(!(pairing.split || pairing.capped));
-    std::mem::drop(pairing);
-    let pass = TimePass {
-        info,
-        sg,
-        pcore,
-        first_core,
-        window,
-    };
-    stats.times = pass.run(src, &plan, drop, sink)?;
-    Ok(())
+    let (runs, drop) = runs.plan(!(pairing.split || pairing.capped));
+    Ok(DmaPlan { runs, drop })
 }
 
 /// One packet awaiting its turn in [`TimePass`]'s reorder heap, ordered by (start, row order).
@@ -744,6 +839,8 @@ struct Cursor {
     chunk_first: u64,
     /// Read error: the run ends here (the row pass already reported the bytes).
     failed: bool,
+    /// Bytes read so far (progress).
+    read: u64,
     /// Latest time read so far: the run's records still to come are ≥ this − its drop.
     max: i128,
 }
@@ -767,6 +864,7 @@ impl Cursor {
                     return None;
                 }
                 self.chunk_first = self.next;
+                self.read += self.chunk.len() as u64;
             }
             let i = self.next;
             self.next += 1;
@@ -821,6 +919,7 @@ impl TimePass<'_> {
         runs: &[Run],
         drop: Option<i128>,
         sink: &mut dyn TableSink,
+        progress: &mut dyn FnMut(u64),
     ) -> Result<DmaTimes> {
         let ordered = drop.is_some();
         let drop = drop.unwrap_or(0);
@@ -840,6 +939,7 @@ impl TimePass<'_> {
                     chunk: Vec::new(),
                     chunk_first: 0,
                     failed: false,
+                    read: 0,
                     max: i128::MIN,
                 })
             })
@@ -870,6 +970,7 @@ impl TimePass<'_> {
             head_rec.push(h);
         }
         let mut since = 0u32;
+        let mut reported = 0u64;
         while let Some(mut top) = heads.peek_mut() {
             let k = top.0 .1;
             let (Some(c), Some(slot)) = (cursors.get_mut(k), head_rec.get_mut(k)) else {
@@ -926,8 +1027,17 @@ impl TimePass<'_> {
                 }
             }
             since += 1;
+            if since >= RELEASE_EVERY && !ordered {
+                since = 0;
+                let read: u64 = cursors.iter().map(|c| c.read).sum();
+                progress(read - reported);
+                reported = read;
+            }
             if ordered && since >= RELEASE_EVERY {
                 since = 0;
+                let read: u64 = cursors.iter().map(|c| c.read).sum();
+                progress(read - reported);
+                reported = read;
                 // No packet still to come starts before w: its start is open now, or in a
                 // record not read yet of a run that has one (its head is read ahead).
                 let ahead = cursors
@@ -944,6 +1054,8 @@ impl TimePass<'_> {
                 release(&mut pending, limit, &mut series, &mut times, sink)?;
             }
         }
+        let read: u64 = cursors.iter().map(|c| c.read).sum();
+        progress(read - reported);
         release(&mut pending, None, &mut series, &mut times, sink)?;
         let (rows, peak) = series.finish(sink)?;
         times.usage_rows = rows;
@@ -1280,6 +1392,15 @@ pub(super) fn write_dma_queues_info(info: &NtffInfo, sink: &mut dyn TableSink) -
 }
 
 /// Trace-buffer bytes of the DMA and throttle buffers (progress total).
+/// Bytes of every core's DMA buffers (what the time-ordered passes read).
+pub(super) fn dma_buffer_bytes(info: &NtffInfo) -> u64 {
+    info.subgraphs
+        .iter()
+        .flat_map(dma_buffers)
+        .map(|b| b.size)
+        .fold(0u64, u64::saturating_add)
+}
+
 pub(super) fn dma_bytes_total(info: &NtffInfo) -> u64 {
     info.subgraphs
         .iter()
@@ -1532,7 +1653,7 @@ mod tests {
                 first_core,
                 window,
             };
-            let sorted = pass.run(&src, &whole, None, &mut b).unwrap();
+            let sorted = pass.run(&src, &whole, None, &mut b, &mut |_| {}).unwrap();
             out.push((
                 stats.times,
                 sorted,

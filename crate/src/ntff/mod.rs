@@ -13,9 +13,10 @@ pub mod dma;
 pub mod errors;
 pub mod opcode;
 pub mod raw;
+mod split;
 pub mod write;
 
-pub use decode::{decode, DecodeContext, DecodeReport, TimeOrigin};
+pub use decode::{decode, decode_split, DecodeContext, DecodeReport, TimeOrigin};
 
 use prost::Message;
 

@@ -1,0 +1,200 @@
+//! The DMA threads of [`super::decode::decode_split`] (native): one writes every core's
+//! `DmaPacket` and `DmaPacketAggregated` rows, the other runs every core's time-ordered pass
+//! (`DmaUsage`, the Summary's DMA fields) after its own scan for the pass's plan. Their batches
+//! cross a bounded channel to the decoding thread, which hands them to the sink between its own
+//! batches ([`Merged`]), so the sink is only ever called from that thread.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::thread::{Scope, ScopedJoinHandle};
+
+use arrow_array::RecordBatch;
+
+use super::decode::Window;
+use super::dma::{dma_plan, dma_rows, dma_times, DmaCoreStats, DmaIds, NtffIo};
+use super::NtffInfo;
+use crate::error::{Error, Problem, Result};
+use crate::source::ByteSource;
+use crate::summary::DmaTimes;
+use crate::tables::{TableDef, TableSink};
+
+/// Batches in flight from the two DMA threads (bounded: a `DmaPacket` batch of 64 Ki rows is
+/// ≈ 8 MB).
+const DEPTH: usize = 4;
+
+/// What the DMA threads read: the NTFF (`src`, shared), its info section and window, the file
+/// name for problems, the first core's physical index (`engine_idx` base), the first
+/// `DmaPacket.id`, and the counter of DMA bytes read (progress).
+pub(super) struct DmaJob<'a> {
+    pub(super) src: &'a (dyn ByteSource + Sync),
+    pub(super) info: &'a NtffInfo,
+    pub(super) window: Window,
+    pub(super) file: &'a str,
+    pub(super) first_core: u32,
+    pub(super) first_dma_id: i64,
+    pub(super) done: &'a AtomicU64,
+}
+
+type Msg = (&'static TableDef, RecordBatch);
+/// Per core: the DMA row statistics and the problems of the row pass.
+type RowsOut = Vec<(DmaCoreStats, Vec<Problem>)>;
+
+/// A DMA thread's sink: batches go to the decoding thread.
+struct Forward(SyncSender<Msg>);
+
+impl TableSink for Forward {
+    fn batch(&mut self, def: &'static TableDef, batch: RecordBatch) -> Result<()> {
+        self.0
+            .send((def, batch))
+            .map_err(|_| Error::Other("NTFF decode stopped".into()))
+    }
+}
+
+/// The running DMA threads of one decode.
+pub(super) struct Threads<'scope> {
+    rows: ScopedJoinHandle<'scope, Result<RowsOut>>,
+    times: ScopedJoinHandle<'scope, Result<Vec<DmaTimes>>>,
+}
+
+/// The decoding thread's sink: its own batches, with the DMA threads' batches that arrived
+/// meanwhile handed on first.
+pub(super) struct Merged<'s> {
+    inner: &'s mut dyn TableSink,
+    rx: Option<Receiver<Msg>>,
+}
+
+impl TableSink for Merged<'_> {
+    fn batch(&mut self, def: &'static TableDef, batch: RecordBatch) -> Result<()> {
+        if let Some(rx) = &self.rx {
+            while let Ok((d, b)) = rx.try_recv() {
+                self.inner.batch(d, b)?;
+            }
+        }
+        self.inner.batch(def, batch)
+    }
+}
+
+/// A thread's result, a panic turned into an error (the scope must not re-raise it).
+fn joined<T>(h: ScopedJoinHandle<'_, Result<T>>) -> Result<T> {
+    h.join()
+        .unwrap_or_else(|_| Err(Error::Other("NTFF DMA thread panicked".into())))
+}
+
+impl Merged<'_> {
+    /// Hands on the DMA threads' remaining batches, waits for them and returns, per core, the
+    /// DMA statistics (with the time-ordered pass's results) and the row pass's problems.
+    ///
+    /// Errors: the sink's, else a thread's first error.
+    pub(super) fn finish(mut self, t: Threads<'_>) -> Result<RowsOut> {
+        let mut failed = Ok(());
+        if let Some(rx) = self.rx.take() {
+            for (d, b) in rx.iter() {
+                if let Err(e) = self.inner.batch(d, b) {
+                    failed = Err(e);
+                    break;
+                }
+            }
+            // Dropped here: a thread blocked on a full channel gets an error and ends.
+        }
+        let rows = joined(t.rows);
+        let times = joined(t.times);
+        failed?;
+        let mut rows = rows?;
+        for ((stats, _), times) in rows.iter_mut().zip(times?) {
+            stats.times = times;
+        }
+        Ok(rows)
+    }
+}
+
+/// Starts the DMA threads of `job` in `scope` (none without a job) and returns the sink the
+/// decoding thread writes to.
+pub(super) fn start<'scope, 's>(
+    scope: &'scope Scope<'scope, '_>,
+    job: Option<DmaJob<'scope>>,
+    sink: &'s mut dyn TableSink,
+) -> (Merged<'s>, Option<Threads<'scope>>) {
+    let Some(job) = job else {
+        return (
+            Merged {
+                inner: sink,
+                rx: None,
+            },
+            None,
+        );
+    };
+    let (tx, rx) = sync_channel(DEPTH);
+    let tx2 = tx.clone();
+    let DmaJob {
+        src,
+        info,
+        window,
+        file,
+        first_core,
+        first_dma_id,
+        done,
+    } = job;
+    let rows = scope.spawn(move || {
+        catch(|| {
+            let mut sink = Forward(tx);
+            let (mut next_id, mut next_agg) = (first_dma_id, 0i64);
+            let mut out = Vec::new();
+            for (pcore, sg) in info.subgraphs.iter().enumerate() {
+                let mut stats = DmaCoreStats::default();
+                let mut problems = Vec::new();
+                let mut prog = |n: u64| {
+                    done.fetch_add(n, Ordering::Relaxed);
+                };
+                let io = NtffIo {
+                    src,
+                    info,
+                    window,
+                    file,
+                    problems: &mut problems,
+                    progress: &mut prog,
+                    sink: &mut sink,
+                };
+                let ids = DmaIds {
+                    packet: &mut next_id,
+                    aggregated: &mut next_agg,
+                };
+                dma_rows(io, sg, pcore, first_core, ids, &mut stats)?;
+                out.push((stats, problems));
+            }
+            Ok(out)
+        })
+    });
+    let times = scope.spawn(move || {
+        catch(|| {
+            let mut sink = Forward(tx2);
+            let mut out = Vec::new();
+            for (pcore, sg) in info.subgraphs.iter().enumerate() {
+                let plan = dma_plan(src, info, sg, first_core, window, file)?;
+                let mut prog = |n: u64| {
+                    done.fetch_add(n, Ordering::Relaxed);
+                };
+                let out_to = (
+                    &mut sink as &mut dyn TableSink,
+                    &mut prog as &mut dyn FnMut(u64),
+                );
+                out.push(dma_times(
+                    src, info, sg, pcore, first_core, window, &plan, out_to,
+                )?);
+            }
+            Ok(out)
+        })
+    });
+    (
+        Merged {
+            inner: sink,
+            rx: Some(rx),
+        },
+        Some(Threads { rows, times }),
+    )
+}
+
+/// `f()`, a panic turned into an error.
+fn catch<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+        .unwrap_or_else(|_| Err(Error::Other("NTFF DMA thread panicked".into())))
+}
