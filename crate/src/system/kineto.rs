@@ -267,9 +267,9 @@ fn has_surrogate_escape(t: &str) -> bool {
         })
 }
 
-/// The text of a JSON string value (`None` when `raw` is not a string).
-fn str_of(raw: &RawValue) -> Option<Cow<'_, str>> {
-    let t = raw.get();
+/// The text of a JSON string value (`None` when `raw`, a value's JSON text, is not a string).
+fn str_of(raw: &str) -> Option<Cow<'_, str>> {
+    let t = raw;
     let inner = t.strip_prefix('"')?.strip_suffix('"')?;
     if inner.contains('\\') {
         serde_json::from_str::<String>(t).ok().map(Cow::Owned)
@@ -279,21 +279,20 @@ fn str_of(raw: &RawValue) -> Option<Cow<'_, str>> {
 }
 
 /// A JSON string's text, or any other value's canonical JSON text (names and flow ids).
-fn text_of(raw: &RawValue) -> Cow<'_, str> {
+fn text_of(raw: &str) -> Cow<'_, str> {
     str_of(raw).unwrap_or_else(|| {
         let mut s = String::new();
-        canon(raw.get(), &mut s);
+        canon(raw, &mut s);
         Cow::Owned(s)
     })
 }
 
 /// `ts` / `dur` in µs (a number, or a string holding one) → ns: exact decimal conversion, else f64.
-fn value_ns(raw: Option<&RawValue>) -> Option<i64> {
-    let raw = raw?;
-    if let Some(s) = str_of(raw) {
+fn value_ns(raw: Option<&str>) -> Option<i64> {
+    let t = raw?;
+    if let Some(s) = str_of(t) {
         return us_text_to_ns(&s);
     }
-    let t = raw.get();
     if let Some(v) = us_text_to_ns(t) {
         return Some(v);
     }
@@ -303,9 +302,9 @@ fn value_ns(raw: Option<&RawValue>) -> Option<i64> {
 
 /// pid / tid: numbers, or strings (hashed to a non-negative int64; the text goes to extras under
 /// `key`).
-fn id_of(v: Option<&RawValue>, key: &str, extra: &mut Extras) -> i64 {
-    let Some(v) = v else { return 0 };
-    if let Some(s) = str_of(v) {
+fn id_of(v: Option<&str>, key: &str, extra: &mut Extras) -> i64 {
+    let Some(t) = v else { return 0 };
+    if let Some(s) = str_of(t) {
         return match s.trim().parse::<i64>() {
             Ok(n) => n,
             Err(_) => {
@@ -320,7 +319,6 @@ fn id_of(v: Option<&RawValue>, key: &str, extra: &mut Extras) -> i64 {
             }
         };
     }
-    let t = v.get();
     if let Ok(n) = t.parse::<i64>() {
         return n;
     }
@@ -361,8 +359,9 @@ impl<'de> Deserialize<'de> for Key<'de> {
     }
 }
 
-/// A JSON object's members in input order, values as raw text (`args`, and the rest of an event).
-type Members<'a> = Vec<(Cow<'a, str>, &'a RawValue)>;
+/// A JSON object's members in input order, values as their JSON text (`args`, and the rest of an
+/// event).
+type Members<'a> = Vec<(Cow<'a, str>, &'a str)>;
 
 /// `args`: the members of an object; any other value is read past and yields none (as before:
 /// only object `args` reach the extras).
@@ -372,15 +371,206 @@ struct Args<'a>(Members<'a>);
 /// every other member kept as raw JSON text. Duplicate keys: the last wins (as in a JSON object).
 #[derive(Default)]
 struct Ev<'a> {
-    ph: Option<&'a RawValue>,
-    name: Option<&'a RawValue>,
-    ts: Option<&'a RawValue>,
-    dur: Option<&'a RawValue>,
-    pid: Option<&'a RawValue>,
-    tid: Option<&'a RawValue>,
+    ph: Option<&'a str>,
+    name: Option<&'a str>,
+    ts: Option<&'a str>,
+    dur: Option<&'a str>,
+    pid: Option<&'a str>,
+    tid: Option<&'a str>,
     /// The members of `args` when it is an object (empty otherwise).
     args: Members<'a>,
     rest: Members<'a>,
+}
+
+impl<'a> Ev<'a> {
+    /// Member `k` (not `args`) with value text `v`: a structural slot, else the rest.
+    fn put(&mut self, k: Cow<'a, str>, v: &'a str) {
+        let slot = match &*k {
+            "ph" => &mut self.ph,
+            "name" => &mut self.name,
+            "ts" => &mut self.ts,
+            "dur" => &mut self.dur,
+            "pid" => &mut self.pid,
+            "tid" => &mut self.tid,
+            _ => {
+                self.rest.push((k, v));
+                return;
+            }
+        };
+        *slot = Some(v);
+    }
+}
+
+/// An empty member list reusing `v`'s allocation (for the next event's borrow).
+fn recycle<'b>(mut v: Members<'_>) -> Members<'b> {
+    v.clear();
+    // In-place collection: the allocation is kept (the element layout is the same).
+    v.into_iter().filter_map(|_| None).collect()
+}
+
+/// Member of an event read by [`fast_scan`]: `[key start, key end, value start, value end]`,
+/// offsets into the object's bytes (the key without its quotes, the value's whole JSON text).
+type Span = [u32; 4];
+
+/// Deepest nesting [`fast_value`] follows (deeper values go the general way).
+const FAST_DEPTH: u32 = 32;
+
+/// The index of the first byte at or after `i` that is not JSON whitespace.
+fn skip_ws(s: &[u8], mut i: usize) -> usize {
+    while s.get(i).is_some_and(|&c| is_ws(c)) {
+        i += 1;
+    }
+    i
+}
+
+/// A string at `s[i] == '"'` without backslash or control character: the index past its
+/// closing quote.
+fn fast_str(s: &[u8], i: usize) -> Option<usize> {
+    let mut j = i + 1;
+    loop {
+        match *s.get(j)? {
+            b'"' => return Some(j + 1),
+            b'\\' | 0..=0x1f => return None,
+            _ => j += 1,
+        }
+    }
+}
+
+/// One or more ASCII digits from `i`: the index past them.
+fn digits(s: &[u8], i: usize) -> Option<usize> {
+    let mut j = i;
+    while s.get(j).is_some_and(u8::is_ascii_digit) {
+        j += 1;
+    }
+    (j > i).then_some(j)
+}
+
+/// A JSON number at `i` (RFC 8259 grammar, as serde_json checks it): the index past it.
+fn fast_num(s: &[u8], mut i: usize) -> Option<usize> {
+    if s.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    i = match *s.get(i)? {
+        b'0' if s.get(i + 1).is_some_and(u8::is_ascii_digit) => return None,
+        b'0' => i + 1,
+        b'1'..=b'9' => digits(s, i)?,
+        _ => return None,
+    };
+    if s.get(i) == Some(&b'.') {
+        i = digits(s, i + 1)?;
+    }
+    if matches!(s.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(s.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        i = digits(s, i)?;
+    }
+    Some(i)
+}
+
+/// Any JSON value at `s[i]` (no whitespace before it) in [`fast_scan`]'s subset, nested at
+/// `depth`: the index past it.
+fn fast_value(s: &[u8], i: usize, depth: u32) -> Option<usize> {
+    let lit = |w: &[u8]| (s.get(i..i + w.len())? == w).then_some(i + w.len());
+    match *s.get(i)? {
+        b'"' => fast_str(s, i),
+        b'-' | b'0'..=b'9' => fast_num(s, i),
+        b't' => lit(b"true"),
+        b'f' => lit(b"false"),
+        b'n' => lit(b"null"),
+        b'[' if depth < FAST_DEPTH => {
+            let mut j = skip_ws(s, i + 1);
+            if s.get(j) == Some(&b']') {
+                return Some(j + 1);
+            }
+            loop {
+                j = skip_ws(s, fast_value(s, j, depth + 1)?);
+                match *s.get(j)? {
+                    b',' => j = skip_ws(s, j + 1),
+                    b']' => return Some(j + 1),
+                    _ => return None,
+                }
+            }
+        }
+        b'{' if depth < FAST_DEPTH => fast_members(s, i, depth, &mut |_| {}),
+        _ => None,
+    }
+}
+
+/// The object at `s[i] == '{'`: each member's [`Span`] to `out`, the index past the `}`.
+fn fast_members(s: &[u8], i: usize, depth: u32, out: &mut dyn FnMut(Span)) -> Option<usize> {
+    let mut j = skip_ws(s, i + 1);
+    if s.get(j) == Some(&b'}') {
+        return Some(j + 1);
+    }
+    let u = |x: usize| u32::try_from(x).ok();
+    loop {
+        if s.get(j) != Some(&b'"') {
+            return None;
+        }
+        let k0 = j + 1;
+        j = fast_str(s, j)?;
+        let k1 = j - 1;
+        j = skip_ws(s, j);
+        if s.get(j) != Some(&b':') {
+            return None;
+        }
+        let v0 = skip_ws(s, j + 1);
+        j = fast_value(s, v0, depth + 1)?;
+        out([u(k0)?, u(k1)?, u(v0)?, u(j)?]);
+        j = skip_ws(s, j);
+        match *s.get(j)? {
+            b',' => j = skip_ws(s, j + 1),
+            b'}' => return Some(j + 1),
+            _ => return None,
+        }
+    }
+}
+
+/// Reads the common event object at `s[0] == '{'` in one pass: strict JSON (as serde_json
+/// accepts it) with no backslash or control character in any string, `args` (when present) an
+/// object, nesting below [`FAST_DEPTH`], ending inside `s`. The members other than `args` go to
+/// `top`, those of the last `args` to `args`. Returns the object's length; `None` for anything
+/// else (the general path, serde_json and sanitising, reads it then), so both paths see the
+/// same events the same way.
+fn fast_scan(s: &[u8], top: &mut Vec<Span>, args: &mut Vec<Span>) -> Option<usize> {
+    top.clear();
+    args.clear();
+    let mut j = skip_ws(s, 1);
+    if s.get(j) == Some(&b'}') {
+        return Some(j + 1);
+    }
+    let u = |x: usize| u32::try_from(x).ok();
+    loop {
+        if s.get(j) != Some(&b'"') {
+            return None;
+        }
+        let k0 = j + 1;
+        j = fast_str(s, j)?;
+        let k1 = j - 1;
+        j = skip_ws(s, j);
+        if s.get(j) != Some(&b':') {
+            return None;
+        }
+        let v0 = skip_ws(s, j + 1);
+        if s.get(k0..k1) == Some(b"args") {
+            if s.get(v0) != Some(&b'{') {
+                return None;
+            }
+            args.clear();
+            j = fast_members(s, v0, 1, &mut |sp| args.push(sp))?;
+        } else {
+            j = fast_value(s, v0, 1)?;
+            top.push([u(k0)?, u(k1)?, u(v0)?, u(j)?]);
+        }
+        j = skip_ws(s, j);
+        match *s.get(j)? {
+            b',' => j = skip_ws(s, j + 1),
+            b'}' => return Some(j + 1),
+            _ => return None,
+        }
+    }
 }
 
 /// Visits a JSON object member by member (`Ev` and `Args` share it).
@@ -401,20 +591,7 @@ impl<'de> Visitor<'de> for ObjVisitor<Ev<'de>> {
                 ev.args = m.next_value::<Args>()?.0;
                 continue;
             }
-            let v: &'de RawValue = m.next_value()?;
-            let slot = match &*k {
-                "ph" => &mut ev.ph,
-                "name" => &mut ev.name,
-                "ts" => &mut ev.ts,
-                "dur" => &mut ev.dur,
-                "pid" => &mut ev.pid,
-                "tid" => &mut ev.tid,
-                _ => {
-                    ev.rest.push((k, v));
-                    continue;
-                }
-            };
-            *slot = Some(v);
+            ev.put(k, m.next_value::<&'de RawValue>()?.get());
         }
         Ok(ev)
     }
@@ -428,7 +605,7 @@ impl<'de> Visitor<'de> for ObjVisitor<Args<'de>> {
     fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> std::result::Result<Args<'de>, A::Error> {
         let mut v = Vec::with_capacity(8);
         while let Some(Key(k)) = m.next_key()? {
-            v.push((k, m.next_value::<&'de RawValue>()?));
+            v.push((k, m.next_value::<&'de RawValue>()?.get()));
         }
         Ok(Args(v))
     }
@@ -469,7 +646,7 @@ impl<'de> Deserialize<'de> for Args<'de> {
 }
 
 /// The last member named `key`.
-fn member<'a>(m: &'a Members<'a>, key: &str) -> Option<&'a RawValue> {
+fn member<'a>(m: &Members<'a>, key: &str) -> Option<&'a str> {
     m.iter().rev().find(|(k, _)| k == key).map(|(_, v)| *v)
 }
 
@@ -829,16 +1006,36 @@ fn in_event(buf: &[u8], mut i: usize, st: &mut Scan, floor: i32, off: u64) -> us
     i
 }
 
-/// What [`feed`] calls per finished event object: `(bytes, offset, base text seen so far)`.
-type OnEvent<'a> = dyn FnMut(&[u8], u64, Option<&str>) -> Result<()> + 'a;
+/// Where [`feed`] sends the event objects it finds.
+trait Events {
+    /// A finished event object at file offset `off` (`obj` empty when it was too big); `base` is
+    /// the `baseTimeNanoseconds` text seen so far.
+    fn event(&mut self, obj: &[u8], off: u64, base: Option<&str>) -> Result<()>;
+    /// An event object starts at `rest[0]` (`rest` runs to the end of the read piece): read it
+    /// whole when that is cheap ([`fast_scan`]), returning its length; `None` leaves it to the
+    /// scanner, which later passes it to [`Events::event`].
+    fn try_event(&mut self, rest: &[u8], off: u64, base: Option<&str>) -> Result<Option<usize>>;
+}
 
-/// Scans one read piece starting at file offset `off`, calling `on_event(bytes, offset, base)`
-/// for every finished event object (`bytes` empty when it was too big; `base` the
-/// `baseTimeNanoseconds` text seen so far). An object inside one piece is passed without a copy.
+/// [`find_base`]'s [`Events`]: the events are only scanned past.
+struct NoEvents;
+
+impl Events for NoEvents {
+    fn event(&mut self, _: &[u8], _: u64, _: Option<&str>) -> Result<()> {
+        Ok(())
+    }
+    fn try_event(&mut self, _: &[u8], _: u64, _: Option<&str>) -> Result<Option<usize>> {
+        Ok(None)
+    }
+}
+
+/// Scans one read piece starting at file offset `off`, sending every event object to `on`: an
+/// object [`Events::try_event`] reads whole is skipped; any other is scanned to its end and
+/// passed to [`Events::event`] (without a copy when it lies inside one piece).
 ///
 /// Byte by byte a small state machine (string / escape / nesting); runs inside strings and
 /// between structural bytes below the top level are skipped in tight loops.
-fn feed(st: &mut Scan, buf: &[u8], off: u64, on_event: &mut OnEvent<'_>) -> Result<()> {
+fn feed(st: &mut Scan, buf: &[u8], off: u64, on: &mut dyn Events) -> Result<()> {
     let n = buf.len();
     // Where the object being captured starts in this piece.
     let mut cs: usize = 0;
@@ -905,6 +1102,12 @@ fn feed(st: &mut Scan, buf: &[u8], off: u64, on_event: &mut OnEvent<'_>) -> Resu
                     && st.cap.is_none()
                     && !st.events_closed
                 {
+                    let rest = buf.get(i..).unwrap_or(&[]);
+                    if let Some(n) = on.try_event(rest, off + i as u64, st.base.as_deref())? {
+                        // Read whole (strict JSON, so the nesting state is as before it).
+                        i += n;
+                        continue;
+                    }
                     st.cap = Some((st.depth, off + i as u64));
                     set_kind(st, st.depth, false);
                     st.cap_buf.clear();
@@ -932,9 +1135,9 @@ fn feed(st: &mut Scan, buf: &[u8], off: u64, on_event: &mut OnEvent<'_>) -> Resu
                             let base = st.base.as_deref();
                             if st.cap_buf.is_empty() && !st.cap_too_big {
                                 if piece.len() > MAX_EVENT {
-                                    on_event(&[], o, base)?;
+                                    on.event(&[], o, base)?;
                                 } else {
-                                    on_event(piece, o, base)?;
+                                    on.event(piece, o, base)?;
                                 }
                             } else {
                                 cap_extend(st, piece);
@@ -943,7 +1146,7 @@ fn feed(st: &mut Scan, buf: &[u8], off: u64, on_event: &mut OnEvent<'_>) -> Resu
                                 } else {
                                     &st.cap_buf[..]
                                 };
-                                on_event(v, o, st.base.as_deref())?;
+                                on.event(v, o, st.base.as_deref())?;
                                 st.cap_buf.clear();
                             }
                         }
@@ -999,7 +1202,7 @@ pub fn find_base(mut input: impl Read) -> Option<i64> {
         };
         // The same scanner as the rows' pass; the events it finds are ignored.
         let piece = buf.get(..n).unwrap_or(&[]);
-        if feed(&mut st, piece, off, &mut |_, _, _| Ok(())).is_err() {
+        if feed(&mut st, piece, off, &mut NoEvents).is_err() {
             break;
         }
         off += n as u64;
@@ -1066,6 +1269,12 @@ struct Reader<'s, 'f> {
     names: FxHashSet<Rc<str>>,
     /// Scratch for the extras JSON of the row being emitted.
     out: String,
+    /// [`fast_scan`]'s member spans (reused between events).
+    top: Vec<Span>,
+    /// See `top`.
+    arg_spans: Vec<Span>,
+    /// Allocations of the last event's `args` and other members, reused by the next.
+    spare: (Members<'static>, Members<'static>),
     /// `SystemProfileEvents` rows; batches go to `sink`.
     b: TableBuilder,
     sink: &'s mut dyn TableSink,
@@ -1103,6 +1312,9 @@ pub fn read_trace(
         tnames: FxHashMap::default(),
         names: FxHashSet::default(),
         out: String::new(),
+        top: Vec::new(),
+        arg_spans: Vec::new(),
+        spare: (Vec::new(), Vec::new()),
         b: TableBuilder::new(&explorer::SYSTEM_PROFILE_EVENTS),
         sink,
     };
@@ -1125,17 +1337,13 @@ pub fn read_trace(
             }
         };
         let piece = buf.get(..n).unwrap_or(&[]);
-        feed(&mut st, piece, off, &mut |obj, at, seen| {
-            if !base_fixed {
-                // The clock is fixed at the first event: the caller's base, else one seen so far.
-                base_fixed = true;
-                let seen = seen.and_then(|t| t.trim().parse::<i64>().ok());
-                r.rep.base_time_ns = base.or(seen);
-                r.base = r.rep.base_time_ns.unwrap_or(0);
-            }
-            r.rep.objects += 1;
-            r.handle(obj, at)
-        })?;
+        let mut to = ToReader {
+            r: &mut r,
+            base,
+            base_fixed,
+        };
+        feed(&mut st, piece, off, &mut to)?;
+        base_fixed = to.base_fixed;
         off += n as u64;
         progress(off);
         if let Some(g) = st.garbage {
@@ -1207,6 +1415,69 @@ pub fn read_trace(
         ));
     }
     r.finish()
+}
+
+/// [`read_trace`]'s [`Events`]: every event object to the reader.
+struct ToReader<'a, 's, 'f> {
+    r: &'a mut Reader<'s, 'f>,
+    /// The caller's base.
+    base: Option<i64>,
+    /// The clock is fixed (at the first event).
+    base_fixed: bool,
+}
+
+impl ToReader<'_, '_, '_> {
+    /// The clock is fixed at the first event: the caller's base, else one seen so far.
+    fn fix_base(&mut self, seen: Option<&str>) {
+        if !self.base_fixed {
+            self.base_fixed = true;
+            let seen = seen.and_then(|t| t.trim().parse::<i64>().ok());
+            self.r.rep.base_time_ns = self.base.or(seen);
+            self.r.base = self.r.rep.base_time_ns.unwrap_or(0);
+        }
+    }
+}
+
+impl Events for ToReader<'_, '_, '_> {
+    fn event(&mut self, obj: &[u8], off: u64, base: Option<&str>) -> Result<()> {
+        self.fix_base(base);
+        self.r.rep.objects += 1;
+        self.r.handle(obj, off)
+    }
+    fn try_event(&mut self, rest: &[u8], _: u64, base: Option<&str>) -> Result<Option<usize>> {
+        let r = &mut *self.r;
+        let Some(n) = fast_scan(rest, &mut r.top, &mut r.arg_spans).filter(|&n| n <= MAX_EVENT)
+        else {
+            return Ok(None);
+        };
+        // Invalid UTF-8 (only possible inside strings) goes the general way, to be sanitised.
+        let Some(text) = rest.get(..n).and_then(|t| std::str::from_utf8(t).ok()) else {
+            return Ok(None);
+        };
+        self.fix_base(base);
+        let r = &mut *self.r;
+        let at = |[k0, k1, v0, v1]: Span| {
+            let g = |a: u32, b: u32| text.get(a as usize..b as usize).unwrap_or("");
+            (g(k0, k1), g(v0, v1))
+        };
+        let mut ev = Ev {
+            args: recycle(std::mem::take(&mut r.spare.0)),
+            rest: recycle(std::mem::take(&mut r.spare.1)),
+            ..Ev::default()
+        };
+        for &sp in &r.top {
+            let (k, v) = at(sp);
+            ev.put(Cow::Borrowed(k), v);
+        }
+        for &sp in &r.arg_spans {
+            let (k, v) = at(sp);
+            ev.args.push((Cow::Borrowed(k), v));
+        }
+        r.rep.objects += 1;
+        r.event(&ev)?;
+        r.spare = (recycle(ev.args), recycle(ev.rest));
+        Ok(Some(n))
+    }
 }
 
 impl Reader<'_, '_> {
@@ -1446,11 +1717,11 @@ impl Reader<'_, '_> {
                 }
             }
         };
-        self.event(ev)
+        self.event(&ev)
     }
 
     /// Turns one parsed event into a row, a flow, metadata or nothing.
-    fn event(&mut self, ev: Ev<'_>) -> Result<()> {
+    fn event(&mut self, ev: &Ev<'_>) -> Result<()> {
         let rep = &mut self.rep;
         let ph = ev.ph.and_then(str_of).unwrap_or_default();
         let ph: &str = &ph;
@@ -1505,10 +1776,10 @@ impl Reader<'_, '_> {
         };
         // Everything except the structural keys goes to extras (args flattened under their keys).
         for (k, v) in &ev.args {
-            extra.push_raw(k, v.get());
+            extra.push_raw(k, v);
         }
         for (k, v) in &ev.rest {
-            extra.push_raw(k, v.get());
+            extra.push_raw(k, v);
         }
         if ph == "E" {
             let th = self.threads.entry((pid, tid)).or_default();
