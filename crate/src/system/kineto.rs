@@ -62,6 +62,11 @@ const MAX_NAMES: usize = 65_536;
 /// Distinct event names interned (shared by their rows); rarer names beyond that are not kept.
 const MAX_INTERNED: usize = 65_536;
 
+/// Extras buffers kept for reuse, and the largest buffer capacity kept (bytes).
+const POOL: usize = 256;
+/// See [`POOL`].
+const POOL_BYTES: usize = 4096;
+
 /// First `SystemProfileEvents.id` of framework rows (2^62).
 pub const FRAMEWORK_ID_BASE: i64 = 1 << 62;
 
@@ -370,6 +375,7 @@ struct Args<'a>(Members<'a>);
 /// One trace event, typed and borrowed from the event's bytes: the structural keys picked out,
 /// every other member kept as raw JSON text. Duplicate keys: the last wins (as in a JSON object).
 #[derive(Default)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct Ev<'a> {
     ph: Option<&'a str>,
     name: Option<&'a str>,
@@ -537,6 +543,9 @@ fn fast_members(s: &[u8], i: usize, depth: u32, out: &mut dyn FnMut(Span)) -> Op
 fn fast_scan(s: &[u8], top: &mut Vec<Span>, args: &mut Vec<Span>) -> Option<usize> {
     top.clear();
     args.clear();
+    if s.first() != Some(&b'{') {
+        return None;
+    }
     let mut j = skip_ws(s, 1);
     if s.get(j) == Some(&b'}') {
         return Some(j + 1);
@@ -672,6 +681,47 @@ struct Thread {
 /// Parses a JSON number text as µs → ns exactly (decimal digits, no float rounding), falling
 /// back to f64 for exponent forms.
 pub fn us_text_to_ns(t: &str) -> Option<i64> {
+    plain_us_to_ns(t.as_bytes()).or_else(|| us_text_to_ns_general(t))
+}
+
+/// [`us_text_to_ns`] of the common text, `-`? then at most 15 digits, then optionally `.` and
+/// digits, in one pass (no overflow possible); `None` for anything else, which the general
+/// parser then reads (so a `None` here is not an answer).
+fn plain_us_to_ns(b: &[u8]) -> Option<i64> {
+    let (neg, d) = match b.split_first() {
+        Some((b'-', r)) => (true, r),
+        _ => (false, b),
+    };
+    let (mut v, mut i) = (0i64, 0usize);
+    while let Some(&c) = d.get(i).filter(|c| c.is_ascii_digit()) {
+        v = v * 10 + i64::from(c - b'0');
+        i += 1;
+    }
+    if i > 15 {
+        return None;
+    }
+    let mut f3 = 0i64;
+    match d.get(i) {
+        None if i > 0 => {}
+        Some(b'.') => {
+            let frac = d.get(i + 1..)?;
+            if (i == 0 && frac.is_empty()) || !frac.iter().all(u8::is_ascii_digit) {
+                return None;
+            }
+            for k in 0..3 {
+                f3 = f3 * 10 + frac.get(k).map_or(0, |c| i64::from(c - b'0'));
+            }
+            // Rounded half up on the fourth decimal, as the general parser does.
+            f3 += i64::from(frac.get(3).is_some_and(|&c| c >= b'5'));
+        }
+        _ => return None,
+    }
+    let v = v * 1000 + f3;
+    Some(if neg { -v } else { v })
+}
+
+/// [`us_text_to_ns`] of any text (whitespace around it, exponents, long integer parts).
+fn us_text_to_ns_general(t: &str) -> Option<i64> {
     let t = t.trim();
     if t.contains(['e', 'E']) {
         let f: f64 = t.parse().ok()?;
@@ -1269,6 +1319,12 @@ struct Reader<'s, 'f> {
     names: FxHashSet<Rc<str>>,
     /// Scratch for the extras JSON of the row being emitted.
     out: String,
+    /// Extras buffers of emitted rows, reused by new rows (at most [`POOL`], small ones only).
+    pool: Vec<Extras>,
+    /// Scratch of [`Reader::emit`]'s key sort: `(first 8 key bytes big-endian, entry)`.
+    order: Vec<(u64, (u32, u32, u32))>,
+    /// Counts of the one-byte phases already in `rep.phases`, by byte, not yet added to it.
+    ph_aside: [Option<u64>; 256],
     /// [`fast_scan`]'s member spans (reused between events).
     top: Vec<Span>,
     /// See `top`.
@@ -1312,6 +1368,9 @@ pub fn read_trace(
         tnames: FxHashMap::default(),
         names: FxHashSet::default(),
         out: String::new(),
+        pool: Vec::new(),
+        order: Vec::new(),
+        ph_aside: [None; 256],
         top: Vec::new(),
         arg_spans: Vec::new(),
         spare: (Vec::new(), Vec::new()),
@@ -1617,15 +1676,25 @@ impl Reader<'_, '_> {
             x.push_str("thread_name", t);
         }
         if !x.is_empty() {
-            // Keys sorted (serde_json's map order; the sort is stable), the last of equal keys kept.
-            let mut ents = std::mem::take(&mut x.ents);
-            ents.sort_by(|a, b| x.get(*a).0.cmp(x.get(*b).0));
+            // Keys sorted (serde_json's map order; the sort is stable), the last of equal keys
+            // kept. Most comparisons are settled by the keys' first 8 bytes, compared as one
+            // big-endian number (zero-padded: a tie on a shorter key is settled by the keys).
+            let ents = &mut self.order;
+            ents.clear();
+            ents.extend(x.ents.iter().map(|&e| {
+                let mut p = [0u8; 8];
+                let k = x.get(e).0.as_bytes();
+                let n = k.len().min(8);
+                p[..n].copy_from_slice(&k[..n]);
+                (u64::from_be_bytes(p), e)
+            }));
+            ents.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| x.get(a.1).0.cmp(x.get(b.1).0)));
             let out = &mut self.out;
             out.clear();
             out.push('{');
-            for (k, e) in ents.iter().enumerate() {
-                let (key, val) = x.get(*e);
-                if ents.get(k + 1).is_some_and(|n| x.get(*n).0 == key) {
+            for (k, &(_, e)) in ents.iter().enumerate() {
+                let (key, val) = x.get(e);
+                if ents.get(k + 1).is_some_and(|n| x.get(n.1).0 == key) {
                     continue;
                 }
                 if out.len() > 1 {
@@ -1638,7 +1707,25 @@ impl Reader<'_, '_> {
             out.push('}');
             b.set(ev::EXTRA, out.as_str());
         }
-        b.end_row_into(self.sink)
+        self.give(x);
+        self.b.end_row_into(self.sink)
+    }
+
+    /// A new row's (empty) extras: a pooled buffer when there is one.
+    fn take_extras(&mut self) -> Extras {
+        self.pool.pop().unwrap_or_else(|| Extras {
+            buf: String::with_capacity(128),
+            ents: Vec::with_capacity(8),
+        })
+    }
+
+    /// Returns a row's extras to the pool (cleared; large buffers are dropped).
+    fn give(&mut self, mut x: Extras) {
+        if self.pool.len() < POOL && x.buf.capacity() <= POOL_BYTES && x.ents.capacity() <= 64 {
+            x.buf.clear();
+            x.ents.clear();
+            self.pool.push(x);
+        }
     }
 
     /// Closes what is still open (`B` without `E` → zero-length rows, in id order), emits the
@@ -1665,6 +1752,11 @@ impl Reader<'_, '_> {
             self.emit(r)?;
         }
         let mut rep = std::mem::take(&mut self.rep);
+        for (c, n) in (0u8..=255).zip(self.ph_aside) {
+            if let Some(n) = n.filter(|&n| n > 0) {
+                *rep.phases.entry(char::from(c).to_string()).or_default() += n;
+            }
+        }
         rep.rows = self.b.finish_into(self.sink)?;
         rep.process_names = self.pnames.into_iter().collect();
         rep.thread_names = self
@@ -1722,20 +1814,30 @@ impl Reader<'_, '_> {
 
     /// Turns one parsed event into a row, a flow, metadata or nothing.
     fn event(&mut self, ev: &Ev<'_>) -> Result<()> {
-        let rep = &mut self.rep;
         let ph = ev.ph.and_then(str_of).unwrap_or_default();
         let ph: &str = &ph;
-        let mut extra = Extras {
-            buf: String::with_capacity(128),
-            ents: Vec::with_capacity(8),
-        };
+        let mut extra = self.take_extras();
+        let rep = &mut self.rep;
         let pid = id_of(ev.pid, "pid_text", &mut extra);
         let tid = id_of(ev.tid, "tid_text", &mut extra);
         let ts = value_ns(ev.ts);
-        if let Some(c) = rep.phases.get_mut(ph) {
-            *c += 1;
-        } else if rep.phases.len() < 64 {
-            rep.phases.insert(ph.to_string(), 1);
+        // A one-byte phase already in the map is counted aside (added in by `finish`).
+        let aside = match ph.as_bytes() {
+            &[c] => self.ph_aside.get_mut(usize::from(c)),
+            _ => None,
+        };
+        match aside {
+            Some(Some(n)) => *n += 1,
+            aside => {
+                if let Some(c) = rep.phases.get_mut(ph) {
+                    *c += 1;
+                } else if rep.phases.len() < 64 {
+                    rep.phases.insert(ph.to_string(), 1);
+                    if let Some(slot) = aside {
+                        *slot = Some(0);
+                    }
+                }
+            }
         }
         if ph == "M" {
             let name = ev.name.map(text_of).unwrap_or_default();
@@ -1750,6 +1852,7 @@ impl Reader<'_, '_> {
                     _ => {}
                 }
             }
+            self.give(extra);
             return Ok(());
         }
         if matches!(ph, "s" | "t" | "f") {
@@ -1768,10 +1871,12 @@ impl Reader<'_, '_> {
                     },
                 );
             }
+            self.give(extra);
             return Ok(());
         }
         let Some(ts) = ts else {
             rep.skipped += 1;
+            self.give(extra);
             return Ok(());
         };
         // Everything except the structural keys goes to extras (args flattened under their keys).
@@ -1792,6 +1897,7 @@ impl Reader<'_, '_> {
                 }
                 None => self.rep.unmatched_end += 1,
             }
+            self.give(extra);
             return Ok(());
         }
         let dur = if ph == "X" {
@@ -1844,5 +1950,142 @@ impl Reader<'_, '_> {
             return Ok(());
         }
         self.complete(row)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Events of every shape the reader meets: clean, dirty, invalid.
+    const EVENTS: &[&str] = &[
+        r#"{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 10.5, "dur": 3.25, "args": {"External id": 1, "Input Dims": [[1, 2], [3, 4]], "Input type": ["float", "c10::Half"], "f": 1.5, "e": 1e3, "neg": -0}}"#,
+        r#"{"ph":"X","name":"esc\"q\u00e9","pid":"proc a","tid":"7","ts":"11.0","dur":1,"args":{"k\u0041":"v\nx","nested":{"a":[1,{"b":null}]},"t":true,"n":null}}"#,
+        r#"{"ph": "f", "id": 9, "pid": 1, "tid": 3, "ts": 16, "cat": "ac2g", "name": "ac2g", "bp": "e"}"#,
+        r#"{"ph": "X", "name": "dup", "name": "dup2", "pid": 1, "ts": 16, "dur": 2, "x": 1, "x": 2, "args": {"a": 1}, "args": {"b": 2}}"#,
+        r#"{ "ph" : "X" , "name" : "sp" , "pid" : 1 , "ts" : 29 , "args" : { } , "z" : [ ] }"#,
+        r#"{"ph":"X","name":"huge","ts":30,"args":{"n":123456789012345678901234567890,"f":1.0e400,"g":-12.50E-3}}"#,
+        r#"{"ph":"X","name":"é €","ts":32,"args":{"é":"€"}}"#,
+        r#"{"ph":"X","name":5,"ts":33,"args":"str"}"#,
+        r#"{"ph":"X","name":null,"ts":34,"args":{"a":{"b":{"c":[[[]]]}}}}"#,
+        r#"{"ph":"X","ts":35,"args":[1,2]}"#,
+        r#"{"ph":"M","name":"thread_name","pid":1,"tid":3,"args":{"name":"w"}}"#,
+        r#"{}"#,
+        "{\"ph\":\"X\",\r\n\"ts\":\t1}",
+    ];
+
+    /// What serde_json reads from `t` (the general path's strict parse).
+    fn general(t: &str) -> Option<Ev<'_>> {
+        serde_json::from_str::<Ev>(t).ok()
+    }
+
+    /// What the fast path reads from `t`, and the length it read.
+    fn fast(t: &str) -> Option<(Ev<'_>, usize)> {
+        let (mut top, mut args) = (Vec::new(), Vec::new());
+        let n = fast_scan(t.as_bytes(), &mut top, &mut args)?;
+        let text = t.get(..n)?;
+        let at = |[k0, k1, v0, v1]: Span| {
+            let g = |a: u32, b: u32| text.get(a as usize..b as usize).unwrap_or("");
+            (g(k0, k1), g(v0, v1))
+        };
+        let mut ev = Ev::default();
+        for &sp in &top {
+            let (k, v) = at(sp);
+            ev.put(Cow::Borrowed(k), v);
+        }
+        for &sp in &args {
+            let (k, v) = at(sp);
+            ev.args.push((Cow::Borrowed(k), v));
+        }
+        Some((ev, n))
+    }
+
+    /// The fast path only reads what serde_json reads, and reads it the same: checked on each
+    /// event and on every one-byte change of it (a byte replaced by a JSON-significant one, or
+    /// removed).
+    #[test]
+    fn fast_path_is_a_subset_of_serde_json_reading_the_same() {
+        let subst: &[u8] = b"\"\\,:{}[] 0-.eaE+\x01\x7f";
+        let (mut checked, mut fast_hits) = (0, 0);
+        let mut check = |b: &[u8]| {
+            checked += 1;
+            let Ok(t) = std::str::from_utf8(b) else {
+                return;
+            };
+            if let Some((ev, n)) = fast(t) {
+                fast_hits += 1;
+                let whole = t.get(..n).unwrap_or("");
+                assert_eq!(general(whole).as_ref(), Some(&ev), "{whole:?}");
+            }
+        };
+        for e in EVENTS {
+            let b = e.as_bytes();
+            check(b);
+            for i in 0..b.len() {
+                let mut cut = b.to_vec();
+                cut.remove(i);
+                check(&cut);
+                for &c in subst {
+                    let mut m = b.to_vec();
+                    m[i] = c;
+                    check(&m);
+                }
+            }
+        }
+        assert!(fast_hits > 1000, "{fast_hits} of {checked}");
+        // The clean events do take the fast path.
+        for e in [
+            EVENTS[0], EVENTS[2], EVENTS[3], EVENTS[4], EVENTS[5], EVENTS[6], EVENTS[8],
+        ] {
+            assert_eq!(fast(e).map(|f| f.1), Some(e.len()), "{e}");
+        }
+        // Escapes, non-object args and raw control characters do not.
+        for e in [EVENTS[1], EVENTS[7], EVENTS[9]] {
+            assert!(fast(e).is_none(), "{e}");
+        }
+    }
+
+    /// The one-pass µs → ns conversion agrees with the general one wherever it answers.
+    #[test]
+    fn plain_us_to_ns_agrees_with_the_general_parser() {
+        let texts = [
+            "0",
+            "5",
+            "-5",
+            "5.",
+            ".5",
+            "-.5",
+            ".",
+            "-",
+            "",
+            "1.2.3",
+            "-0.0015",
+            "0.9995",
+            "12.3456",
+            "999999999999999",
+            "9999999999999999",
+            "1e3",
+            " 5",
+            "5 ",
+            "+5",
+            "--5",
+            "1.5x",
+            "007.1",
+            "1500.000",
+            "-0.0005",
+            "0.00049",
+            "123456789012345.6789",
+        ];
+        for t in texts {
+            let fast = plain_us_to_ns(t.as_bytes());
+            assert!(
+                fast.is_none() || fast == us_text_to_ns_general(t),
+                "{t}: {fast:?} vs {:?}",
+                us_text_to_ns_general(t)
+            );
+            assert_eq!(us_text_to_ns(t), fast.or_else(|| us_text_to_ns_general(t)));
+        }
+        assert_eq!(plain_us_to_ns(b"1500.000"), Some(1_500_000));
+        assert_eq!(plain_us_to_ns(b"-0.0015"), Some(-2));
     }
 }
