@@ -411,7 +411,10 @@ impl<'a> Ev<'a> {
 fn recycle<'b>(mut v: Members<'_>) -> Members<'b> {
     v.clear();
     // In-place collection: the allocation is kept (the element layout is the same).
-    v.into_iter().filter_map(|_| None).collect()
+    v.into_iter()
+        .filter(|_| false)
+        .map(|_| (Cow::Borrowed(""), ""))
+        .collect()
 }
 
 /// Member of an event read by [`fast_scan`]: `[key start, key end, value start, value end]`,
