@@ -436,6 +436,20 @@ fn skip_ws(s: &[u8], mut i: usize) -> usize {
 /// closing quote.
 fn fast_str(s: &[u8], i: usize) -> Option<usize> {
     let mut j = i + 1;
+    // Eight bytes at a time to the first `"`, `\` or control byte (SWAR, as [`skip_to`]; the
+    // lowest flagged byte is exact for each test, so for their union too).
+    while let Some(c) = s.get(j..j + 8) {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(c);
+        let w = u64::from_le_bytes(a);
+        let ctl = w.wrapping_sub(LO * 0x20) & !w & (LO << 7);
+        let m = bytes_eq(w, b'"') | bytes_eq(w, b'\\') | ctl;
+        if m != 0 {
+            j += (m.trailing_zeros() / 8) as usize;
+            return (s.get(j) == Some(&b'"')).then_some(j + 1);
+        }
+        j += 8;
+    }
     loop {
         match *s.get(j)? {
             b'"' => return Some(j + 1),
@@ -1088,6 +1102,11 @@ impl Events for NoEvents {
 ///
 /// Byte by byte a small state machine (string / escape / nesting); runs inside strings and
 /// between structural bytes below the top level are skipped in tight loops.
+///
+/// Never inlined: in wasm, V8 runs a function in its baseline tier until a later call (no
+/// on-stack replacement), so the hot loop must be a function entered per piece, not a loop
+/// inlined into the once-called [`read_trace`].
+#[inline(never)]
 fn feed(st: &mut Scan, buf: &[u8], off: u64, on: &mut dyn Events) -> Result<()> {
     let n = buf.len();
     // Where the object being captured starts in this piece.
@@ -1506,6 +1525,8 @@ impl Events for ToReader<'_, '_, '_> {
         self.r.rep.objects += 1;
         self.r.handle(obj, off)
     }
+    // Per event, not inlined into `feed` (see there: V8's tiers).
+    #[inline(never)]
     fn try_event(&mut self, rest: &[u8], _: u64, base: Option<&str>) -> Result<Option<usize>> {
         let r = &mut *self.r;
         let Some(n) = fast_scan(rest, &mut r.top, &mut r.arg_spans).filter(|&n| n <= MAX_EVENT)
@@ -1869,7 +1890,7 @@ impl Reader<'_, '_> {
                     tid,
                     Flow {
                         ts,
-                        id: format!("{cat}:{id}"),
+                        id: [&*cat, ":", &*id].concat(),
                         enclosing,
                     },
                 );
@@ -2045,6 +2066,34 @@ mod tests {
         // Escapes, non-object args and raw control characters do not.
         for e in [EVENTS[1], EVENTS[7], EVENTS[9]] {
             assert!(fast(e).is_none(), "{e}");
+        }
+    }
+
+    /// The word-at-a-time string scan stops where a byte-by-byte one does.
+    #[test]
+    fn fast_str_matches_a_byte_loop() {
+        let slow = |s: &[u8]| -> Option<usize> {
+            let mut j = 1;
+            loop {
+                match *s.get(j)? {
+                    b'"' => return Some(j + 1),
+                    b'\\' | 0..=0x1f => return None,
+                    _ => j += 1,
+                }
+            }
+        };
+        let alphabet: &[u8] = b"a\"\\\x00\x1f\x20\x7f\x80\xff\xc3\xa9!#";
+        let mut x: u32 = 1;
+        for _ in 0..20_000 {
+            let mut s = vec![b'"'];
+            // A small LCG: lengths 0..40, bytes from `alphabet`, biased to plain letters.
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            for _ in 0..(x >> 16) % 40 {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                let k = (x >> 16) as usize % (alphabet.len() * 4);
+                s.push(alphabet.get(k).copied().unwrap_or(b'a'));
+            }
+            assert_eq!(fast_str(&s, 0), slow(&s), "{s:?}");
         }
     }
 
