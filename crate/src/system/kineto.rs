@@ -129,6 +129,9 @@ struct Extras {
     buf: String,
     /// `(key start, key end, value end)` into `buf`; the value starts at the key end.
     ents: Vec<(u32, u32, u32)>,
+    /// Some key may need JSON escaping (one written with escapes in the input); the others hold
+    /// no `"`, `\` or control character and are quoted as they are.
+    escaped_keys: bool,
 }
 
 impl Extras {
@@ -147,15 +150,17 @@ impl Extras {
     }
 
     /// `key` → `raw` (any JSON value text, canonicalised as `serde_json::Value` would print it).
-    fn push_raw(&mut self, key: &str, raw: &str) {
+    /// `key` borrowed from the input (`Cow::Borrowed`) had no escape there, so needs none.
+    fn push_raw(&mut self, key: &Cow<'_, str>, raw: &str) {
+        self.escaped_keys |= matches!(key, Cow::Owned(_));
         let k0 = self.push_key(key);
         let k1 = self.buf.len() as u32;
         canon(raw, &mut self.buf);
         self.end_value(k0, k1);
     }
 
-    /// `key` → the JSON string of `text`.
-    fn push_str(&mut self, key: &str, text: &str) {
+    /// `key` (one of ours: no escaping needed) → the JSON string of `text`.
+    fn push_str(&mut self, key: &'static str, text: &str) {
         let k0 = self.push_key(key);
         let k1 = self.buf.len() as u32;
         push_json_str(&mut self.buf, text);
@@ -165,6 +170,7 @@ impl Extras {
     /// Appends `other`'s entries after this one's (so they win on equal keys).
     fn append(&mut self, other: &Extras) {
         let d = self.buf.len() as u32;
+        self.escaped_keys |= other.escaped_keys;
         self.buf.push_str(&other.buf);
         self.ents
             .extend(other.ents.iter().map(|&(a, b, c)| (a + d, b + d, c + d)));
@@ -307,7 +313,7 @@ fn value_ns(raw: Option<&str>) -> Option<i64> {
 
 /// pid / tid: numbers, or strings (hashed to a non-negative int64; the text goes to extras under
 /// `key`).
-fn id_of(v: Option<&str>, key: &str, extra: &mut Extras) -> i64 {
+fn id_of(v: Option<&str>, key: &'static str, extra: &mut Extras) -> i64 {
     let Some(t) = v else { return 0 };
     if let Some(s) = str_of(t) {
         return match s.trim().parse::<i64>() {
@@ -1724,7 +1730,13 @@ impl Reader<'_, '_> {
                 if out.len() > 1 {
                     out.push(',');
                 }
-                push_json_str(out, key);
+                if x.escaped_keys {
+                    push_json_str(out, key);
+                } else {
+                    out.push('"');
+                    out.push_str(key);
+                    out.push('"');
+                }
                 out.push(':');
                 out.push_str(val);
             }
@@ -1740,6 +1752,7 @@ impl Reader<'_, '_> {
         self.pool.pop().unwrap_or_else(|| Extras {
             buf: String::with_capacity(128),
             ents: Vec::with_capacity(8),
+            escaped_keys: false,
         })
     }
 
@@ -1748,6 +1761,7 @@ impl Reader<'_, '_> {
         if self.pool.len() < POOL && x.buf.capacity() <= POOL_BYTES && x.ents.capacity() <= 64 {
             x.buf.clear();
             x.ents.clear();
+            x.escaped_keys = false;
             self.pool.push(x);
         }
     }
