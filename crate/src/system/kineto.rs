@@ -150,9 +150,10 @@ impl Extras {
     }
 
     /// `key` → `raw` (any JSON value text, canonicalised as `serde_json::Value` would print it).
-    /// `key` borrowed from the input (`Cow::Borrowed`) had no escape there, so needs none.
-    fn push_raw(&mut self, key: &Cow<'_, str>, raw: &str) {
-        self.escaped_keys |= matches!(key, Cow::Owned(_));
+    /// `escaped`: `key` was written with escapes in the input (a key borrowed from the input,
+    /// `Cow::Borrowed`, had none there, so needs none in the output).
+    fn push_raw(&mut self, key: &str, escaped: bool, raw: &str) {
+        self.escaped_keys |= escaped;
         let k0 = self.push_key(key);
         let k1 = self.buf.len() as u32;
         canon(raw, &mut self.buf);
@@ -1919,10 +1920,10 @@ impl Reader<'_, '_> {
         };
         // Everything except the structural keys goes to extras (args flattened under their keys).
         for (k, v) in &ev.args {
-            extra.push_raw(k, v);
+            extra.push_raw(k, matches!(k, Cow::Owned(_)), v);
         }
         for (k, v) in &ev.rest {
-            extra.push_raw(k, v);
+            extra.push_raw(k, matches!(k, Cow::Owned(_)), v);
         }
         if ph == "E" {
             let th = self.threads.entry((pid, tid)).or_default();
