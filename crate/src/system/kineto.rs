@@ -62,6 +62,11 @@ const MAX_NAMES: usize = 65_536;
 /// Distinct event names interned (shared by their rows); rarer names beyond that are not kept.
 const MAX_INTERNED: usize = 65_536;
 
+/// Extras buffers kept for reuse, and the largest buffer capacity kept (bytes).
+const POOL: usize = 256;
+/// See [`POOL`].
+const POOL_BYTES: usize = 4096;
+
 /// First `SystemProfileEvents.id` of framework rows (2^62).
 pub const FRAMEWORK_ID_BASE: i64 = 1 << 62;
 
@@ -124,6 +129,9 @@ struct Extras {
     buf: String,
     /// `(key start, key end, value end)` into `buf`; the value starts at the key end.
     ents: Vec<(u32, u32, u32)>,
+    /// Some key may need JSON escaping (one written with escapes in the input); the others hold
+    /// no `"`, `\` or control character and are quoted as they are.
+    escaped_keys: bool,
 }
 
 impl Extras {
@@ -142,15 +150,18 @@ impl Extras {
     }
 
     /// `key` → `raw` (any JSON value text, canonicalised as `serde_json::Value` would print it).
-    fn push_raw(&mut self, key: &str, raw: &str) {
+    /// `escaped`: `key` was written with escapes in the input (a key borrowed from the input,
+    /// `Cow::Borrowed`, had none there, so needs none in the output).
+    fn push_raw(&mut self, key: &str, escaped: bool, raw: &str) {
+        self.escaped_keys |= escaped;
         let k0 = self.push_key(key);
         let k1 = self.buf.len() as u32;
         canon(raw, &mut self.buf);
         self.end_value(k0, k1);
     }
 
-    /// `key` → the JSON string of `text`.
-    fn push_str(&mut self, key: &str, text: &str) {
+    /// `key` (one of ours: no escaping needed) → the JSON string of `text`.
+    fn push_str(&mut self, key: &'static str, text: &str) {
         let k0 = self.push_key(key);
         let k1 = self.buf.len() as u32;
         push_json_str(&mut self.buf, text);
@@ -160,6 +171,7 @@ impl Extras {
     /// Appends `other`'s entries after this one's (so they win on equal keys).
     fn append(&mut self, other: &Extras) {
         let d = self.buf.len() as u32;
+        self.escaped_keys |= other.escaped_keys;
         self.buf.push_str(&other.buf);
         self.ents
             .extend(other.ents.iter().map(|&(a, b, c)| (a + d, b + d, c + d)));
@@ -267,9 +279,9 @@ fn has_surrogate_escape(t: &str) -> bool {
         })
 }
 
-/// The text of a JSON string value (`None` when `raw` is not a string).
-fn str_of(raw: &RawValue) -> Option<Cow<'_, str>> {
-    let t = raw.get();
+/// The text of a JSON string value (`None` when `raw`, a value's JSON text, is not a string).
+fn str_of(raw: &str) -> Option<Cow<'_, str>> {
+    let t = raw;
     let inner = t.strip_prefix('"')?.strip_suffix('"')?;
     if inner.contains('\\') {
         serde_json::from_str::<String>(t).ok().map(Cow::Owned)
@@ -279,21 +291,20 @@ fn str_of(raw: &RawValue) -> Option<Cow<'_, str>> {
 }
 
 /// A JSON string's text, or any other value's canonical JSON text (names and flow ids).
-fn text_of(raw: &RawValue) -> Cow<'_, str> {
+fn text_of(raw: &str) -> Cow<'_, str> {
     str_of(raw).unwrap_or_else(|| {
         let mut s = String::new();
-        canon(raw.get(), &mut s);
+        canon(raw, &mut s);
         Cow::Owned(s)
     })
 }
 
 /// `ts` / `dur` in µs (a number, or a string holding one) → ns: exact decimal conversion, else f64.
-fn value_ns(raw: Option<&RawValue>) -> Option<i64> {
-    let raw = raw?;
-    if let Some(s) = str_of(raw) {
+fn value_ns(raw: Option<&str>) -> Option<i64> {
+    let t = raw?;
+    if let Some(s) = str_of(t) {
         return us_text_to_ns(&s);
     }
-    let t = raw.get();
     if let Some(v) = us_text_to_ns(t) {
         return Some(v);
     }
@@ -303,9 +314,9 @@ fn value_ns(raw: Option<&RawValue>) -> Option<i64> {
 
 /// pid / tid: numbers, or strings (hashed to a non-negative int64; the text goes to extras under
 /// `key`).
-fn id_of(v: Option<&RawValue>, key: &str, extra: &mut Extras) -> i64 {
-    let Some(v) = v else { return 0 };
-    if let Some(s) = str_of(v) {
+fn id_of(v: Option<&str>, key: &'static str, extra: &mut Extras) -> i64 {
+    let Some(t) = v else { return 0 };
+    if let Some(s) = str_of(t) {
         return match s.trim().parse::<i64>() {
             Ok(n) => n,
             Err(_) => {
@@ -320,7 +331,6 @@ fn id_of(v: Option<&RawValue>, key: &str, extra: &mut Extras) -> i64 {
             }
         };
     }
-    let t = v.get();
     if let Ok(n) = t.parse::<i64>() {
         return n;
     }
@@ -361,8 +371,9 @@ impl<'de> Deserialize<'de> for Key<'de> {
     }
 }
 
-/// A JSON object's members in input order, values as raw text (`args`, and the rest of an event).
-type Members<'a> = Vec<(Cow<'a, str>, &'a RawValue)>;
+/// A JSON object's members in input order, values as their JSON text (`args`, and the rest of an
+/// event).
+type Members<'a> = Vec<(Cow<'a, str>, &'a str)>;
 
 /// `args`: the members of an object; any other value is read past and yields none (as before:
 /// only object `args` reach the extras).
@@ -371,16 +382,228 @@ struct Args<'a>(Members<'a>);
 /// One trace event, typed and borrowed from the event's bytes: the structural keys picked out,
 /// every other member kept as raw JSON text. Duplicate keys: the last wins (as in a JSON object).
 #[derive(Default)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct Ev<'a> {
-    ph: Option<&'a RawValue>,
-    name: Option<&'a RawValue>,
-    ts: Option<&'a RawValue>,
-    dur: Option<&'a RawValue>,
-    pid: Option<&'a RawValue>,
-    tid: Option<&'a RawValue>,
+    ph: Option<&'a str>,
+    name: Option<&'a str>,
+    ts: Option<&'a str>,
+    dur: Option<&'a str>,
+    pid: Option<&'a str>,
+    tid: Option<&'a str>,
     /// The members of `args` when it is an object (empty otherwise).
     args: Members<'a>,
     rest: Members<'a>,
+}
+
+impl<'a> Ev<'a> {
+    /// Member `k` (not `args`) with value text `v`: a structural slot, else the rest.
+    fn put(&mut self, k: Cow<'a, str>, v: &'a str) {
+        let slot = match &*k {
+            "ph" => &mut self.ph,
+            "name" => &mut self.name,
+            "ts" => &mut self.ts,
+            "dur" => &mut self.dur,
+            "pid" => &mut self.pid,
+            "tid" => &mut self.tid,
+            _ => {
+                self.rest.push((k, v));
+                return;
+            }
+        };
+        *slot = Some(v);
+    }
+}
+
+/// An empty member list reusing `v`'s allocation (for the next event's borrow).
+fn recycle<'b>(mut v: Members<'_>) -> Members<'b> {
+    v.clear();
+    // In-place collection: the allocation is kept (the element layout is the same).
+    v.into_iter()
+        .filter(|_| false)
+        .map(|_| (Cow::Borrowed(""), ""))
+        .collect()
+}
+
+/// Member of an event read by [`fast_scan`]: `[key start, key end, value start, value end]`,
+/// offsets into the object's bytes (the key without its quotes, the value's whole JSON text).
+type Span = [u32; 4];
+
+/// Deepest nesting [`fast_value`] follows (deeper values go the general way).
+const FAST_DEPTH: u32 = 32;
+
+/// The index of the first byte at or after `i` that is not JSON whitespace.
+fn skip_ws(s: &[u8], mut i: usize) -> usize {
+    while s.get(i).is_some_and(|&c| is_ws(c)) {
+        i += 1;
+    }
+    i
+}
+
+/// A string at `s[i] == '"'` without backslash or control character: the index past its
+/// closing quote.
+fn fast_str(s: &[u8], i: usize) -> Option<usize> {
+    let mut j = i + 1;
+    // Eight bytes at a time to the first `"`, `\` or control byte (SWAR, as [`skip_to`]; the
+    // lowest flagged byte is exact for each test, so for their union too).
+    while let Some(c) = s.get(j..j + 8) {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(c);
+        let w = u64::from_le_bytes(a);
+        let ctl = w.wrapping_sub(LO * 0x20) & !w & (LO << 7);
+        let m = bytes_eq(w, b'"') | bytes_eq(w, b'\\') | ctl;
+        if m != 0 {
+            j += (m.trailing_zeros() / 8) as usize;
+            return (s.get(j) == Some(&b'"')).then_some(j + 1);
+        }
+        j += 8;
+    }
+    loop {
+        match *s.get(j)? {
+            b'"' => return Some(j + 1),
+            b'\\' | 0..=0x1f => return None,
+            _ => j += 1,
+        }
+    }
+}
+
+/// One or more ASCII digits from `i`: the index past them.
+fn digits(s: &[u8], i: usize) -> Option<usize> {
+    let mut j = i;
+    while s.get(j).is_some_and(u8::is_ascii_digit) {
+        j += 1;
+    }
+    (j > i).then_some(j)
+}
+
+/// A JSON number at `i` (RFC 8259 grammar, as serde_json checks it): the index past it.
+fn fast_num(s: &[u8], mut i: usize) -> Option<usize> {
+    if s.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    i = match *s.get(i)? {
+        b'0' if s.get(i + 1).is_some_and(u8::is_ascii_digit) => return None,
+        b'0' => i + 1,
+        b'1'..=b'9' => digits(s, i)?,
+        _ => return None,
+    };
+    if s.get(i) == Some(&b'.') {
+        i = digits(s, i + 1)?;
+    }
+    if matches!(s.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(s.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        i = digits(s, i)?;
+    }
+    Some(i)
+}
+
+/// Any JSON value at `s[i]` (no whitespace before it) in [`fast_scan`]'s subset, nested at
+/// `depth`: the index past it.
+fn fast_value(s: &[u8], i: usize, depth: u32) -> Option<usize> {
+    let lit = |w: &[u8]| (s.get(i..i + w.len())? == w).then_some(i + w.len());
+    match *s.get(i)? {
+        b'"' => fast_str(s, i),
+        b'-' | b'0'..=b'9' => fast_num(s, i),
+        b't' => lit(b"true"),
+        b'f' => lit(b"false"),
+        b'n' => lit(b"null"),
+        b'[' if depth < FAST_DEPTH => {
+            let mut j = skip_ws(s, i + 1);
+            if s.get(j) == Some(&b']') {
+                return Some(j + 1);
+            }
+            loop {
+                j = skip_ws(s, fast_value(s, j, depth + 1)?);
+                match *s.get(j)? {
+                    b',' => j = skip_ws(s, j + 1),
+                    b']' => return Some(j + 1),
+                    _ => return None,
+                }
+            }
+        }
+        b'{' if depth < FAST_DEPTH => fast_members(s, i, depth, &mut |_| {}),
+        _ => None,
+    }
+}
+
+/// The object at `s[i] == '{'`: each member's [`Span`] to `out`, the index past the `}`.
+fn fast_members(s: &[u8], i: usize, depth: u32, out: &mut dyn FnMut(Span)) -> Option<usize> {
+    let mut j = skip_ws(s, i + 1);
+    if s.get(j) == Some(&b'}') {
+        return Some(j + 1);
+    }
+    let u = |x: usize| u32::try_from(x).ok();
+    loop {
+        if s.get(j) != Some(&b'"') {
+            return None;
+        }
+        let k0 = j + 1;
+        j = fast_str(s, j)?;
+        let k1 = j - 1;
+        j = skip_ws(s, j);
+        if s.get(j) != Some(&b':') {
+            return None;
+        }
+        let v0 = skip_ws(s, j + 1);
+        j = fast_value(s, v0, depth + 1)?;
+        out([u(k0)?, u(k1)?, u(v0)?, u(j)?]);
+        j = skip_ws(s, j);
+        match *s.get(j)? {
+            b',' => j = skip_ws(s, j + 1),
+            b'}' => return Some(j + 1),
+            _ => return None,
+        }
+    }
+}
+
+/// Reads the common event object at `s[0] == '{'` in one pass: strict JSON (as serde_json
+/// accepts it) with no backslash or control character in any string, `args` (when present) an
+/// object, nesting below [`FAST_DEPTH`], ending inside `s`. The members other than `args` go to
+/// `top`, those of the last `args` to `args`. Returns the object's length; `None` for anything
+/// else (the general path, serde_json and sanitising, reads it then), so both paths see the
+/// same events the same way.
+fn fast_scan(s: &[u8], top: &mut Vec<Span>, args: &mut Vec<Span>) -> Option<usize> {
+    top.clear();
+    args.clear();
+    if s.first() != Some(&b'{') {
+        return None;
+    }
+    let mut j = skip_ws(s, 1);
+    if s.get(j) == Some(&b'}') {
+        return Some(j + 1);
+    }
+    let u = |x: usize| u32::try_from(x).ok();
+    loop {
+        if s.get(j) != Some(&b'"') {
+            return None;
+        }
+        let k0 = j + 1;
+        j = fast_str(s, j)?;
+        let k1 = j - 1;
+        j = skip_ws(s, j);
+        if s.get(j) != Some(&b':') {
+            return None;
+        }
+        let v0 = skip_ws(s, j + 1);
+        if s.get(k0..k1) == Some(b"args") {
+            if s.get(v0) != Some(&b'{') {
+                return None;
+            }
+            args.clear();
+            j = fast_members(s, v0, 1, &mut |sp| args.push(sp))?;
+        } else {
+            j = fast_value(s, v0, 1)?;
+            top.push([u(k0)?, u(k1)?, u(v0)?, u(j)?]);
+        }
+        j = skip_ws(s, j);
+        match *s.get(j)? {
+            b',' => j = skip_ws(s, j + 1),
+            b'}' => return Some(j + 1),
+            _ => return None,
+        }
+    }
 }
 
 /// Visits a JSON object member by member (`Ev` and `Args` share it).
@@ -401,20 +624,7 @@ impl<'de> Visitor<'de> for ObjVisitor<Ev<'de>> {
                 ev.args = m.next_value::<Args>()?.0;
                 continue;
             }
-            let v: &'de RawValue = m.next_value()?;
-            let slot = match &*k {
-                "ph" => &mut ev.ph,
-                "name" => &mut ev.name,
-                "ts" => &mut ev.ts,
-                "dur" => &mut ev.dur,
-                "pid" => &mut ev.pid,
-                "tid" => &mut ev.tid,
-                _ => {
-                    ev.rest.push((k, v));
-                    continue;
-                }
-            };
-            *slot = Some(v);
+            ev.put(k, m.next_value::<&'de RawValue>()?.get());
         }
         Ok(ev)
     }
@@ -428,7 +638,7 @@ impl<'de> Visitor<'de> for ObjVisitor<Args<'de>> {
     fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> std::result::Result<Args<'de>, A::Error> {
         let mut v = Vec::with_capacity(8);
         while let Some(Key(k)) = m.next_key()? {
-            v.push((k, m.next_value::<&'de RawValue>()?));
+            v.push((k, m.next_value::<&'de RawValue>()?.get()));
         }
         Ok(Args(v))
     }
@@ -469,7 +679,7 @@ impl<'de> Deserialize<'de> for Args<'de> {
 }
 
 /// The last member named `key`.
-fn member<'a>(m: &'a Members<'a>, key: &str) -> Option<&'a RawValue> {
+fn member<'a>(m: &Members<'a>, key: &str) -> Option<&'a str> {
     m.iter().rev().find(|(k, _)| k == key).map(|(_, v)| *v)
 }
 
@@ -495,6 +705,47 @@ struct Thread {
 /// Parses a JSON number text as µs → ns exactly (decimal digits, no float rounding), falling
 /// back to f64 for exponent forms.
 pub fn us_text_to_ns(t: &str) -> Option<i64> {
+    plain_us_to_ns(t.as_bytes()).or_else(|| us_text_to_ns_general(t))
+}
+
+/// [`us_text_to_ns`] of the common text, `-`? then at most 15 digits, then optionally `.` and
+/// digits, in one pass (no overflow possible); `None` for anything else, which the general
+/// parser then reads (so a `None` here is not an answer).
+fn plain_us_to_ns(b: &[u8]) -> Option<i64> {
+    let (neg, d) = match b.split_first() {
+        Some((b'-', r)) => (true, r),
+        _ => (false, b),
+    };
+    let (mut v, mut i) = (0i64, 0usize);
+    while let Some(&c) = d.get(i).filter(|c| c.is_ascii_digit()) {
+        v = v * 10 + i64::from(c - b'0');
+        i += 1;
+    }
+    if i > 15 {
+        return None;
+    }
+    let mut f3 = 0i64;
+    match d.get(i) {
+        None if i > 0 => {}
+        Some(b'.') => {
+            let frac = d.get(i + 1..)?;
+            if (i == 0 && frac.is_empty()) || !frac.iter().all(u8::is_ascii_digit) {
+                return None;
+            }
+            for k in 0..3 {
+                f3 = f3 * 10 + frac.get(k).map_or(0, |c| i64::from(c - b'0'));
+            }
+            // Rounded half up on the fourth decimal, as the general parser does.
+            f3 += i64::from(frac.get(3).is_some_and(|&c| c >= b'5'));
+        }
+        _ => return None,
+    }
+    let v = v * 1000 + f3;
+    Some(if neg { -v } else { v })
+}
+
+/// [`us_text_to_ns`] of any text (whitespace around it, exponents, long integer parts).
+fn us_text_to_ns_general(t: &str) -> Option<i64> {
     let t = t.trim();
     if t.contains(['e', 'E']) {
         let f: f64 = t.parse().ok()?;
@@ -829,16 +1080,41 @@ fn in_event(buf: &[u8], mut i: usize, st: &mut Scan, floor: i32, off: u64) -> us
     i
 }
 
-/// What [`feed`] calls per finished event object: `(bytes, offset, base text seen so far)`.
-type OnEvent<'a> = dyn FnMut(&[u8], u64, Option<&str>) -> Result<()> + 'a;
+/// Where [`feed`] sends the event objects it finds.
+trait Events {
+    /// A finished event object at file offset `off` (`obj` empty when it was too big); `base` is
+    /// the `baseTimeNanoseconds` text seen so far.
+    fn event(&mut self, obj: &[u8], off: u64, base: Option<&str>) -> Result<()>;
+    /// An event object starts at `rest[0]` (`rest` runs to the end of the read piece): read it
+    /// whole when that is cheap ([`fast_scan`]), returning its length; `None` leaves it to the
+    /// scanner, which later passes it to [`Events::event`].
+    fn try_event(&mut self, rest: &[u8], off: u64, base: Option<&str>) -> Result<Option<usize>>;
+}
 
-/// Scans one read piece starting at file offset `off`, calling `on_event(bytes, offset, base)`
-/// for every finished event object (`bytes` empty when it was too big; `base` the
-/// `baseTimeNanoseconds` text seen so far). An object inside one piece is passed without a copy.
+/// [`find_base`]'s [`Events`]: the events are only scanned past.
+struct NoEvents;
+
+impl Events for NoEvents {
+    fn event(&mut self, _: &[u8], _: u64, _: Option<&str>) -> Result<()> {
+        Ok(())
+    }
+    fn try_event(&mut self, _: &[u8], _: u64, _: Option<&str>) -> Result<Option<usize>> {
+        Ok(None)
+    }
+}
+
+/// Scans one read piece starting at file offset `off`, sending every event object to `on`: an
+/// object [`Events::try_event`] reads whole is skipped; any other is scanned to its end and
+/// passed to [`Events::event`] (without a copy when it lies inside one piece).
 ///
 /// Byte by byte a small state machine (string / escape / nesting); runs inside strings and
 /// between structural bytes below the top level are skipped in tight loops.
-fn feed(st: &mut Scan, buf: &[u8], off: u64, on_event: &mut OnEvent<'_>) -> Result<()> {
+///
+/// Never inlined: in wasm, V8 runs a function in its baseline tier until a later call (no
+/// on-stack replacement), so the hot loop must be a function entered per piece, not a loop
+/// inlined into the once-called [`read_trace`].
+#[inline(never)]
+fn feed(st: &mut Scan, buf: &[u8], off: u64, on: &mut dyn Events) -> Result<()> {
     let n = buf.len();
     // Where the object being captured starts in this piece.
     let mut cs: usize = 0;
@@ -905,6 +1181,12 @@ fn feed(st: &mut Scan, buf: &[u8], off: u64, on_event: &mut OnEvent<'_>) -> Resu
                     && st.cap.is_none()
                     && !st.events_closed
                 {
+                    let rest = buf.get(i..).unwrap_or(&[]);
+                    if let Some(n) = on.try_event(rest, off + i as u64, st.base.as_deref())? {
+                        // Read whole (strict JSON, so the nesting state is as before it).
+                        i += n;
+                        continue;
+                    }
                     st.cap = Some((st.depth, off + i as u64));
                     set_kind(st, st.depth, false);
                     st.cap_buf.clear();
@@ -932,9 +1214,9 @@ fn feed(st: &mut Scan, buf: &[u8], off: u64, on_event: &mut OnEvent<'_>) -> Resu
                             let base = st.base.as_deref();
                             if st.cap_buf.is_empty() && !st.cap_too_big {
                                 if piece.len() > MAX_EVENT {
-                                    on_event(&[], o, base)?;
+                                    on.event(&[], o, base)?;
                                 } else {
-                                    on_event(piece, o, base)?;
+                                    on.event(piece, o, base)?;
                                 }
                             } else {
                                 cap_extend(st, piece);
@@ -943,7 +1225,7 @@ fn feed(st: &mut Scan, buf: &[u8], off: u64, on_event: &mut OnEvent<'_>) -> Resu
                                 } else {
                                     &st.cap_buf[..]
                                 };
-                                on_event(v, o, st.base.as_deref())?;
+                                on.event(v, o, st.base.as_deref())?;
                                 st.cap_buf.clear();
                             }
                         }
@@ -999,7 +1281,7 @@ pub fn find_base(mut input: impl Read) -> Option<i64> {
         };
         // The same scanner as the rows' pass; the events it finds are ignored.
         let piece = buf.get(..n).unwrap_or(&[]);
-        if feed(&mut st, piece, off, &mut |_, _, _| Ok(())).is_err() {
+        if feed(&mut st, piece, off, &mut NoEvents).is_err() {
             break;
         }
         off += n as u64;
@@ -1066,6 +1348,18 @@ struct Reader<'s, 'f> {
     names: FxHashSet<Rc<str>>,
     /// Scratch for the extras JSON of the row being emitted.
     out: String,
+    /// Extras buffers of emitted rows, reused by new rows (at most [`POOL`], small ones only).
+    pool: Vec<Extras>,
+    /// Scratch of [`Reader::emit`]'s key sort: `(first 8 key bytes big-endian, entry)`.
+    order: Vec<(u64, (u32, u32, u32))>,
+    /// Counts of the one-byte phases already in `rep.phases`, by byte, not yet added to it.
+    ph_aside: [Option<u64>; 256],
+    /// [`fast_scan`]'s member spans (reused between events).
+    top: Vec<Span>,
+    /// See `top`.
+    arg_spans: Vec<Span>,
+    /// Allocations of the last event's `args` and other members, reused by the next.
+    spare: (Members<'static>, Members<'static>),
     /// `SystemProfileEvents` rows; batches go to `sink`.
     b: TableBuilder,
     sink: &'s mut dyn TableSink,
@@ -1103,6 +1397,12 @@ pub fn read_trace(
         tnames: FxHashMap::default(),
         names: FxHashSet::default(),
         out: String::new(),
+        pool: Vec::new(),
+        order: Vec::new(),
+        ph_aside: [None; 256],
+        top: Vec::new(),
+        arg_spans: Vec::new(),
+        spare: (Vec::new(), Vec::new()),
         b: TableBuilder::new(&explorer::SYSTEM_PROFILE_EVENTS),
         sink,
     };
@@ -1125,17 +1425,13 @@ pub fn read_trace(
             }
         };
         let piece = buf.get(..n).unwrap_or(&[]);
-        feed(&mut st, piece, off, &mut |obj, at, seen| {
-            if !base_fixed {
-                // The clock is fixed at the first event: the caller's base, else one seen so far.
-                base_fixed = true;
-                let seen = seen.and_then(|t| t.trim().parse::<i64>().ok());
-                r.rep.base_time_ns = base.or(seen);
-                r.base = r.rep.base_time_ns.unwrap_or(0);
-            }
-            r.rep.objects += 1;
-            r.handle(obj, at)
-        })?;
+        let mut to = ToReader {
+            r: &mut r,
+            base,
+            base_fixed,
+        };
+        feed(&mut st, piece, off, &mut to)?;
+        base_fixed = to.base_fixed;
         off += n as u64;
         progress(off);
         if let Some(g) = st.garbage {
@@ -1207,6 +1503,71 @@ pub fn read_trace(
         ));
     }
     r.finish()
+}
+
+/// [`read_trace`]'s [`Events`]: every event object to the reader.
+struct ToReader<'a, 's, 'f> {
+    r: &'a mut Reader<'s, 'f>,
+    /// The caller's base.
+    base: Option<i64>,
+    /// The clock is fixed (at the first event).
+    base_fixed: bool,
+}
+
+impl ToReader<'_, '_, '_> {
+    /// The clock is fixed at the first event: the caller's base, else one seen so far.
+    fn fix_base(&mut self, seen: Option<&str>) {
+        if !self.base_fixed {
+            self.base_fixed = true;
+            let seen = seen.and_then(|t| t.trim().parse::<i64>().ok());
+            self.r.rep.base_time_ns = self.base.or(seen);
+            self.r.base = self.r.rep.base_time_ns.unwrap_or(0);
+        }
+    }
+}
+
+impl Events for ToReader<'_, '_, '_> {
+    fn event(&mut self, obj: &[u8], off: u64, base: Option<&str>) -> Result<()> {
+        self.fix_base(base);
+        self.r.rep.objects += 1;
+        self.r.handle(obj, off)
+    }
+    // Per event, not inlined into `feed` (see there: V8's tiers).
+    #[inline(never)]
+    fn try_event(&mut self, rest: &[u8], _: u64, base: Option<&str>) -> Result<Option<usize>> {
+        let r = &mut *self.r;
+        let Some(n) = fast_scan(rest, &mut r.top, &mut r.arg_spans).filter(|&n| n <= MAX_EVENT)
+        else {
+            return Ok(None);
+        };
+        // Invalid UTF-8 (only possible inside strings) goes the general way, to be sanitised.
+        let Some(text) = rest.get(..n).and_then(|t| std::str::from_utf8(t).ok()) else {
+            return Ok(None);
+        };
+        self.fix_base(base);
+        let r = &mut *self.r;
+        let at = |[k0, k1, v0, v1]: Span| {
+            let g = |a: u32, b: u32| text.get(a as usize..b as usize).unwrap_or("");
+            (g(k0, k1), g(v0, v1))
+        };
+        let mut ev = Ev {
+            args: recycle(std::mem::take(&mut r.spare.0)),
+            rest: recycle(std::mem::take(&mut r.spare.1)),
+            ..Ev::default()
+        };
+        for &sp in &r.top {
+            let (k, v) = at(sp);
+            ev.put(Cow::Borrowed(k), v);
+        }
+        for &sp in &r.arg_spans {
+            let (k, v) = at(sp);
+            ev.args.push((Cow::Borrowed(k), v));
+        }
+        r.rep.objects += 1;
+        r.event(&ev)?;
+        r.spare = (recycle(ev.args), recycle(ev.rest));
+        Ok(Some(n))
+    }
 }
 
 impl Reader<'_, '_> {
@@ -1346,28 +1707,64 @@ impl Reader<'_, '_> {
             x.push_str("thread_name", t);
         }
         if !x.is_empty() {
-            // Keys sorted (serde_json's map order; the sort is stable), the last of equal keys kept.
-            let mut ents = std::mem::take(&mut x.ents);
-            ents.sort_by(|a, b| x.get(*a).0.cmp(x.get(*b).0));
+            // Keys sorted (serde_json's map order; the sort is stable), the last of equal keys
+            // kept. Most comparisons are settled by the keys' first 8 bytes, compared as one
+            // big-endian number (zero-padded: a tie on a shorter key is settled by the keys).
+            let ents = &mut self.order;
+            ents.clear();
+            ents.extend(x.ents.iter().map(|&e| {
+                let mut p = [0u8; 8];
+                let k = x.get(e).0.as_bytes();
+                let n = k.len().min(8);
+                p[..n].copy_from_slice(&k[..n]);
+                (u64::from_be_bytes(p), e)
+            }));
+            ents.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| x.get(a.1).0.cmp(x.get(b.1).0)));
             let out = &mut self.out;
             out.clear();
             out.push('{');
-            for (k, e) in ents.iter().enumerate() {
-                let (key, val) = x.get(*e);
-                if ents.get(k + 1).is_some_and(|n| x.get(*n).0 == key) {
+            for (k, &(_, e)) in ents.iter().enumerate() {
+                let (key, val) = x.get(e);
+                if ents.get(k + 1).is_some_and(|n| x.get(n.1).0 == key) {
                     continue;
                 }
                 if out.len() > 1 {
                     out.push(',');
                 }
-                push_json_str(out, key);
+                if x.escaped_keys {
+                    push_json_str(out, key);
+                } else {
+                    out.push('"');
+                    out.push_str(key);
+                    out.push('"');
+                }
                 out.push(':');
                 out.push_str(val);
             }
             out.push('}');
             b.set(ev::EXTRA, out.as_str());
         }
-        b.end_row_into(self.sink)
+        self.give(x);
+        self.b.end_row_into(self.sink)
+    }
+
+    /// A new row's (empty) extras: a pooled buffer when there is one.
+    fn take_extras(&mut self) -> Extras {
+        self.pool.pop().unwrap_or_else(|| Extras {
+            buf: String::with_capacity(128),
+            ents: Vec::with_capacity(8),
+            escaped_keys: false,
+        })
+    }
+
+    /// Returns a row's extras to the pool (cleared; large buffers are dropped).
+    fn give(&mut self, mut x: Extras) {
+        if self.pool.len() < POOL && x.buf.capacity() <= POOL_BYTES && x.ents.capacity() <= 64 {
+            x.buf.clear();
+            x.ents.clear();
+            x.escaped_keys = false;
+            self.pool.push(x);
+        }
     }
 
     /// Closes what is still open (`B` without `E` → zero-length rows, in id order), emits the
@@ -1394,6 +1791,11 @@ impl Reader<'_, '_> {
             self.emit(r)?;
         }
         let mut rep = std::mem::take(&mut self.rep);
+        for (c, n) in (0u8..=255).zip(self.ph_aside) {
+            if let Some(n) = n.filter(|&n| n > 0) {
+                *rep.phases.entry(char::from(c).to_string()).or_default() += n;
+            }
+        }
         rep.rows = self.b.finish_into(self.sink)?;
         rep.process_names = self.pnames.into_iter().collect();
         rep.thread_names = self
@@ -1446,25 +1848,35 @@ impl Reader<'_, '_> {
                 }
             }
         };
-        self.event(ev)
+        self.event(&ev)
     }
 
     /// Turns one parsed event into a row, a flow, metadata or nothing.
-    fn event(&mut self, ev: Ev<'_>) -> Result<()> {
-        let rep = &mut self.rep;
+    fn event(&mut self, ev: &Ev<'_>) -> Result<()> {
         let ph = ev.ph.and_then(str_of).unwrap_or_default();
         let ph: &str = &ph;
-        let mut extra = Extras {
-            buf: String::with_capacity(128),
-            ents: Vec::with_capacity(8),
-        };
+        let mut extra = self.take_extras();
+        let rep = &mut self.rep;
         let pid = id_of(ev.pid, "pid_text", &mut extra);
         let tid = id_of(ev.tid, "tid_text", &mut extra);
         let ts = value_ns(ev.ts);
-        if let Some(c) = rep.phases.get_mut(ph) {
-            *c += 1;
-        } else if rep.phases.len() < 64 {
-            rep.phases.insert(ph.to_string(), 1);
+        // A one-byte phase already in the map is counted aside (added in by `finish`).
+        let aside = match ph.as_bytes() {
+            &[c] => self.ph_aside.get_mut(usize::from(c)),
+            _ => None,
+        };
+        match aside {
+            Some(Some(n)) => *n += 1,
+            aside => {
+                if let Some(c) = rep.phases.get_mut(ph) {
+                    *c += 1;
+                } else if rep.phases.len() < 64 {
+                    rep.phases.insert(ph.to_string(), 1);
+                    if let Some(slot) = aside {
+                        *slot = Some(0);
+                    }
+                }
+            }
         }
         if ph == "M" {
             let name = ev.name.map(text_of).unwrap_or_default();
@@ -1479,6 +1891,7 @@ impl Reader<'_, '_> {
                     _ => {}
                 }
             }
+            self.give(extra);
             return Ok(());
         }
         if matches!(ph, "s" | "t" | "f") {
@@ -1492,23 +1905,25 @@ impl Reader<'_, '_> {
                     tid,
                     Flow {
                         ts,
-                        id: format!("{cat}:{id}"),
+                        id: [&*cat, ":", &*id].concat(),
                         enclosing,
                     },
                 );
             }
+            self.give(extra);
             return Ok(());
         }
         let Some(ts) = ts else {
             rep.skipped += 1;
+            self.give(extra);
             return Ok(());
         };
         // Everything except the structural keys goes to extras (args flattened under their keys).
         for (k, v) in &ev.args {
-            extra.push_raw(k, v.get());
+            extra.push_raw(k, matches!(k, Cow::Owned(_)), v);
         }
         for (k, v) in &ev.rest {
-            extra.push_raw(k, v.get());
+            extra.push_raw(k, matches!(k, Cow::Owned(_)), v);
         }
         if ph == "E" {
             let th = self.threads.entry((pid, tid)).or_default();
@@ -1521,6 +1936,7 @@ impl Reader<'_, '_> {
                 }
                 None => self.rep.unmatched_end += 1,
             }
+            self.give(extra);
             return Ok(());
         }
         let dur = if ph == "X" {
@@ -1573,5 +1989,170 @@ impl Reader<'_, '_> {
             return Ok(());
         }
         self.complete(row)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Events of every shape the reader meets: clean, dirty, invalid.
+    const EVENTS: &[&str] = &[
+        r#"{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 10.5, "dur": 3.25, "args": {"External id": 1, "Input Dims": [[1, 2], [3, 4]], "Input type": ["float", "c10::Half"], "f": 1.5, "e": 1e3, "neg": -0}}"#,
+        r#"{"ph":"X","name":"esc\"q\u00e9","pid":"proc a","tid":"7","ts":"11.0","dur":1,"args":{"k\u0041":"v\nx","nested":{"a":[1,{"b":null}]},"t":true,"n":null}}"#,
+        r#"{"ph": "f", "id": 9, "pid": 1, "tid": 3, "ts": 16, "cat": "ac2g", "name": "ac2g", "bp": "e"}"#,
+        r#"{"ph": "X", "name": "dup", "name": "dup2", "pid": 1, "ts": 16, "dur": 2, "x": 1, "x": 2, "args": {"a": 1}, "args": {"b": 2}}"#,
+        r#"{ "ph" : "X" , "name" : "sp" , "pid" : 1 , "ts" : 29 , "args" : { } , "z" : [ ] }"#,
+        r#"{"ph":"X","name":"huge","ts":30,"args":{"n":123456789012345678901234567890,"f":1.0e400,"g":-12.50E-3}}"#,
+        r#"{"ph":"X","name":"é €","ts":32,"args":{"é":"€"}}"#,
+        r#"{"ph":"X","name":5,"ts":33,"args":"str"}"#,
+        r#"{"ph":"X","name":null,"ts":34,"args":{"a":{"b":{"c":[[[]]]}}}}"#,
+        r#"{"ph":"X","ts":35,"args":[1,2]}"#,
+        r#"{"ph":"M","name":"thread_name","pid":1,"tid":3,"args":{"name":"w"}}"#,
+        r#"{}"#,
+        "{\"ph\":\"X\",\r\n\"ts\":\t1}",
+    ];
+
+    /// What serde_json reads from `t` (the general path's strict parse).
+    fn general(t: &str) -> Option<Ev<'_>> {
+        serde_json::from_str::<Ev>(t).ok()
+    }
+
+    /// What the fast path reads from `t`, and the length it read.
+    fn fast(t: &str) -> Option<(Ev<'_>, usize)> {
+        let (mut top, mut args) = (Vec::new(), Vec::new());
+        let n = fast_scan(t.as_bytes(), &mut top, &mut args)?;
+        let text = t.get(..n)?;
+        let at = |[k0, k1, v0, v1]: Span| {
+            let g = |a: u32, b: u32| text.get(a as usize..b as usize).unwrap_or("");
+            (g(k0, k1), g(v0, v1))
+        };
+        let mut ev = Ev::default();
+        for &sp in &top {
+            let (k, v) = at(sp);
+            ev.put(Cow::Borrowed(k), v);
+        }
+        for &sp in &args {
+            let (k, v) = at(sp);
+            ev.args.push((Cow::Borrowed(k), v));
+        }
+        Some((ev, n))
+    }
+
+    /// The fast path only reads what serde_json reads, and reads it the same: checked on each
+    /// event and on every one-byte change of it (a byte replaced by a JSON-significant one, or
+    /// removed).
+    #[test]
+    fn fast_path_is_a_subset_of_serde_json_reading_the_same() {
+        let subst: &[u8] = b"\"\\,:{}[] 0-.eaE+\x01\x7f";
+        let (mut checked, mut fast_hits) = (0, 0);
+        let mut check = |b: &[u8]| {
+            checked += 1;
+            let Ok(t) = std::str::from_utf8(b) else {
+                return;
+            };
+            if let Some((ev, n)) = fast(t) {
+                fast_hits += 1;
+                let whole = t.get(..n).unwrap_or("");
+                assert_eq!(general(whole).as_ref(), Some(&ev), "{whole:?}");
+            }
+        };
+        for e in EVENTS {
+            let b = e.as_bytes();
+            check(b);
+            for i in 0..b.len() {
+                let mut cut = b.to_vec();
+                cut.remove(i);
+                check(&cut);
+                for &c in subst {
+                    let mut m = b.to_vec();
+                    m[i] = c;
+                    check(&m);
+                }
+            }
+        }
+        assert!(fast_hits > 1000, "{fast_hits} of {checked}");
+        // The clean events do take the fast path.
+        for e in [
+            EVENTS[0], EVENTS[2], EVENTS[3], EVENTS[4], EVENTS[5], EVENTS[6], EVENTS[8],
+        ] {
+            assert_eq!(fast(e).map(|f| f.1), Some(e.len()), "{e}");
+        }
+        // Escapes, non-object args and raw control characters do not.
+        for e in [EVENTS[1], EVENTS[7], EVENTS[9]] {
+            assert!(fast(e).is_none(), "{e}");
+        }
+    }
+
+    /// The word-at-a-time string scan stops where a byte-by-byte one does.
+    #[test]
+    fn fast_str_matches_a_byte_loop() {
+        let slow = |s: &[u8]| -> Option<usize> {
+            let mut j = 1;
+            loop {
+                match *s.get(j)? {
+                    b'"' => return Some(j + 1),
+                    b'\\' | 0..=0x1f => return None,
+                    _ => j += 1,
+                }
+            }
+        };
+        let alphabet: &[u8] = b"a\"\\\x00\x1f\x20\x7f\x80\xff\xc3\xa9!#";
+        let mut x: u32 = 1;
+        for _ in 0..20_000 {
+            let mut s = vec![b'"'];
+            // A small LCG: lengths 0..40, bytes from `alphabet`, biased to plain letters.
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            for _ in 0..(x >> 16) % 40 {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                let k = (x >> 16) as usize % (alphabet.len() * 4);
+                s.push(alphabet.get(k).copied().unwrap_or(b'a'));
+            }
+            assert_eq!(fast_str(&s, 0), slow(&s), "{s:?}");
+        }
+    }
+
+    /// The one-pass µs → ns conversion agrees with the general one wherever it answers.
+    #[test]
+    fn plain_us_to_ns_agrees_with_the_general_parser() {
+        let texts = [
+            "0",
+            "5",
+            "-5",
+            "5.",
+            ".5",
+            "-.5",
+            ".",
+            "-",
+            "",
+            "1.2.3",
+            "-0.0015",
+            "0.9995",
+            "12.3456",
+            "999999999999999",
+            "9999999999999999",
+            "1e3",
+            " 5",
+            "5 ",
+            "+5",
+            "--5",
+            "1.5x",
+            "007.1",
+            "1500.000",
+            "-0.0005",
+            "0.00049",
+            "123456789012345.6789",
+        ];
+        for t in texts {
+            let fast = plain_us_to_ns(t.as_bytes());
+            assert!(
+                fast.is_none() || fast == us_text_to_ns_general(t),
+                "{t}: {fast:?} vs {:?}",
+                us_text_to_ns_general(t)
+            );
+            assert_eq!(us_text_to_ns(t), fast.or_else(|| us_text_to_ns_general(t)));
+        }
+        assert_eq!(plain_us_to_ns(b"1500.000"), Some(1_500_000));
+        assert_eq!(plain_us_to_ns(b"-0.0015"), Some(-2));
     }
 }

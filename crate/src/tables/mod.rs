@@ -870,6 +870,11 @@ impl Cell<kind::Str> for &str {
                 d.append(self);
                 Ok(())
             }
+            // Plain string columns too (the System and Kineto tables): one match, no padding.
+            Col::Str(b) if b.len() == rows => {
+                b.append_value(self);
+                Ok(())
+            }
             _ => Err(self),
         }
     }
