@@ -4,15 +4,16 @@
 //! - `read`: a read-only pass over the NTFF through the same [`ByteSource`] and chunk size the
 //!   decoder uses (the I/O limit any decode is measured against);
 //! - `arrow`: decode → Arrow batches, discarded (rows counted);
-//! - `parquet`: decode → Parquet files on disk, one thread;
+//! - `parquet`: decode → Parquet files on disk, one thread, with `convert`'s row groups
+//!   ([`sink::ROW_GROUP_BATCHES`] batches each);
 //! - `parquet_2t`: the same with the NTFF's DMA side decoded on two more threads
 //!   ([`crate::ntff::decode_split`], when [`BenchOptions::dma_open`] is given) and the Parquet
 //!   encoding on a writer thread ([`sink::pipelined`]); without the DMA threads, that writer
 //!   encodes each row group's column chunks on two threads (`ParquetSink::with_threads`);
 //! - `page`: what the page's worker does per NTFF, natively: decode → Parquet on one thread
 //!   with the level-of-detail summaries gathered on the way ([`crate::lod::LodCollector`],
-//!   `wasm.rs` `decode_stored`), so `npm run bench:wasm` ÷ this row is wasm ÷ native for the
-//!   same work.
+//!   `wasm.rs` `decode_stored`) and the page's row groups (one per batch), so
+//!   `npm run bench:wasm` ÷ this row is wasm ÷ native for the same work.
 //!
 //! Per system input (each `ntrace.pb`, `trace_info.pb`, `cpu_util.pb`, `host_mem.pb`, Kineto
 //! trace) and per memory snapshot, the `read`, `arrow` and `parquet` steps ([`bench_system`]).
@@ -275,8 +276,16 @@ pub fn bench_devices(
                     }
                 };
                 let ((n, e), w, c, m) = step(|| {
+                    // The CLI's row groups (`convert`), except in `page`: the page's (one per
+                    // batch).
+                    let group = if name == "page" {
+                        1
+                    } else {
+                        sink::ROW_GROUP_BATCHES
+                    };
                     let mut ps = sink::ParquetSink::with_codec(table_file(&dir), opts.codec)
-                        .with_threads(encoders(threads));
+                        .with_threads(encoders(threads))
+                        .with_row_group_batches(group);
                     let r = if name == "page" {
                         let mut lod = crate::lod::LodCollector::new(&mut ps);
                         let r = profile::process_device(
@@ -438,7 +447,8 @@ pub fn bench_system(
             fresh_dir(&opts.out_dir)?;
             let dir = opts.out_dir.clone();
             let ((n, e), w, c, m) = step(|| {
-                let mut ps = sink::ParquetSink::with_codec(table_file(&dir), opts.codec);
+                let mut ps = sink::ParquetSink::with_codec(table_file(&dir), opts.codec)
+                    .with_row_group_batches(sink::ROW_GROUP_BATCHES);
                 let mut count = NullSink::default();
                 let e = {
                     let mut both = Tee(&mut ps, &mut count);

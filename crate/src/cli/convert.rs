@@ -488,7 +488,8 @@ fn convert_job(
         (encoders - 2).max(1)
     } else {
         1
-    });
+    })
+    .with_row_group_batches(sink::ROW_GROUP_BATCHES);
     let t0 = Instant::now();
     // Decode on this thread (an NTFF's DMA side on two more), Parquet encoding on a second one
     // (the output is the same).

@@ -1,5 +1,6 @@
-//! Sinks for finished tables: Arrow IPC (for the page), Parquet (one file per table, one row group
-//! per batch, written incrementally) and a zip bundle of Parquet files.
+//! Sinks for finished tables: Arrow IPC (for the page), Parquet (one file per table, written
+//! incrementally; one row group per batch for the page, [`ROW_GROUP_BATCHES`] batches per row
+//! group for the files the CLI writes) and a zip bundle of Parquet files.
 
 use std::collections::BTreeMap;
 use std::io::{Seek, Write};
@@ -29,8 +30,9 @@ pub const CODEC: Compression = Compression::LZ4_RAW;
 /// so their deltas pack into a few bits; a dictionary of distinct timestamps only costs time),
 /// floats are BYTE_STREAM_SPLIT, strings keep the dictionary (engine, opcode, queue names are a
 /// handful of values). Statistics (per row group, not per page) are on for every non-string
-/// column, so a reader can skip row groups by time range; row groups are cut by the batches we hand in
-/// (≤ [`crate::tables::BATCH_ROWS`]).
+/// column, so a reader can skip row groups by time range; row groups are cut by the writer's
+/// flushes alone (no row limit of arrow-rs's own: [`ParquetSink`] closes one after every
+/// batch, or every [`ROW_GROUP_BATCHES`] batches).
 pub fn parquet_props(def: &TableDef) -> WriterProperties {
     parquet_props_with(def, CODEC)
 }
@@ -79,6 +81,9 @@ pub fn parquet_props_for(
     let mut b = WriterProperties::builder()
         .set_compression(codec)
         .set_statistics_enabled(EnabledStatistics::Chunk)
+        // Row groups end where the caller flushes (so the one-thread and the parallel writer
+        // cut them alike), never inside a batch at arrow-rs's default of 1 Mi rows.
+        .set_max_row_group_row_count(None)
         .set_created_by(format!("neuronscope {}", env!("CARGO_PKG_VERSION")));
     for (i, f) in def.all_fields().enumerate() {
         let path = match f.ty {
@@ -198,130 +203,181 @@ pub fn parquet_bytes(def: &TableDef, batches: &[RecordBatch]) -> Result<Vec<u8>>
     Ok(out)
 }
 
+/// Batches per row group of the Parquet files the CLI writes (`convert`, `bench`'s Parquet
+/// steps): row groups of up to 8 × [`crate::tables::BATCH_ROWS`] = 512 Ki rows. The writer keeps
+/// the footer metadata of every column chunk until the file is closed (≈ 0.8 KB each,
+/// measured with arrow-rs 60), so one row group per 64 Ki-row batch grew the Parquet step's
+/// memory by ≈ 11 MB per GB of NTFF (docs/ARCHITECTURE.md "Memory" → "Spill"); eight batches
+/// cut that eightfold for ≈ 8 MB of encoded pages held per large table until the group closes
+/// (`DmaPacket` ≈ 15 B a row). The page keeps one row group per batch
+/// ([`ParquetSink::new`]): its time-window and row reads decode whole row groups.
+pub const ROW_GROUP_BATCHES: usize = 8;
+
 /// A [`TableSink`] that streams every table into its own Parquet writer over `W` (a file
-/// natively). Memory stays bounded by one row group per table.
+/// natively). Memory stays bounded by one open row group per table (one batch by default,
+/// [`ParquetSink::with_row_group_batches`]) plus the footer metadata of the row groups written.
 pub struct ParquetSink<W: Write + Send, F: FnMut(&str) -> Result<W>> {
     open: F,
     writers: BTreeMap<&'static str, TableWriter<W>>,
     rows: BTreeMap<&'static str, u64>,
     codec: Compression,
     threads: usize,
+    group_batches: usize,
 }
 
 /// One table's Parquet writer: arrow-rs's `ArrowWriter`, or (natively, with several threads) its
 /// file writer and column-writer factory, so the column chunks of a row group are encoded on
-/// several threads and appended in schema order (the same bytes as `ArrowWriter`).
+/// several threads and appended in schema order (the same bytes as `ArrowWriter`). `batches`:
+/// batches in the open row group.
 enum TableWriter<W: Write + Send> {
-    Arrow(ArrowWriter<W>),
+    Arrow {
+        w: ArrowWriter<W>,
+        batches: usize,
+    },
     Parallel {
         file: parquet::file::writer::SerializedFileWriter<W>,
         factory: parquet::arrow::arrow_writer::ArrowRowGroupWriterFactory,
         schema: arrow_schema::SchemaRef,
         row_group: usize,
+        /// The open row group's column writers (one per leaf, schema order).
+        open: Option<Vec<parquet::arrow::arrow_writer::ArrowColumnWriter>>,
+        batches: usize,
     },
 }
 
 impl<W: Write + Send> TableWriter<W> {
-    fn write(&mut self, batch: &RecordBatch, threads: usize) -> Result<()> {
+    /// Appends `batch` to the open row group and closes the group once it holds
+    /// `group_batches` batches.
+    fn write(&mut self, batch: &RecordBatch, threads: usize, group_batches: usize) -> Result<()> {
         match self {
-            TableWriter::Arrow(w) => {
-                w.write(batch)?;
-                w.flush()?; // one row group per batch keeps the writer's buffer bounded
-            }
-            TableWriter::Parallel {
-                file,
-                factory,
-                schema,
-                row_group,
-            } => {
-                use parquet::arrow::arrow_writer::compute_leaves;
-                // ArrowWriter writes nothing for an empty batch: the same bytes here.
+            TableWriter::Arrow { w, batches } => {
+                // ArrowWriter writes nothing for an empty batch: it does not count here either.
                 if batch.num_rows() == 0 {
                     return Ok(());
                 }
-                let writers = factory.create_column_writers(*row_group)?;
+                w.write(batch)?;
+                *batches += 1;
+                if *batches >= group_batches {
+                    w.flush()?;
+                    *batches = 0;
+                }
+            }
+            TableWriter::Parallel {
+                factory,
+                schema,
+                row_group,
+                open,
+                batches,
+                ..
+            } => {
+                use parquet::arrow::arrow_writer::compute_leaves;
+                if batch.num_rows() == 0 {
+                    return Ok(());
+                }
+                let writers = match open {
+                    Some(w) => w,
+                    None => open.insert(factory.create_column_writers(*row_group)?),
+                };
                 let mut leaves = Vec::with_capacity(writers.len());
                 for (arr, field) in batch.columns().iter().zip(schema.fields()) {
                     leaves.extend(compute_leaves(field, arr)?);
                 }
-                // Columns dealt round-robin, so each thread gets a mix of cheap and costly ones.
-                let mut groups: Vec<Vec<_>> = (0..threads).map(|_| Vec::new()).collect();
-                for (i, wl) in writers.into_iter().zip(leaves).enumerate() {
-                    if let Some(g) = groups.get_mut(i % threads.max(1)) {
-                        g.push((i, wl));
-                    }
+                let jobs: Vec<_> = writers.iter_mut().zip(leaves).collect();
+                on_threads(jobs, threads, |(w, leaf)| Ok(w.write(&leaf)?))?;
+                *batches += 1;
+                if *batches >= group_batches {
+                    self.close_row_group(threads)?;
                 }
-                let mut chunks = encode_groups(groups)?;
-                chunks.sort_by_key(|(i, _)| *i);
-                let mut rg = file.next_row_group()?;
-                for (_, c) in chunks {
-                    c.append_to_row_group(&mut rg)?;
-                }
-                rg.close()?;
-                *row_group += 1;
             }
         }
         Ok(())
     }
-    fn close(self) -> Result<()> {
+    /// Closes the open row group of a `Parallel` writer (its column chunks encoded on
+    /// `threads` threads, appended in schema order); nothing for `Arrow` (arrow-rs does it).
+    fn close_row_group(&mut self, threads: usize) -> Result<()> {
+        if let TableWriter::Parallel {
+            file,
+            row_group,
+            open,
+            batches,
+            ..
+        } = self
+        {
+            let Some(writers) = open.take() else {
+                return Ok(());
+            };
+            let chunks = on_threads(writers, threads, |w| Ok(w.close()?))?;
+            let mut rg = file.next_row_group()?;
+            for c in chunks {
+                c.append_to_row_group(&mut rg)?;
+            }
+            rg.close()?;
+            *row_group += 1;
+            *batches = 0;
+        }
+        Ok(())
+    }
+    fn close(mut self, threads: usize) -> Result<()> {
+        self.close_row_group(threads)?;
         match self {
-            TableWriter::Arrow(w) => drop(w.close()?),
+            TableWriter::Arrow { w, .. } => drop(w.close()?),
             TableWriter::Parallel { file, .. } => drop(file.close()?),
         }
         Ok(())
     }
-    fn into_inner(self) -> Result<W> {
+    fn into_inner(mut self, threads: usize) -> Result<W> {
+        self.close_row_group(threads)?;
         Ok(match self {
-            TableWriter::Arrow(w) => w.into_inner()?,
+            TableWriter::Arrow { w, .. } => w.into_inner()?,
             TableWriter::Parallel { file, .. } => file.into_inner()?,
         })
     }
 }
 
-type LeafJob = (
-    usize,
-    (
-        parquet::arrow::arrow_writer::ArrowColumnWriter,
-        parquet::arrow::arrow_writer::ArrowLeafColumn,
-    ),
-);
-type Chunk = (usize, parquet::arrow::arrow_writer::ArrowColumnChunk);
-
-/// Encodes each group of (column writer, leaf) on its own thread (the first on this one).
+/// `f` over every item, items dealt round-robin to `threads` threads (the first group on this
+/// one; each thread gets a mix of cheap and costly columns); the results in the items' order.
+/// Errors: the first error of the items, in order.
 #[cfg(not(target_arch = "wasm32"))]
-fn encode_groups(groups: Vec<Vec<LeafJob>>) -> Result<Vec<Chunk>> {
-    fn encode(group: Vec<LeafJob>) -> Result<Vec<Chunk>> {
-        let mut out = Vec::with_capacity(group.len());
-        for (i, (mut w, leaf)) in group {
-            w.write(&leaf)?;
-            out.push((i, w.close()?));
+fn on_threads<T: Send, R: Send>(
+    items: Vec<T>,
+    threads: usize,
+    f: impl Fn(T) -> Result<R> + Sync,
+) -> Result<Vec<R>> {
+    let threads = threads.max(1);
+    let n = items.len();
+    let mut groups: Vec<Vec<(usize, T)>> = (0..threads).map(|_| Vec::new()).collect();
+    for (i, item) in items.into_iter().enumerate() {
+        if let Some(g) = groups.get_mut(i % threads) {
+            g.push((i, item));
         }
-        Ok(out)
     }
+    let run = |g: Vec<(usize, T)>| -> Vec<(usize, Result<R>)> {
+        g.into_iter().map(|(i, item)| (i, f(item))).collect()
+    };
     let mut groups = groups.into_iter();
     let first = groups.next().unwrap_or_default();
-    std::thread::scope(|s| {
-        let handles: Vec<_> = groups.map(|g| s.spawn(move || encode(g))).collect();
-        let mut all = encode(first)?;
+    let mut all: Vec<(usize, Result<R>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = groups.map(|g| s.spawn(|| run(g))).collect();
+        let mut all = run(first);
         for h in handles {
-            let r = h
-                .join()
-                .unwrap_or_else(|_| Err(Error::Other("Parquet encoder thread panicked".into())));
-            all.extend(r?);
+            match h.join() {
+                Ok(r) => all.extend(r),
+                Err(_) => all.push((
+                    n,
+                    Err(Error::Other("Parquet encoder thread panicked".into())),
+                )),
+            }
         }
-        Ok(all)
-    })
+        all
+    });
+    all.sort_by_key(|(i, _)| *i);
+    all.into_iter().map(|(_, r)| r).collect()
 }
 
-/// wasm32 has no threads: every group on this one.
+/// wasm32 has no threads: every item on this one, in order.
 #[cfg(target_arch = "wasm32")]
-fn encode_groups(groups: Vec<Vec<LeafJob>>) -> Result<Vec<Chunk>> {
-    let mut out = Vec::new();
-    for (i, (mut w, leaf)) in groups.into_iter().flatten() {
-        w.write(&leaf)?;
-        out.push((i, w.close()?));
-    }
-    Ok(out)
+fn on_threads<T, R>(items: Vec<T>, _threads: usize, f: impl Fn(T) -> Result<R>) -> Result<Vec<R>> {
+    items.into_iter().map(f).collect()
 }
 
 impl<W: Write + Send, F: FnMut(&str) -> Result<W>> ParquetSink<W, F> {
@@ -337,6 +393,7 @@ impl<W: Write + Send, F: FnMut(&str) -> Result<W>> ParquetSink<W, F> {
             rows: BTreeMap::new(),
             codec,
             threads: 1,
+            group_batches: 1,
         }
     }
     /// Encodes the column chunks of each row group on `threads` threads (natively; 1 keeps
@@ -345,10 +402,18 @@ impl<W: Write + Send, F: FnMut(&str) -> Result<W>> ParquetSink<W, F> {
         self.threads = threads.max(1);
         self
     }
+    /// Closes a row group after every `batches` batches of a table (at least 1; the last row
+    /// group of a file may hold fewer). 1, the default, is one row group per batch (the page's
+    /// stored tables); the CLI's files use [`ROW_GROUP_BATCHES`]. Rows, values and the files'
+    /// readers are the same either way; only row-group boundaries (and the footer) move.
+    pub fn with_row_group_batches(mut self, batches: usize) -> Self {
+        self.group_batches = batches.max(1);
+        self
+    }
     /// Closes every writer; returns rows per table.
     pub fn finish(self) -> Result<BTreeMap<&'static str, u64>> {
         for (_, w) in self.writers {
-            w.close()?;
+            w.close(self.threads)?;
         }
         Ok(self.rows)
     }
@@ -358,7 +423,7 @@ impl<W: Write + Send, F: FnMut(&str) -> Result<W>> ParquetSink<W, F> {
         let mut out = BTreeMap::new();
         for (name, w) in self.writers {
             let rows = self.rows.get(name).copied().unwrap_or(0);
-            out.insert(name, (w.into_inner()?, rows));
+            out.insert(name, (w.into_inner(self.threads)?, rows));
         }
         Ok(out)
     }
@@ -381,16 +446,18 @@ impl<W: Write + Send, F: FnMut(&str) -> Result<W>> TableSink for ParquetSink<W, 
                     factory,
                     schema,
                     row_group: 0,
+                    open: None,
+                    batches: 0,
                 }
             } else {
-                TableWriter::Arrow(w)
+                TableWriter::Arrow { w, batches: 0 }
             };
             self.writers.insert(def.name, w);
         }
         *self.rows.entry(def.name).or_default() += batch.num_rows() as u64;
-        let threads = self.threads;
+        let (threads, group) = (self.threads, self.group_batches);
         if let Some(w) = self.writers.get_mut(def.name) {
-            w.write(&batch, threads)?;
+            w.write(&batch, threads, group)?;
         }
         Ok(())
     }
@@ -630,6 +697,82 @@ mod tests {
                 crate::tables::utf8(e).as_ref()
             );
         }
+    }
+
+    /// `with_row_group_batches(3)` over 7 batches of 1 000 rows: row groups of 3, 3 and 1
+    /// batches with min/max statistics on the time column; the same bytes on one thread and on
+    /// two (the parallel writer keeps its column writers across batches); the rows read back.
+    #[test]
+    fn row_groups_of_several_batches() {
+        use crate::tables::{kind, C};
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+        use parquet::file::statistics::Statistics;
+        const TS: C<kind::I64> = C::of(&explorer::DMA_PACKET, "start_ts");
+        const QN: C<kind::Str> = C::of(&explorer::DMA_PACKET, "queue_name");
+        let def = &explorer::DMA_PACKET;
+        let mut b = TableBuilder::new(def);
+        let mut batches = Vec::new();
+        for i in 0..7000i64 {
+            b.set(TS, i * 10);
+            b.set(QN, ["qA", "qB"][i as usize % 2]);
+            assert!(b.end_row().unwrap().is_none());
+            if i % 1000 == 999 {
+                batches.push(b.take_batch().unwrap());
+            }
+        }
+        let write = |threads: usize| {
+            let mut s = ParquetSink::new(|_t: &str| Ok(Vec::<u8>::new()))
+                .with_threads(threads)
+                .with_row_group_batches(3);
+            for batch in &batches {
+                s.batch(def, batch.clone()).unwrap();
+            }
+            let mut out = s.into_outputs().unwrap();
+            let (bytes, rows) = out.remove("DmaPacket").unwrap();
+            assert_eq!(rows, 7000);
+            bytes
+        };
+        let one = write(1);
+        assert!(one == write(2), "two threads write other bytes");
+        let r = SerializedFileReader::new(bytes::Bytes::from(one.clone())).unwrap();
+        let md = r.metadata();
+        let rows: Vec<i64> = md.row_groups().iter().map(|g| g.num_rows()).collect();
+        assert_eq!(rows, [3000, 3000, 1000]);
+        let ts = md
+            .file_metadata()
+            .schema_descr()
+            .columns()
+            .iter()
+            .position(|c| c.name() == "start_ts")
+            .unwrap();
+        let ranges: Vec<(i64, i64)> = md
+            .row_groups()
+            .iter()
+            .map(|g| match g.column(ts).statistics() {
+                Some(Statistics::Int64(v)) => (*v.min_opt().unwrap(), *v.max_opt().unwrap()),
+                other => panic!("start_ts statistics: {other:?}"),
+            })
+            .collect();
+        assert_eq!(ranges, [(0, 29_990), (30_000, 59_990), (60_000, 69_990)]);
+        let (_, got) = read_parquet(bytes::Bytes::from(one), None, 0, None).unwrap();
+        let got = arrow_select::concat::concat_batches(&def.schema(), got.iter()).unwrap();
+        let want = arrow_select::concat::concat_batches(&def.schema(), batches.iter()).unwrap();
+        assert_eq!(
+            got.column(TS.idx()).as_ref(),
+            want.column(TS.idx()).as_ref()
+        );
+        assert_eq!(
+            crate::tables::utf8(got.column(QN.idx())).as_ref(),
+            crate::tables::utf8(want.column(QN.idx())).as_ref()
+        );
+        // The default stays one row group per batch (the page's stored tables).
+        let mut s = ParquetSink::new(|_t: &str| Ok(Vec::<u8>::new()));
+        for batch in &batches {
+            s.batch(def, batch.clone()).unwrap();
+        }
+        let (bytes, _) = s.into_outputs().unwrap().remove("DmaPacket").unwrap();
+        let r = SerializedFileReader::new(bytes::Bytes::from(bytes)).unwrap();
+        assert_eq!(r.metadata().num_row_groups(), 7);
     }
 
     #[test]
