@@ -105,7 +105,7 @@ test('addDeviceRowsYielding in many short steps builds the model addDeviceRows b
   const stepped = await rows.addDeviceRowsYielding(engines(), tables(), async () => { pauses++; }, 0);
   // Budget 0: a pause after every step; the DMA and semaphore loops yield inside as well.
   assert.ok(pauses > 10, `${pauses} pauses`);
-  const shape = (m) => m.tracks.map((t) => [t.label, t.kind ?? 'engine', t.pcore, t.starts.length, t.starts[0], t.starts[t.starts.length - 1], t.header ?? '', t.group ?? '']);
+  const shape = (m) => m.tracks.map((t) => [t.label, t.kind, t.pcore, t.starts.length, t.starts[0], t.starts[t.starts.length - 1], t.header ?? '', t.group ?? '']);
   assert.deepEqual(shape(stepped), shape(whole));
   assert.deepEqual(stepped.opcodes, whole.opcodes);
   assert.equal(stepped.start, whole.start);

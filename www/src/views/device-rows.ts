@@ -175,7 +175,6 @@ function stepTrack(base: Omit<Track, 'starts' | 'ends' | 'rows' | 'ops' | 'maxDu
     if (Number.isFinite(v)) max = Math.max(max, Math.abs(v));
     t.busy[k + 1] = t.busy[k] ?? 0; // a counter is never "busy"
   }
-  t.style = 'step';
   t.values = vals;
   t.maxValue = max;
   return t;
@@ -416,7 +415,7 @@ function* deviceRowSteps(model: TimelineModel, t: DeviceTables): Generator<void,
       added.push({
         pcore: pc, order: ORDER['semHeader'] ?? 0, sub: 0, name: '',
         track: sliceTrack({
-          label: `${coreLabel(pc)} Semaphores (${nSem})`, pcore: pc, engine: 'semaphore', kind: 'semaphore',
+          label: `${coreLabel(pc)} Semaphores (${nSem})`, pcore: pc, engine: 'semaphore', kind: 'semaphore-group',
           header: `sem:${pc}`, count: nSem, collapsed: true, height: HEADER_H, table: sem, source: 'SemaphoreUpdate',
         }, mergeRows(list), semTimes, semTimes, null, instants),
       });
@@ -437,6 +436,6 @@ function* deviceRowSteps(model: TimelineModel, t: DeviceTables): Generator<void,
 /** Row counts by kind (group headers excluded), for the page's data attributes and tests. */
 export function rowCounts(model: TimelineModel | null): Record<RowKind, number> {
   const out: Record<RowKind, number> = { engine: 0, dma: 0, semaphore: 0, pending: 0, throttle: 0 };
-  for (const t of model?.tracks ?? []) if (t.header === undefined) out[t.kind ?? 'engine']++;
+  for (const t of model?.tracks ?? []) if (t.header === undefined && t.kind in out) out[t.kind as RowKind]++;
   return out;
 }

@@ -23,10 +23,9 @@ export interface Track {
   maxDur: number;
   /** busy[k] = summed duration of slices 0..k-1, ns (length = slices + 1). */
   busy: Float64Array;
-  /** What the row shows (colour, tooltip): engine instructions (default), dma, semaphore, pending, throttle. */
-  kind?: RowKind;
-  /** 'step': a counter whose value (values[k]) holds from starts[k] to ends[k]; default 'slice'. */
-  style?: 'slice' | 'step';
+  /** What the row shows; each kind has its own renderer (tracks/render.ts TRACK_KINDS). */
+  kind: TrackKind;
+  /** Step kinds (semaphore, pending): the value held from starts[k] to ends[k]. */
   values?: Float64Array;
   /** Largest |value| of a step row (its full height). */
   maxValue?: number;
@@ -43,7 +42,20 @@ export interface Track {
   height?: number;
 }
 
+/** The rows under a device timeline's engines, and the engines (counted by rowCounts). */
 export type RowKind = 'engine' | 'dma' | 'semaphore' | 'pending' | 'throttle';
+
+/**
+ * Every kind of timeline row: engine instructions, System spans, DMA packets, throttle records
+ * (slices); semaphore values and pending DMA (steps: a value held until the next update); a
+ * semaphore group's header (every update of its core as an instant).
+ */
+export type TrackKind = RowKind | 'system' | 'semaphore-group';
+
+/** Kinds whose busy time leaves out the semaphore waits (the Summary's active time). */
+export function waitsExcluded(kind: TrackKind): boolean {
+  return kind === 'engine' || kind === 'system';
+}
 
 export interface TimelineModel {
   tracks: Track[];
@@ -229,6 +241,7 @@ export function buildTimeline(table: Table): TimelineModel {
       ops: new Uint16Array(m),
       maxDur: 0,
       busy: new Float64Array(m + 1),
+      kind: 'engine',
     };
     for (let k = 0; k < m; k++) {
       const r = idx[k] ?? 0;
@@ -306,8 +319,7 @@ export const SEMAPHORE_WAIT_OPCODE = 'EVENT_SEMAPHORE';
 function merged(tr: Track, opcodes: readonly string[]): Merged {
   let m = mergedOf.get(tr);
   if (m !== undefined) return m;
-  const engine = tr.kind === undefined || tr.kind === 'engine';
-  const skip = engine ? opcodes.indexOf(SEMAPHORE_WAIT_OPCODE) : -1;
+  const skip = waitsExcluded(tr.kind) ? opcodes.indexOf(SEMAPHORE_WAIT_OPCODE) : -1;
   const n = tr.starts.length;
   const s = new Float64Array(n);
   const e = new Float64Array(n);
@@ -378,7 +390,7 @@ export function engineActiveIn(m: TimelineModel, engine: string, t0: number, t1:
   let u = per.get(engine);
   if (u === undefined) {
     const parts = m.tracks
-      .filter((t) => (t.kind === undefined || t.kind === 'engine') && t.header === undefined && t.engine === engine)
+      .filter((t) => t.kind === 'engine' && t.header === undefined && t.engine === engine)
       .map((t) => merged(t, m.opcodes));
     const n = parts.reduce((a, p) => a + p.starts.length, 0);
     const order = new Uint32Array(n);

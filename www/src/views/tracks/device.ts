@@ -26,7 +26,7 @@ function tableOf(t: Track): string {
 
 /** A track's identity across models (labels, grouping and kind are the builders'). */
 function keyOf(t: Track): string {
-  return `${t.kind ?? 'engine'}|${t.pcore}|${t.header ?? ''}|${t.group ?? ''}|${t.label}`;
+  return `${t.kind}|${t.pcore}|${t.header ?? ''}|${t.group ?? ''}|${t.label}`;
 }
 
 function emptyInstructions(): Table {
