@@ -235,7 +235,7 @@ try {
   console.log(`input ${dir}\topened in ${openS.toFixed(1)} s, timeline drawn at ${drawnS.toFixed(1)} s${lod === null ? '' : ` (lod=${lod})`}`);
   console.log(`open\t${fmtTasks(openTasks)}\tcpu browser ${(cpu1 - cpu0).toFixed(1)} s, page main thread ${(main1 - main0).toFixed(1)} s\tload ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
   console.log(`open\tlongest frames ${fmtFrames(await longFrames(pt0, pt1))}`);
-  console.log(`open\tpage spans (longest): ${await measures(pt0)}`);
+  console.log(`open\tpage spans (longest): ${await measures(pt0, pt1)}`);
   await canvas.focus();
   const pt2 = await pageNow();
   const cpu2 = childCpuSeconds();
@@ -254,6 +254,7 @@ try {
   await topSelf('navigate');
   console.log(`navigate\t${fmtTasks(navTasks)}\tcpu browser ${(childCpuSeconds() - cpu2).toFixed(1)} s, page main thread ${((await mainCpu()) - main2).toFixed(1)} s\tload ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
   console.log(`navigate\tlongest frames ${fmtFrames(await longFrames(pt2))}`);
+  console.log(`navigate\tpage spans (longest): ${await measures(pt2)}`);
   await cdp.send('HeapProfiler.collectGarbage');
   const heap = await page.evaluate(() => performance.memory?.usedJSHeapSize ?? 0);
   const status = await page.locator('[data-testid=progress], .status').allInnerTexts().catch(() => []);

@@ -294,6 +294,11 @@ function tableOf(cols: Record<string, BigInt64Array | Float64Array | string[] | 
 /** A new main-thread task. */
 const nextTask = (): Promise<void> => new Promise((ok) => setTimeout(ok, 0));
 
+/** A user-timing span from `start` (performance.now() ms) to now, when it took over 20 ms (scripts/bench-lod.mjs reports the longest). */
+export function span(name: string, start: number): void {
+  if (performance.now() - start > 20) performance.measure(name, { start });
+}
+
 /** Step tables (a value holds until the next update): per track, the value in force must precede the window's rows. */
 const STEP_TABLES: Record<string, { key: string | null }> = { SemaphoreUpdate: { key: 'id' }, PendingDma: { key: null } };
 
@@ -437,7 +442,9 @@ export class LodController<M> {
         const wmax = step ? tracks.reduce((a, t) => Math.max(a, t.width), 1) : 0;
         const w = await this.api.window(this.key, tb.name, tb.columns, t0 - 2 * wmax, t1, WINDOW_LIMIT);
         if (!w.over_limit) {
+          const at = performance.now();
           const got = tableFromIPC(w.ipc);
+          span(`lod: window ${tb.name}`, at);
           out.set(tb.name, step ? await withCarry(got, tb.name, tracks, parseBuckets(await this.api.lod(this.key, tracks.map((t) => t.id), t0 - wmax, t0 - wmax, 1)), nextTask) : got);
           state.tables[tb.name] = { mode: 'rows', rows: w.rows };
           return;
@@ -447,12 +454,17 @@ export class LodController<M> {
       const buckets = parseBuckets(await this.api.lod(this.key, tracks.map((t) => t.id), t0, t1, n));
       // Parsing and the pseudo-rows in separate main-thread tasks.
       await nextTask();
+      const at = performance.now();
       out.set(tb.name, summaryTable(tb.name, tracks, buckets, this.listing.names, this.origin));
+      span(`lod: pseudo-rows ${tb.name}`, at);
     }));
     // The last table's pseudo-rows were made in this task: build the model in the next one, so the
     // two do not add up to one long main-thread task.
     await nextTask();
-    return { model: await this.build(out, this.listing), state };
+    const at = performance.now();
+    const model = await this.build(out, this.listing);
+    span('lod: model (several tasks)', at);
+    return { model, state };
   }
 }
 
