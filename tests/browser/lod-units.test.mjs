@@ -111,3 +111,23 @@ test('addDeviceRowsYielding in many short steps builds the model addDeviceRows b
   assert.equal(stepped.start, whole.start);
   assert.equal(stepped.end, whole.end);
 });
+
+test('buildTimelineYielding in many short steps builds the model buildTimeline builds', async () => {
+  const big = (xs) => BigInt64Array.from(xs.map((x) => BigInt(x)));
+  const n = 150_000;
+  const idx = Array.from({ length: n }, (_, i) => i);
+  // Rows of 3 engines on 2 cores, out of order on one engine (its track is sorted).
+  const table = () => tableFromArrays({
+    start_ts: big(idx.map((i) => (i % 3 === 2 ? (n - i) * 4 : i * 4))), end_ts: big(idx.map((i) => (i % 3 === 2 ? (n - i) * 4 : i * 4) + 3)),
+    engine: idx.map((i) => ['tensor', 'vector', 'scalar'][i % 3]), pcore_idx: big(idx.map((i) => (i >> 4) % 2)), opcode: idx.map((i) => `OP${i % 11}`),
+  });
+  const whole = model.buildTimeline(table());
+  let pauses = 0;
+  const stepped = await model.buildTimelineYielding(table(), async () => { pauses++; }, 0);
+  assert.ok(pauses > 5, `${pauses} pauses`);
+  const shape = (m) => m.tracks.map((t) => [t.label, t.kind, t.pcore, t.starts.length, t.maxDur, Array.from(t.starts.subarray(0, 5)), Array.from(t.ops.subarray(0, 5)), t.busy[t.busy.length - 1]]);
+  assert.deepEqual(shape(stepped), shape(whole));
+  assert.deepEqual(stepped.opcodes, whole.opcodes);
+  assert.deepEqual([stepped.start, stepped.end], [whole.start, whole.end]);
+  assert.equal(whole.tracks.length, 6);
+});

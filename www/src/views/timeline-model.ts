@@ -184,15 +184,40 @@ export function codeColumn(table: Table, name: string, dict: string[], index: Ma
 
 /** Builds the model from an Instruction table (columns start_ts, end_ts, engine, pcore_idx, opcode). */
 export function buildTimeline(table: Table): TimelineModel {
+  const steps = timelineSteps(table);
+  for (let r = steps.next(); ; r = steps.next()) if (r.done === true) return r.value;
+}
+
+/**
+ * buildTimeline in steps of a few ms (each column read, the grouping, every ~40k rows of tracks),
+ * pausing with `pause` once `budgetMs` has passed, so a level-of-detail window of a few hundred
+ * thousand instructions is never one long main-thread task; the result is buildTimeline's.
+ */
+export async function buildTimelineYielding(table: Table, pause: () => Promise<void>, budgetMs = 16): Promise<TimelineModel> {
+  const steps = timelineSteps(table);
+  let since = performance.now();
+  for (let r = steps.next(); ; r = steps.next()) {
+    if (r.done === true) return r.value;
+    if (performance.now() - since >= budgetMs) {
+      await pause();
+      since = performance.now();
+    }
+  }
+}
+
+function* timelineSteps(table: Table): Generator<void, TimelineModel, void> {
   const n = table.numRows;
   const starts = numberColumn(table, 'start_ts');
   const ends = numberColumn(table, 'end_ts');
   if (starts === null || ends === null) throw new Error('Instruction table lacks start_ts/end_ts');
   const pcores = numberColumn(table, 'pcore_idx');
+  yield;
   const engDict: string[] = [];
   const engines = codeColumn(table, 'engine', engDict, new Map());
+  yield;
   const opcodes: string[] = [];
   const ops = codeColumn(table, 'opcode', opcodes, new Map());
+  yield;
 
   // Group rows by (pcore, engine) in two passes over typed arrays (no per-row allocation).
   const groupOf = new Int32Array(n).fill(-1);
@@ -214,6 +239,7 @@ export function buildTimeline(table: Table): TimelineModel {
     const grp = groups[g];
     if (grp !== undefined) grp.count++;
   }
+  yield;
   for (const g of groups) g.rows = new Uint32Array(g.count);
   const fill = new Uint32Array(groups.length);
   for (let i = 0; i < n; i++) {
@@ -227,7 +253,13 @@ export function buildTimeline(table: Table): TimelineModel {
   let lo = Infinity;
   let hi = -Infinity;
   const tracks: Track[] = [];
+  let work = 0;
   for (const g of groups) {
+    work += g.rows.length;
+    if (work > 40_000) {
+      work = 0;
+      yield;
+    }
     const idx = g.rows;
     if (!sortedBy(idx, starts)) idx.sort((a, b) => (starts[a] ?? 0) - (starts[b] ?? 0) || a - b);
     const m = idx.length;

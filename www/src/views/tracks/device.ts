@@ -5,7 +5,7 @@
 import { tableFromArrays, type Table } from 'apache-arrow';
 import type { LodListing } from '../../api.ts';
 import { addDeviceRowsYielding, DMA_COLUMNS, PENDING_DMA_COLUMNS, SEMAPHORE_COLUMNS, THROTTLE_COLUMNS } from '../device-rows.ts';
-import { buildTimeline, type TimelineModel, type Track } from '../timeline-model.ts';
+import { buildTimelineYielding, type TimelineModel, type Track } from '../timeline-model.ts';
 import { LodController, span, type LodApi, type LodState, type LodTable, type WindowTables } from './lod.ts';
 
 /** The tables of the device timeline and the columns a window reads of each. */
@@ -39,8 +39,8 @@ const nextTask = (): Promise<void> => new Promise((ok) => setTimeout(ok, 0));
 /** The device model of window tables: every track of the profile, in the small-profile order. */
 async function build(skeleton: { model: TimelineModel | null }, tables: WindowTables, listing: LodListing): Promise<TimelineModel> {
   const at = performance.now();
-  const engines = buildTimeline(tables.get('Instruction') ?? emptyInstructions());
-  span('lod: engine rows', at);
+  const engines = await buildTimelineYielding(tables.get('Instruction') ?? emptyInstructions(), nextTask);
+  span('lod: engine rows (several tasks)', at);
   await nextTask();
   const model = await addDeviceRowsYielding(engines, {
     dma: tables.get('DmaPacket') ?? null,
