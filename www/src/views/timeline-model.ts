@@ -407,6 +407,26 @@ function clippedUnion(m: Merged, t0: number, t1: number): number {
   return Math.max(0, sum);
 }
 
+/** Two interval lists sorted by start merged into one sorted by start. */
+function mergeByStart(a: { starts: Float64Array; ends: Float64Array }, b: { starts: Float64Array; ends: Float64Array }): { starts: Float64Array; ends: Float64Array } {
+  const na = a.starts.length;
+  const nb = b.starts.length;
+  const starts = new Float64Array(na + nb);
+  const ends = new Float64Array(na + nb);
+  let i = 0;
+  let j = 0;
+  for (let k = 0; k < na + nb; k++) {
+    if (j >= nb || (i < na && (a.starts[i] ?? 0) <= (b.starts[j] ?? 0))) {
+      starts[k] = a.starts[i] ?? 0;
+      ends[k] = a.ends[i++] ?? 0;
+    } else {
+      starts[k] = b.starts[j] ?? 0;
+      ends[k] = b.ends[j++] ?? 0;
+    }
+  }
+  return { starts, ends };
+}
+
 /** Per model: engine → its instructions on every core merged (the Summary unions all cores). */
 const engineUnions = new WeakMap<TimelineModel, Map<string, Merged>>();
 
@@ -424,28 +444,17 @@ export function engineActiveIn(m: TimelineModel, engine: string, t0: number, t1:
     const parts = m.tracks
       .filter((t) => t.kind === 'engine' && t.header === undefined && t.engine === engine)
       .map((t) => merged(t, m.opcodes));
-    const n = parts.reduce((a, p) => a + p.starts.length, 0);
-    const order = new Uint32Array(n);
-    const s = new Float64Array(n);
-    const e = new Float64Array(n);
-    let i = 0;
-    for (const p of parts) {
-      s.set(p.starts, i);
-      e.set(p.ends, i);
-      i += p.starts.length;
-    }
-    for (let k = 0; k < n; k++) order[k] = k;
-    if (parts.length > 1) order.sort((a, b) => (s[a] ?? 0) - (s[b] ?? 0));
+    // The cores' intervals are each sorted: merge them pairwise (O(n log cores), no comparator
+    // sort of every interval on the first frame after a window arrives).
+    let all: { starts: Float64Array; ends: Float64Array } = { starts: new Float64Array(0), ends: new Float64Array(0) };
+    for (const p of parts) all = mergeByStart(all, p);
+    const n = all.starts.length;
     // One synthetic track over the sorted intervals, merged like a row (kind 'dma': no opcode is
     // left out again; the parts already exclude the semaphore waits).
     const tr: Track = {
-      label: engine, pcore: 0, engine, starts: new Float64Array(n), ends: new Float64Array(n),
+      label: engine, pcore: 0, engine, starts: all.starts, ends: all.ends,
       rows: new Uint32Array(0), ops: new Uint16Array(n).fill(0xffff), maxDur: 0, busy: new Float64Array(0), kind: 'dma',
     };
-    for (let k = 0; k < n; k++) {
-      tr.starts[k] = s[order[k] ?? 0] ?? 0;
-      tr.ends[k] = e[order[k] ?? 0] ?? 0;
-    }
     u = merged(tr, m.opcodes);
     per.set(engine, u);
   }
