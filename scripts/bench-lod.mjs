@@ -130,6 +130,26 @@ try {
     new PerformanceObserver((list) => {
       for (const e of list.getEntries()) w.__longtasks.push({ start: e.startTime, ms: e.duration, by: e.attribution?.[0]?.containerType ?? e.name });
     }).observe({ type: 'longtask', buffered: true });
+    // Long animation frames name the scripts a long frame ran (function, how it was invoked) and
+    // its style-and-layout time: what a longtask entry cannot attribute.
+    w.__loafs = [];
+    try {
+      new PerformanceObserver((list) => {
+        for (const e of list.getEntries()) {
+          const x = /** @type {any} */ (e);
+          const layout = x.renderStart > 0 ? x.startTime + x.duration - (x.styleAndLayoutStart || x.renderStart) : 0;
+          w.__loafs.push({
+            start: x.startTime, ms: x.duration, blocking: x.blockingDuration, layout,
+            scripts: (x.scripts ?? []).map((sc) => ({ fn: sc.sourceFunctionName || sc.invoker || '?', by: sc.invokerType, ms: sc.duration, forced: sc.forcedStyleAndLayoutDuration })),
+          });
+        }
+      }).observe({ type: 'long-animation-frame', buffered: true });
+    } catch { /* no LoAF in this browser */ }
+    // The page's own spans (performance.measure in main.ts: the Summary's render steps).
+    w.__measures = [];
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) w.__measures.push({ name: e.name, start: e.startTime, ms: e.duration });
+    }).observe({ type: 'measure', buffered: true });
   });
   const mainCpu = async () => {
     const { metrics } = await cdp.send('Performance.getMetrics');
@@ -141,6 +161,19 @@ try {
     const xs = all.filter((t) => t.start >= from && t.start < to);
     const max = xs.reduce((a, t) => Math.max(a, t.ms), 0);
     return { n: xs.length, over200: xs.filter((t) => t.ms > 200).length, max, top: xs.sort((a, b) => b.ms - a.ms).slice(0, 5) };
+  };
+  /** The longest animation frames since page time `from`, with the scripts they ran (LoAF). */
+  const longFrames = async (from, to = Infinity) => {
+    const all = await page.evaluate(() => /** @type {any} */ (window).__loafs ?? []);
+    return all.filter((f) => f.start >= from && f.start < to).sort((a, b) => b.ms - a.ms).slice(0, 3);
+  };
+  const fmtFrames = (fs) => fs.map((f) => `${f.ms.toFixed(0)} ms (layout ${f.layout.toFixed(0)}): ${f.scripts.sort((a, b) => b.ms - a.ms).slice(0, 3).map((sc) => `${sc.fn}[${sc.by}] ${sc.ms.toFixed(0)}${sc.forced > 1 ? ` forced layout ${sc.forced.toFixed(0)}` : ''}`).join(', ') || 'no script'}`).join(' | ') || '-';
+  /** The page's performance.measure spans since `from`, longest per name. */
+  const measures = async (from, to = Infinity) => {
+    const all = await page.evaluate(() => /** @type {any} */ (window).__measures ?? []);
+    const by = new Map();
+    for (const m of all) if (m.start >= from && m.start < to) by.set(m.name, Math.max(by.get(m.name) ?? 0, m.ms));
+    return [...by].map(([n, ms]) => `${n} ${ms.toFixed(1)} ms`).join(', ') || '-';
   };
   const pageNow = () => page.evaluate(() => performance.now());
   await page.goto(`${server.origin}/${lod === null ? '' : `?lod=${lod}`}`);
@@ -201,6 +234,8 @@ try {
   const fmtTasks = (t) => `longest task ${t.max.toFixed(0)} ms\t${t.n} over 50 ms\t${t.over200} over 200 ms\ttop ${t.top.map((x) => x.ms.toFixed(0)).join(',') || '-'}`;
   console.log(`input ${dir}\topened in ${openS.toFixed(1)} s, timeline drawn at ${drawnS.toFixed(1)} s${lod === null ? '' : ` (lod=${lod})`}`);
   console.log(`open\t${fmtTasks(openTasks)}\tcpu browser ${(cpu1 - cpu0).toFixed(1)} s, page main thread ${(main1 - main0).toFixed(1)} s\tload ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+  console.log(`open\tlongest frames ${fmtFrames(await longFrames(pt0, pt1))}`);
+  console.log(`open\tpage spans (longest): ${await measures(pt0, pt1)}`);
   await canvas.focus();
   const pt2 = await pageNow();
   const cpu2 = childCpuSeconds();
@@ -218,6 +253,8 @@ try {
   const navTasks = await longTasks(pt2);
   await topSelf('navigate');
   console.log(`navigate\t${fmtTasks(navTasks)}\tcpu browser ${(childCpuSeconds() - cpu2).toFixed(1)} s, page main thread ${((await mainCpu()) - main2).toFixed(1)} s\tload ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+  console.log(`navigate\tlongest frames ${fmtFrames(await longFrames(pt2))}`);
+  console.log(`navigate\tpage spans (longest): ${await measures(pt2)}`);
   await cdp.send('HeapProfiler.collectGarbage');
   const heap = await page.evaluate(() => performance.memory?.usedJSHeapSize ?? 0);
   const status = await page.locator('[data-testid=progress], .status').allInnerTexts().catch(() => []);

@@ -73,7 +73,8 @@ test('semaphores: step rows per (pcore, id), value held to the next update (last
   const core0 = m.tracks.filter((t) => t.pcore === 0);
   assert.deepEqual(core0.map((t) => t.label), ['sg00 Tensor', 'sg00 Semaphores (3)', 'S[5] (Tensor)', 'sem 7', 'sem 207']);
   const s5 = core0[2];
-  assert.equal(s5.style, 'step');
+  assert.equal(s5.kind, 'semaphore', 'a step row (tracks/render.ts TRACK_KINDS.semaphore)');
+  assert.equal(core0[1].kind, 'semaphore-group', 'the header: every update of the core as an instant');
   assert.deepEqual(Array.from(s5.starts), [10, 30, 50]);
   assert.deepEqual(Array.from(s5.ends), [30, 50, 150], 'each value holds until the next update, the last to the end');
   assert.deepEqual(Array.from(s5.values), [1, 2, 0]);

@@ -571,7 +571,10 @@ async function openProfile<R extends Result>(o: {
   document.body.classList.add(o.kind === 'device' ? 'has-result' : `has-${o.kind}`);
   if (o.neffOnly === true) document.body.classList.add('neff-only');
   const source = tableSource(result, o.sourceName);
+  const summaryAt = performance.now();
   o.summary(result, source);
+  // User-timing spans of the Summary's render steps (scripts/bench-lod.mjs reports the longest).
+  performance.measure('summary: first render', { start: summaryAt });
   browser.setSource(source, o.firstTable !== undefined ? preferFirst(result.tables, o.firstTable) : result.tables);
   searchBar.reset();
   searchBar.run = o.kind === 'device' ? (q) => client.search(result.key, q, SEARCH_LIMIT) : null;
@@ -727,6 +730,9 @@ async function openNeff(profile: ProfileEntry, deviceIndex: number, neffPath: st
   });
 }
 
+/** A new main-thread task (setTimeout 0): long renders are split at these points. */
+const nextTask = (): Promise<void> => new Promise((ok) => setTimeout(ok, 0));
+
 /** The Summary page's Explorer groups, from the one-row Summary and Metadata tables and the Throttle rows. */
 async function fillSummaryGroups(source: TableSource & { columns(name: string, cols: string[]): Promise<Table> }, tables: TableInfo[]): Promise<void> {
   const box = document.querySelector<HTMLElement>('[data-testid=summary-groups]');
@@ -740,7 +746,11 @@ async function fillSummaryGroups(source: TableSource & { columns(name: string, c
     ]);
     // A profile opened meanwhile has its own Summary.
     if (box.isConnected) timeline.setSummaryPercents(enginePercents(summary));
-    if (box.isConnected) renderSummaryGroups(box, summary, metadata, throttle);
+    if (!box.isConnected) return;
+    // Built a group per task (the panel shows "loading…" until all are attached).
+    const at = performance.now();
+    await renderSummaryGroups(box, summary, metadata, throttle, nextTask);
+    performance.measure('summary: groups', { start: at });
   } catch (e) {
     box.replaceChildren(h('div', { class: 'error-inline' }, `The Summary table could not be read: ${message(e)}`));
   }

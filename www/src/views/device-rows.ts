@@ -175,7 +175,6 @@ function stepTrack(base: Omit<Track, 'starts' | 'ends' | 'rows' | 'ops' | 'maxDu
     if (Number.isFinite(v)) max = Math.max(max, Math.abs(v));
     t.busy[k + 1] = t.busy[k] ?? 0; // a counter is never "busy"
   }
-  t.style = 'step';
   t.values = vals;
   t.maxValue = max;
   return t;
@@ -216,13 +215,27 @@ export function addDeviceRows(model: TimelineModel, t: DeviceTables): TimelineMo
  * can run them in separate main-thread tasks (tracks/device.ts: a level-of-detail window's
  * hundreds of thousands of pseudo-rows); the result is the same model.
  */
-export async function addDeviceRowsYielding(model: TimelineModel, t: DeviceTables, pause: () => Promise<void>): Promise<TimelineModel> {
+export async function addDeviceRowsYielding(model: TimelineModel, t: DeviceTables, pause: () => Promise<void>, budgetMs = STEP_BUDGET_MS): Promise<TimelineModel> {
   const steps = deviceRowSteps(model, t);
+  // Steps run back to back until `budgetMs` has passed, then the caller's pause: few pauses for a
+  // small window, short tasks for a big one (a loaded machine stretches each step).
+  let since = performance.now();
   for (let r = steps.next(); ; r = steps.next()) {
     if (r.done === true) return r.value;
-    await pause();
+    const now = performance.now();
+    if (now - since >= budgetMs) {
+      // A task well over the budget (scripts/bench-lod.mjs reports the longest).
+      if (now - since > 20) performance.measure('device rows: task', { start: since });
+      await pause();
+      since = performance.now();
+    }
   }
 }
+
+/** Main-thread time addDeviceRowsYielding spends before pausing, ms. */
+export const STEP_BUDGET_MS = 16;
+/** Rows a step of deviceRowSteps handles before it yields (a few ms of work each). */
+const ROWS_PER_STEP = 40_000;
 
 function* deviceRowSteps(model: TimelineModel, t: DeviceTables): Generator<void, TimelineModel, void> {
   const dictIndex = new Map<string, number>();
@@ -272,6 +285,7 @@ function* deviceRowSteps(model: TimelineModel, t: DeviceTables): Generator<void,
       span(thrStarts, null);
     }
   }
+  yield;
   const sem = t.semaphores;
   const semTimes = sem !== null && sem.numRows > 0 ? numberColumn(sem, 'timestamp') : null;
   if (semTimes !== null) span(semTimes, null);
@@ -305,7 +319,13 @@ function* deviceRowSteps(model: TimelineModel, t: DeviceTables): Generator<void,
     const groups = partition(dma.numRows, (i) => (valid(i) ? pcoreOf(pcores, i) * 65536 + (queues[i] ?? 0) : -1));
     yield;
     const children = new Map<number, Track[]>();
+    let work = 0;
     for (const [k, idx] of groups) {
+      work += idx.length;
+      if (work > ROWS_PER_STEP) {
+        work = 0;
+        yield;
+      }
       const pc = Math.floor(k / 65536);
       const name = qDict[k % 65536] || 'queue ?';
       const track = sliceTrack({ label: name, pcore: pc, engine: 'dma', kind: 'dma', group: `dma:${pc}`, height: DMA_ROW_H, table: dma, source: 'DmaPacket' }, idx, starts, ends, ops);
@@ -316,6 +336,7 @@ function* deviceRowSteps(model: TimelineModel, t: DeviceTables): Generator<void,
     }
     // The group header draws every packet of the core: the queues' rows merged by start.
     for (const [pc, list] of children) {
+      yield;
       const nQueues = list.length;
       added.push({
         pcore: pc, order: ORDER['dmaHeader'] ?? 0, sub: 0, name: '',
@@ -366,6 +387,7 @@ function* deviceRowSteps(model: TimelineModel, t: DeviceTables): Generator<void,
   if (sem !== null && semTimes !== null) {
     const pcores = numberColumn(sem, 'pcore_idx');
     const values = numberColumn(sem, 'value') ?? new Float64Array(sem.numRows);
+    yield;
     const idDict: string[] = [];
     const ids = codeColumn(sem, 'id', idDict, new Map());
     const valid = (i: number): boolean => Number.isFinite(semTimes[i] ?? NaN);
@@ -373,7 +395,13 @@ function* deviceRowSteps(model: TimelineModel, t: DeviceTables): Generator<void,
     yield;
     const instants = dictCode(model, dictIndex, 'semaphore update');
     const children = new Map<number, Track[]>();
+    let work = 0;
     for (const [k, idx] of groups) {
+      work += idx.length;
+      if (work > ROWS_PER_STEP) {
+        work = 0;
+        yield;
+      }
       const pc = Math.floor(k / 65536);
       const id = idDict[k % 65536] ?? '';
       const track = stepTrack({ label: id === '' ? 'semaphore ?' : /^\d+$/.test(id) ? `sem ${id}` : id, pcore: pc, engine: 'semaphore', kind: 'semaphore', group: `sem:${pc}`, height: SEM_ROW_H, table: sem, source: 'SemaphoreUpdate' }, idx, semTimes, values, hi);
@@ -385,11 +413,12 @@ function* deviceRowSteps(model: TimelineModel, t: DeviceTables): Generator<void,
     }
     // The header: every update of the core as an instant.
     for (const [pc, list] of children) {
+      yield;
       const nSem = list.length;
       added.push({
         pcore: pc, order: ORDER['semHeader'] ?? 0, sub: 0, name: '',
         track: sliceTrack({
-          label: `${coreLabel(pc)} Semaphores (${nSem})`, pcore: pc, engine: 'semaphore', kind: 'semaphore',
+          label: `${coreLabel(pc)} Semaphores (${nSem})`, pcore: pc, engine: 'semaphore', kind: 'semaphore-group',
           header: `sem:${pc}`, count: nSem, collapsed: true, height: HEADER_H, table: sem, source: 'SemaphoreUpdate',
         }, mergeRows(list), semTimes, semTimes, null, instants),
       });
@@ -410,6 +439,6 @@ function* deviceRowSteps(model: TimelineModel, t: DeviceTables): Generator<void,
 /** Row counts by kind (group headers excluded), for the page's data attributes and tests. */
 export function rowCounts(model: TimelineModel | null): Record<RowKind, number> {
   const out: Record<RowKind, number> = { engine: 0, dma: 0, semaphore: 0, pending: 0, throttle: 0 };
-  for (const t of model?.tracks ?? []) if (t.header === undefined) out[t.kind ?? 'engine']++;
+  for (const t of model?.tracks ?? []) if (t.header === undefined && t.kind in out) out[t.kind as RowKind]++;
   return out;
 }

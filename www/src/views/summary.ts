@@ -178,9 +178,11 @@ export function throttleFields(throttle: Table, totalNs: number): Record<string,
  * The Summary table (one row) in Explorer's groups and order (summary-groups.ts), plus the
  * Metadata fields the exports file under a group (versions, instance type) and the throttling
  * fields computed from the Throttle rows (`throttleFields`). `*_percent` fields are fractions
- * (crate/src/summary.rs, as in the exports) and show ×100.
+ * (crate/src/summary.rs, as in the exports) and show ×100. With `pause`, each group's section is
+ * built in its own main-thread task (awaiting `pause` between them) and all are attached at once,
+ * so the Summary's first render is never one long task; resolves when they are attached.
  */
-export function renderSummaryGroups(root: HTMLElement, summary: Table | null, metadata: Table | null, throttle: Table | null): void {
+export async function renderSummaryGroups(root: HTMLElement, summary: Table | null, metadata: Table | null, throttle: Table | null, pause: (() => Promise<void>) | null = null): Promise<void> {
   interface Field { name: string; text: string; raw: string; unit: string }
   const groups = new Map<string, Field[]>();
   const add = (group: string, f: Field): void => {
@@ -217,15 +219,18 @@ export function renderSummaryGroups(root: HTMLElement, summary: Table | null, me
     root.replaceChildren(h('div', { class: 'muted' }, 'No Summary table for this profile.'));
     return;
   }
-  root.replaceChildren(...sorted.map(([group, list]) => {
+  const sections: HTMLElement[] = [];
+  for (const [group, list] of sorted) {
+    if (pause !== null && sections.length > 0) await pause();
     list.sort((a, b) => fieldRank(a.name) - fieldRank(b.name));
-    return h('section', { class: 'summary-group', 'data-testid': 'summary-group', 'data-group': group },
+    sections.push(h('section', { class: 'summary-group', 'data-testid': 'summary-group', 'data-group': group },
       h('h3', {}, GROUP_TITLES[group] ?? group),
       h('table', { class: 'grid summary-fields' }, h('tbody', {}, list.map((f) =>
         h('tr', { 'data-field': f.name },
           h('td', { class: 'mono', title: f.unit ? `unit: ${f.unit}` : '' }, f.name),
-          h('td', { class: 'num', 'data-value': f.raw }, f.text))))));
-  }));
+          h('td', { class: 'num', 'data-value': f.raw }, f.text)))))));
+  }
+  root.replaceChildren(...sections);
 }
 
 /** Rows of a NEFF table shown on the NEFF summary at most (the Tables view has them all). */

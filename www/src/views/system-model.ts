@@ -171,6 +171,7 @@ export function buildSystemTimeline(events: Table, cpu: Table | null, mem: Table
         ops: new Uint16Array(m),
         maxDur: 0,
         busy: new Float64Array(m + 1),
+        kind: 'system',
       };
       rows.forEach((r, k) => {
         const s = starts[r] ?? 0;

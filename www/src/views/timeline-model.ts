@@ -23,10 +23,9 @@ export interface Track {
   maxDur: number;
   /** busy[k] = summed duration of slices 0..k-1, ns (length = slices + 1). */
   busy: Float64Array;
-  /** What the row shows (colour, tooltip): engine instructions (default), dma, semaphore, pending, throttle. */
-  kind?: RowKind;
-  /** 'step': a counter whose value (values[k]) holds from starts[k] to ends[k]; default 'slice'. */
-  style?: 'slice' | 'step';
+  /** What the row shows; each kind has its own renderer (tracks/render.ts TRACK_KINDS). */
+  kind: TrackKind;
+  /** Step kinds (semaphore, pending): the value held from starts[k] to ends[k]. */
   values?: Float64Array;
   /** Largest |value| of a step row (its full height). */
   maxValue?: number;
@@ -43,7 +42,20 @@ export interface Track {
   height?: number;
 }
 
+/** The rows under a device timeline's engines, and the engines (counted by rowCounts). */
 export type RowKind = 'engine' | 'dma' | 'semaphore' | 'pending' | 'throttle';
+
+/**
+ * Every kind of timeline row: engine instructions, System spans, DMA packets, throttle records
+ * (slices); semaphore values and pending DMA (steps: a value held until the next update); a
+ * semaphore group's header (every update of its core as an instant).
+ */
+export type TrackKind = RowKind | 'system' | 'semaphore-group';
+
+/** Kinds whose busy time leaves out the semaphore waits (the Summary's active time). */
+export function waitsExcluded(kind: TrackKind): boolean {
+  return kind === 'engine' || kind === 'system';
+}
 
 export interface TimelineModel {
   tracks: Track[];
@@ -172,15 +184,40 @@ export function codeColumn(table: Table, name: string, dict: string[], index: Ma
 
 /** Builds the model from an Instruction table (columns start_ts, end_ts, engine, pcore_idx, opcode). */
 export function buildTimeline(table: Table): TimelineModel {
+  const steps = timelineSteps(table);
+  for (let r = steps.next(); ; r = steps.next()) if (r.done === true) return r.value;
+}
+
+/**
+ * buildTimeline in steps of a few ms (each column read, the grouping, every ~40k rows of tracks),
+ * pausing with `pause` once `budgetMs` has passed, so a level-of-detail window of a few hundred
+ * thousand instructions is never one long main-thread task; the result is buildTimeline's.
+ */
+export async function buildTimelineYielding(table: Table, pause: () => Promise<void>, budgetMs = 16): Promise<TimelineModel> {
+  const steps = timelineSteps(table);
+  let since = performance.now();
+  for (let r = steps.next(); ; r = steps.next()) {
+    if (r.done === true) return r.value;
+    if (performance.now() - since >= budgetMs) {
+      await pause();
+      since = performance.now();
+    }
+  }
+}
+
+function* timelineSteps(table: Table): Generator<void, TimelineModel, void> {
   const n = table.numRows;
   const starts = numberColumn(table, 'start_ts');
   const ends = numberColumn(table, 'end_ts');
   if (starts === null || ends === null) throw new Error('Instruction table lacks start_ts/end_ts');
   const pcores = numberColumn(table, 'pcore_idx');
+  yield;
   const engDict: string[] = [];
   const engines = codeColumn(table, 'engine', engDict, new Map());
+  yield;
   const opcodes: string[] = [];
   const ops = codeColumn(table, 'opcode', opcodes, new Map());
+  yield;
 
   // Group rows by (pcore, engine) in two passes over typed arrays (no per-row allocation).
   const groupOf = new Int32Array(n).fill(-1);
@@ -202,6 +239,7 @@ export function buildTimeline(table: Table): TimelineModel {
     const grp = groups[g];
     if (grp !== undefined) grp.count++;
   }
+  yield;
   for (const g of groups) g.rows = new Uint32Array(g.count);
   const fill = new Uint32Array(groups.length);
   for (let i = 0; i < n; i++) {
@@ -215,7 +253,13 @@ export function buildTimeline(table: Table): TimelineModel {
   let lo = Infinity;
   let hi = -Infinity;
   const tracks: Track[] = [];
+  let work = 0;
   for (const g of groups) {
+    work += g.rows.length;
+    if (work > 40_000) {
+      work = 0;
+      yield;
+    }
     const idx = g.rows;
     if (!sortedBy(idx, starts)) idx.sort((a, b) => (starts[a] ?? 0) - (starts[b] ?? 0) || a - b);
     const m = idx.length;
@@ -229,6 +273,7 @@ export function buildTimeline(table: Table): TimelineModel {
       ops: new Uint16Array(m),
       maxDur: 0,
       busy: new Float64Array(m + 1),
+      kind: 'engine',
     };
     for (let k = 0; k < m; k++) {
       const r = idx[k] ?? 0;
@@ -306,8 +351,7 @@ export const SEMAPHORE_WAIT_OPCODE = 'EVENT_SEMAPHORE';
 function merged(tr: Track, opcodes: readonly string[]): Merged {
   let m = mergedOf.get(tr);
   if (m !== undefined) return m;
-  const engine = tr.kind === undefined || tr.kind === 'engine';
-  const skip = engine ? opcodes.indexOf(SEMAPHORE_WAIT_OPCODE) : -1;
+  const skip = waitsExcluded(tr.kind) ? opcodes.indexOf(SEMAPHORE_WAIT_OPCODE) : -1;
   const n = tr.starts.length;
   const s = new Float64Array(n);
   const e = new Float64Array(n);
@@ -363,6 +407,26 @@ function clippedUnion(m: Merged, t0: number, t1: number): number {
   return Math.max(0, sum);
 }
 
+/** Two interval lists sorted by start merged into one sorted by start. */
+function mergeByStart(a: { starts: Float64Array; ends: Float64Array }, b: { starts: Float64Array; ends: Float64Array }): { starts: Float64Array; ends: Float64Array } {
+  const na = a.starts.length;
+  const nb = b.starts.length;
+  const starts = new Float64Array(na + nb);
+  const ends = new Float64Array(na + nb);
+  let i = 0;
+  let j = 0;
+  for (let k = 0; k < na + nb; k++) {
+    if (j >= nb || (i < na && (a.starts[i] ?? 0) <= (b.starts[j] ?? 0))) {
+      starts[k] = a.starts[i] ?? 0;
+      ends[k] = a.ends[i++] ?? 0;
+    } else {
+      starts[k] = b.starts[j] ?? 0;
+      ends[k] = b.ends[j++] ?? 0;
+    }
+  }
+  return { starts, ends };
+}
+
 /** Per model: engine → its instructions on every core merged (the Summary unions all cores). */
 const engineUnions = new WeakMap<TimelineModel, Map<string, Merged>>();
 
@@ -378,30 +442,19 @@ export function engineActiveIn(m: TimelineModel, engine: string, t0: number, t1:
   let u = per.get(engine);
   if (u === undefined) {
     const parts = m.tracks
-      .filter((t) => (t.kind === undefined || t.kind === 'engine') && t.header === undefined && t.engine === engine)
+      .filter((t) => t.kind === 'engine' && t.header === undefined && t.engine === engine)
       .map((t) => merged(t, m.opcodes));
-    const n = parts.reduce((a, p) => a + p.starts.length, 0);
-    const order = new Uint32Array(n);
-    const s = new Float64Array(n);
-    const e = new Float64Array(n);
-    let i = 0;
-    for (const p of parts) {
-      s.set(p.starts, i);
-      e.set(p.ends, i);
-      i += p.starts.length;
-    }
-    for (let k = 0; k < n; k++) order[k] = k;
-    if (parts.length > 1) order.sort((a, b) => (s[a] ?? 0) - (s[b] ?? 0));
+    // The cores' intervals are each sorted: merge them pairwise (O(n log cores), no comparator
+    // sort of every interval on the first frame after a window arrives).
+    let all: { starts: Float64Array; ends: Float64Array } = { starts: new Float64Array(0), ends: new Float64Array(0) };
+    for (const p of parts) all = mergeByStart(all, p);
+    const n = all.starts.length;
     // One synthetic track over the sorted intervals, merged like a row (kind 'dma': no opcode is
     // left out again; the parts already exclude the semaphore waits).
     const tr: Track = {
-      label: engine, pcore: 0, engine, starts: new Float64Array(n), ends: new Float64Array(n),
+      label: engine, pcore: 0, engine, starts: all.starts, ends: all.ends,
       rows: new Uint32Array(0), ops: new Uint16Array(n).fill(0xffff), maxDur: 0, busy: new Float64Array(0), kind: 'dma',
     };
-    for (let k = 0; k < n; k++) {
-      tr.starts[k] = s[order[k] ?? 0] ?? 0;
-      tr.ends[k] = e[order[k] ?? 0] ?? 0;
-    }
     u = merged(tr, m.opcodes);
     per.set(engine, u);
   }

@@ -14,12 +14,12 @@
 
 import type { Schema, Table } from 'apache-arrow';
 import { h, nodes } from '../dom.ts';
-import { bytes, cell, int, ns, tick } from '../format.ts';
+import { cell, int, ns, tick } from '../format.ts';
 import { coreLabel, ENGINES } from './summary.ts';
 import { activeIn, engineActiveIn, lowerBound, type Counter, type TimelineModel, type Track } from './timeline-model.ts';
 import { TimelineInput, type Viewport } from './timeline-input.ts';
 import { SUMMARY_COUNT } from './tracks/lod.ts';
-import { DIMMED, drawCounters, drawTrack, HUES, RENDERERS, type Frame } from './tracks/render.ts';
+import { DIMMED, drawCounters, hashString, TRACK_KINDS, type Frame } from './tracks/render.ts';
 import { opcodeCell } from './opcode.ts';
 
 /** What differs between the device timeline (instructions) and the system timeline (runtime spans). */
@@ -45,10 +45,6 @@ const ROW_H = 24;
 const GUTTER = 150;
 const PAD_BOTTOM = 6;
 
-/** DMA packets are coloured by DmaPacket.queue_type. */
-const DMA_HUES: Record<string, number> = { software_dynamic: 186, hardware_dynamic: 318, instruction: 62, static: 62 };
-/** What one slice is called in the details header, per row kind. */
-const NOUNS: Record<string, string> = { dma: 'DMA packet', semaphore: 'semaphore update', pending: 'pending-DMA sample', throttle: 'throttle record' };
 const HEADER_BG = '#1d232c';
 
 const BG = '#14171c';
@@ -56,15 +52,6 @@ const ROW_ALT = '#181c22';
 const GRID = '#262b33';
 const TEXT = '#c9d1d9';
 const MUTED = '#7d8590';
-
-function hashString(s: string): number {
-  let x = 2166136261;
-  for (let i = 0; i < s.length; i++) {
-    x ^= s.charCodeAt(i);
-    x = Math.imul(x, 16777619);
-  }
-  return x >>> 0;
-}
 
 /** A "nice" axis step (1, 2, 5 × 10^k ns) of at least `minNs`. */
 function niceStep(minNs: number): number {
@@ -191,7 +178,7 @@ export class TimelineView {
     this.canvas.dataset['trackLabels'] = JSON.stringify(model?.tracks.map((t) => t.label) ?? []);
     this.canvas.dataset['counterLabels'] = JSON.stringify(model?.counters?.map((c) => c.label) ?? []);
     // Rows under the engines, by kind (group headers not counted), for tools and tests.
-    const count = (kind: string): number => model?.tracks.filter((t) => t.kind === kind && t.header === undefined).length ?? 0;
+    const count = (kind: string): number => model?.tracks.filter((t) => TRACK_KINDS[t.kind].family === kind && t.header === undefined).length ?? 0;
     this.canvas.dataset['dmaRows'] = String(count('dma'));
     this.canvas.dataset['semaphoreRows'] = String(count('semaphore'));
     this.canvas.dataset['throttleRows'] = String(count('throttle'));
@@ -322,7 +309,7 @@ export class TimelineView {
     this.canvas.dataset['rows'] = JSON.stringify(this.rows.map((r) => {
       const t = m?.tracks[r.track];
       return {
-        label: t?.label ?? '', kind: t?.kind ?? 'engine', pcore: t?.pcore ?? 0, top: r.y, height: r.h, items: t?.starts.length ?? 0,
+        label: t?.label ?? '', kind: t === undefined ? 'engine' : TRACK_KINDS[t.kind].family, pcore: t?.pcore ?? 0, top: r.y, height: r.h, items: t?.starts.length ?? 0,
         ...(t?.header !== undefined ? { header: t.header, count: t.count ?? 0, collapsed: this.collapsed.has(t.header) } : {}),
         ...(t?.group !== undefined ? { group: t.group } : {}),
       };
@@ -351,6 +338,11 @@ export class TimelineView {
       else return r;
     }
     return null;
+  }
+
+  /** What one mark of row `tr` is called (its kind's noun, else this view's). */
+  private nounOf(tr: Track): string {
+    return TRACK_KINDS[tr.kind].noun ?? this.opts.noun ?? 'instruction';
   }
 
   private noun(): string {
@@ -478,27 +470,7 @@ export class TimelineView {
     const key = (hashString(track.engine) & 0xffff) * 65536 + op;
     let c = this.colorCache.get(key);
     if (c === undefined) {
-      const name = this.model?.opcodes[op] ?? '';
-      const hv = hashString(name);
-      if (track.kind === 'dma') {
-        // One colour per queue type (merged bars: a neutral teal).
-        const hue = op === 0xffff ? 200 : (DMA_HUES[name] ?? hv % 360);
-        c = `hsl(${hue} 58% ${op === 0xffff ? 50 : 52}%)`;
-        this.colorCache.set(key, c);
-        return c;
-      }
-      const kn = track.kind === 'throttle' ? /(\d+)\/(\d+)$/.exec(name) : null;
-      if (kn !== null) {
-        // Darker when the limit is loose (k/n near 1), brighter the harder the core is throttled.
-        const f = 1 - Number(kn[1]) / Math.max(1, Number(kn[2]));
-        c = `hsl(2 68% ${24 + 36 * Math.min(1, Math.max(0, f))}%)`;
-        this.colorCache.set(key, c);
-        return c;
-      }
-      const hue = HUES[track.engine] ?? hashString(track.engine) % 360;
-      const l = name === '' ? 55 : 46 + (hv % 20);
-      const dh = name === '' ? 0 : ((hv >>> 8) % 24) - 12;
-      c = `hsl(${hue + dh} 62% ${l}%)`;
+      c = TRACK_KINDS[track.kind].color(track.engine, this.model?.opcodes[op] ?? '', op);
       this.colorCache.set(key, c);
     }
     return c;
@@ -592,7 +564,8 @@ export class TimelineView {
       // Busy share of the visible execution (slice rows; counters and instants have none): the
       // union of the row's slices, semaphore waits excluded on engine rows, over the visible part
       // of the execution window (Fit's [fitStart, fitEnd]) — the Summary's active-time percent.
-      if (tr.style !== 'step' && tr.kind !== 'semaphore' && !isHeader && isSummarised(tr, m)) {
+      const spec = TRACK_KINDS[tr.kind];
+      if (spec.busy && !isHeader && isSummarised(tr, m)) {
         // Drawn from level-of-detail buckets: a bucket's slice is its busy time with its dominant
         // opcode, so a union over them is not the row's busy time. Say so instead of a wrong %.
         ctx.fillStyle = MUTED;
@@ -600,11 +573,11 @@ export class TimelineView {
         ctx.font = child ? '9px system-ui, sans-serif' : '11px system-ui, sans-serif';
         ctx.fillText('–', this.gutter - 6, y + rh / 2);
         ctx.textAlign = 'left';
-      } else if (tr.style !== 'step' && tr.kind !== 'semaphore' && !isHeader) {
+      } else if (spec.busy && !isHeader) {
         const lo = Math.max(t0, m.fitStart ?? m.start);
         const hi = Math.min(t1, m.fitEnd ?? m.end);
         const pct = hi > lo ? Math.min(100, (100 * activeIn(tr, m.opcodes, lo, hi)) / (hi - lo)) : 0;
-        busy.push({ label: tr.group !== undefined ? `${coreLabel(tr.pcore)} ${tr.label}` : tr.label, kind: tr.kind ?? 'engine', pcore: tr.pcore, percent: pct });
+        busy.push({ label: tr.group !== undefined ? `${coreLabel(tr.pcore)} ${tr.label}` : tr.label, kind: spec.family, pcore: tr.pcore, percent: pct });
         ctx.fillStyle = MUTED;
         ctx.textAlign = 'right';
         ctx.font = child ? '9px system-ui, sans-serif' : '11px system-ui, sans-serif';
@@ -649,9 +622,9 @@ export class TimelineView {
       const tr = m.tracks[row.track];
       if (tr === undefined) continue;
       const pad = row.h >= ROW_H ? 3 : 2;
-      const render = RENDERERS[tr.kind ?? 'engine'] ?? drawTrack;
+      const spec = TRACK_KINDS[tr.kind];
       // Step rows use the whole band; slice rows keep a margin.
-      drawn += tr.style === 'step' ? render(frame, tr, row.y + 1, row.h - 2, t0, t1) : render(frame, tr, row.y + pad, row.h - 2 * pad, t0, t1);
+      drawn += spec.step ? spec.render(frame, tr, row.y + 1, row.h - 2, t0, t1) : spec.render(frame, tr, row.y + pad, row.h - 2 * pad, t0, t1);
     }
     for (const [hit, style] of [[this.hover, '#ffffffaa'], [this.selected, '#ffffff']] as const) {
       if (hit === null) continue;
@@ -690,7 +663,7 @@ export class TimelineView {
   private showEngineBusy(m: TimelineModel, t0: number, t1: number): void {
     const lo = Math.max(t0, m.fitStart ?? m.start);
     const hi = Math.min(t1, m.fitEnd ?? m.end);
-    const engineRows = m.tracks.filter((t) => (t.kind === undefined || t.kind === 'engine') && t.header === undefined);
+    const engineRows = m.tracks.filter((t) => t.kind === 'engine' && t.header === undefined);
     const present = ENGINES.filter(([e]) => engineRows.some((t) => t.engine === e));
     // The whole execution in view: the Summary's own figures (its unions are in ps, the rows' in ns).
     const whole = t0 <= (m.fitStart ?? m.start) && t1 >= (m.fitEnd ?? m.end);
@@ -712,7 +685,7 @@ export class TimelineView {
     }
     const list = present.map(([e, label]) => ({ e, label, pct: exact?.[e] ?? (100 * engineActiveIn(m, e, lo, hi)) / (hi - lo) }));
     const top = list.reduce((a, x) => (x.pct > a.pct ? x : a), list[0] ?? { e: '', label: '', pct: 0 });
-    const cores = new Set(m.tracks.filter((t) => t.kind === undefined || t.kind === 'engine').map((t) => t.pcore)).size;
+    const cores = new Set(m.tracks.filter((t) => t.kind === 'engine').map((t) => t.pcore)).size;
     this.busyLine.hidden = false;
     this.busyLine.replaceChildren(
       h('span', { class: 'muted', title: 'Union of each engine’s instructions on every core, semaphore waits excluded, over the visible part of the execution: at Fit these are the Summary’s <engine>_active_time_percent. The % beside each row is the same for that row’s core alone.' },
@@ -774,7 +747,7 @@ export class TimelineView {
     const tr = m.tracks[r];
     if (tr === undefined) return null;
     const t = this.viewStart + (xCss - this.gutter) * this.nsPerPx;
-    if (tr.style === 'step') {
+    if (TRACK_KINDS[tr.kind].step) {
       // The update in force at t.
       const k = lowerBound(tr.starts, t + 1e-9) - 1;
       return k >= 0 && t <= (tr.ends[k] ?? 0) ? { track: r, k } : null;
@@ -815,6 +788,7 @@ export class TimelineView {
     const s = tr.starts[hit.k] ?? 0;
     const e = tr.ends[hit.k] ?? 0;
     const op = m.opcodes[tr.ops[hit.k] ?? 0] || (this.opts.noun ?? 'instruction');
+    const spec = TRACK_KINDS[tr.kind];
     const summarised = o[SUMMARY_COUNT];
     if (summarised !== undefined && summarised !== null && Number.isFinite(Number(summarised))) {
       // A bucket of the level-of-detail summaries, not one row (tracks/lod.ts).
@@ -822,14 +796,14 @@ export class TimelineView {
       this.tooltip.replaceChildren(...nodes(
         h('div', { class: 'tt-title' }, op || 'summary'),
         h('div', {}, tr.group !== undefined ? `${coreLabel(tr.pcore)} ${tr.label}` : tr.label),
-        h('div', { 'data-testid': 'tooltip-summary', 'data-count': c }, `${int(c)} ${NOUNS[tr.kind ?? ''] ?? this.opts.noun ?? 'instruction'}${c === 1 ? '' : 's'} start here (from ${ns(s)})${tr.style === 'step' ? '' : ` · busy ${ns(e - s)}`}`),
+        h('div', { 'data-testid': 'tooltip-summary', 'data-count': c }, `${int(c)} ${this.nounOf(tr)}${c === 1 ? '' : 's'} start here (from ${ns(s)})${spec.step ? '' : ` · busy ${ns(e - s)}`}`),
         h('div', { class: 'muted' }, 'zoom in for single rows'),
       ));
       this.placeTooltip(xCss, yCss);
       return;
     }
     if (this.opts.tooltip !== undefined) this.tooltip.replaceChildren(h('div', { class: 'tt-title' }, op), ...this.opts.tooltip(o, tr, op, s, e));
-    else if (tr.kind !== undefined && tr.kind !== 'engine') this.tooltip.replaceChildren(...deviceTooltip(o, tr, op, s, e, tr.values?.[hit.k]));
+    else if (spec.tooltip !== null) this.tooltip.replaceChildren(...spec.tooltip(o, tr, op, s, e, tr.values?.[hit.k]));
     else this.tooltip.replaceChildren(...nodes(
       h('div', { class: 'tt-title' }, opcodeCell(op)),
       h('div', {}, `${tr.label} · pc ${cell(o['pc'])}`),
@@ -868,10 +842,10 @@ export class TimelineView {
     }
     const global = tbl?.getChild('nscope_row') ? Number(tbl.get(local)?.['nscope_row'] ?? local) : local;
     const row = global;
-    const noun = NOUNS[tr.kind ?? ''] ?? this.opts.noun ?? 'instruction';
+    const noun = this.nounOf(tr);
     const where = tr.group !== undefined ? `${coreLabel(tr.pcore)} ${tr.label}` : tr.label;
     const show = this.onShowInTable;
-    const head = h('div', { class: 'details-head', 'data-kind': tr.kind ?? 'engine', 'data-table': tr.source ?? '' },
+    const head = h('div', { class: 'details-head', 'data-kind': tr.kind, 'data-table': tr.source ?? '' },
       `${where || 'nested lane'} · ${noun} ${hit.k + 1} of ${tr.starts.length} on this row · ${tr.source ?? 'table'} row ${row}`,
       show !== null ? h('button', { class: 'btn small', 'data-testid': 'show-in-table', onclick: () => show(tr.source ?? 'Instruction', row) }, 'Show in table') : null);
     const seq = ++this.detailSeq;
@@ -1072,9 +1046,9 @@ export class TimelineView {
     const s = tr.starts[hit.k] ?? 0;
     const e = tr.ends[hit.k] ?? 0;
     const where = tr.group !== undefined ? `${coreLabel(tr.pcore)} ${tr.label}` : tr.label;
-    const noun = NOUNS[tr.kind ?? ''] ?? this.opts.noun ?? 'instruction';
+    const noun = this.nounOf(tr);
     const name = m.opcodes[tr.ops[hit.k] ?? 0] || noun;
-    this.live.textContent = `${where}: ${name}, at ${ns(s)}, ${tr.style === 'step' ? `value ${tr.values?.[hit.k] ?? '–'} for` : 'lasting'} ${ns(e - s)}; ${noun} ${int(hit.k + 1)} of ${int(tr.starts.length)} on this row. Enter shows its details.`;
+    this.live.textContent = `${where}: ${name}, at ${ns(s)}, ${TRACK_KINDS[tr.kind].step ? `value ${tr.values?.[hit.k] ?? '–'} for` : 'lasting'} ${ns(e - s)}; ${noun} ${int(hit.k + 1)} of ${int(tr.starts.length)} on this row. Enter shows its details.`;
     ds['cursorTrack'] = String(hit.track);
     ds['cursorK'] = String(hit.k);
     ds['cursorLabel'] = where;
@@ -1102,46 +1076,6 @@ export class TimelineView {
     else return;
     e.preventDefault();
   }
-}
-
-/** Tooltip lines for the rows under the engines (DMA packet, semaphore, pending DMA, throttle). */
-function deviceTooltip(o: Record<string, unknown>, tr: Track, name: string, s: number, e: number, value: number | undefined): (Node | string)[] {
-  const num = (k: string): number | null => (o[k] === null || o[k] === undefined ? null : Number(o[k] as number | bigint));
-  const where = tr.group !== undefined ? `${coreLabel(tr.pcore)} ${tr.label}` : tr.label;
-  if (tr.kind === 'dma') {
-    const size = num('transfer_bytes');
-    const rd = num('read_bytes');
-    const wr = num('write_bytes');
-    const tp = num('throughput');
-    return nodes(
-      h('div', { class: 'tt-title' }, `DMA ${cell(o['queue_name'])}`),
-      h('div', {}, `${where} · ${name}`),
-      h('div', { 'data-testid': 'tooltip-bytes', 'data-value': size ?? '' }, size === null ? 'size unknown' : `${bytes(size)} (${int(size)} B) in ${ns(e - s)}`),
-      rd !== null || wr !== null ? h('div', { class: 'muted' }, `read ${rd === null ? '–' : bytes(rd)} · write ${wr === null ? '–' : bytes(wr)}`) : null,
-      tp !== null && Number.isFinite(tp) ? h('div', { class: 'muted' }, `${(tp / 1e9).toFixed(2)} GB/s`) : null,
-      h('div', {}, `start ${int(Math.round(s))} ns`),
-      h('div', { class: 'muted' }, `engine ${cell(o['engine_idx'])} · queue ${cell(o['queue_idx'])}${o['variable'] && o['variable'] !== 'unknown' ? ` · ${cell(o['variable'])}` : ''}`),
-    );
-  }
-  if (tr.kind === 'throttle') {
-    const k = num('k');
-    const n = num('n');
-    return nodes(
-      h('div', { class: 'tt-title' }, `Throttle ${name}`),
-      h('div', {}, `${where}`),
-      k !== null && n !== null && n > 0 ? h('div', {}, `utilisation limited to ${k}/${n} (${((100 * k) / n).toFixed(0)}%)`) : null,
-      h('div', {}, `start ${int(Math.round(s))} ns · duration ${ns(e - s)}`),
-    );
-  }
-  const v = value ?? num('value');
-  const title = tr.kind === 'pending' ? 'Pending DMA' : `Semaphore ${cell(o['id'])}`;
-  return nodes(
-    h('div', { class: 'tt-title' }, title),
-    h('div', {}, where),
-    h('div', { 'data-testid': 'tooltip-value', 'data-value': v ?? '' }, `value ${v === null || v === undefined ? '–' : v}`),
-    tr.style === 'step' ? h('div', {}, `from ${ns(s)} for ${ns(e - s)}`) : h('div', {}, `at ${ns(s)}`),
-    o['update_source'] || o['update_operation_type'] ? h('div', { class: 'muted' }, [cell(o['update_source']), cell(o['update_operation_type'])].filter(Boolean).join(' · ')) : null,
-  );
 }
 
 /** Scrolls the nearest scrollable ancestor of `el` so that [y, y + h) (CSS px from el's top) is visible. */

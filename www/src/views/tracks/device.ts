@@ -5,8 +5,8 @@
 import { tableFromArrays, type Table } from 'apache-arrow';
 import type { LodListing } from '../../api.ts';
 import { addDeviceRowsYielding, DMA_COLUMNS, PENDING_DMA_COLUMNS, SEMAPHORE_COLUMNS, THROTTLE_COLUMNS } from '../device-rows.ts';
-import { buildTimeline, type TimelineModel, type Track } from '../timeline-model.ts';
-import { LodController, type LodApi, type LodState, type LodTable, type WindowTables } from './lod.ts';
+import { buildTimelineYielding, type TimelineModel, type Track } from '../timeline-model.ts';
+import { LodController, span, type LodApi, type LodState, type LodTable, type WindowTables } from './lod.ts';
 
 /** The tables of the device timeline and the columns a window reads of each. */
 export function deviceTables(instructionColumns: string[]): LodTable[] {
@@ -26,7 +26,7 @@ function tableOf(t: Track): string {
 
 /** A track's identity across models (labels, grouping and kind are the builders'). */
 function keyOf(t: Track): string {
-  return `${t.kind ?? 'engine'}|${t.pcore}|${t.header ?? ''}|${t.group ?? ''}|${t.label}`;
+  return `${t.kind}|${t.pcore}|${t.header ?? ''}|${t.group ?? ''}|${t.label}`;
 }
 
 function emptyInstructions(): Table {
@@ -38,7 +38,9 @@ const nextTask = (): Promise<void> => new Promise((ok) => setTimeout(ok, 0));
 
 /** The device model of window tables: every track of the profile, in the small-profile order. */
 async function build(skeleton: { model: TimelineModel | null }, tables: WindowTables, listing: LodListing): Promise<TimelineModel> {
-  const engines = buildTimeline(tables.get('Instruction') ?? emptyInstructions());
+  const at = performance.now();
+  const engines = await buildTimelineYielding(tables.get('Instruction') ?? emptyInstructions(), nextTask);
+  span('lod: engine rows (several tasks)', at);
   await nextTask();
   const model = await addDeviceRowsYielding(engines, {
     dma: tables.get('DmaPacket') ?? null,

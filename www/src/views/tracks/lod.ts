@@ -94,66 +94,90 @@ export const SUMMARY_COUNT = 'nscope_summary_count';
  * `origin` (BigInt table ns) is added back for the System tables (Unix ns).
  */
 export function summaryTable(table: string, tracks: LodTrackInfo[], buckets: Map<number, Buckets>, names: string[], origin: bigint | null): Table {
-  const starts: number[] = [];
-  const ends: number[] = [];
-  const counts: number[] = [];
-  const doms: string[] = [];
-  const values: number[] = [];
-  const owner: LodTrackInfo[] = [];
-  const push = (t: LodTrackInfo, s: number, e: number, c: number, d: string, v: number): void => {
-    starts.push(s);
-    ends.push(e);
-    counts.push(c);
-    doms.push(d);
-    values.push(v);
-    owner.push(t);
-  };
-  for (const t of tracks) {
+  // Two passes over typed arrays (count, then fill): a zoomed window's hundreds of thousands of
+  // pseudo-rows cost no per-row object, array growth or string.
+  let n = 0;
+  const kept = (b: Buckets, k: number): boolean => (b.count[k] ?? 0) !== 0 || (b.busy[k] ?? 0) !== 0;
+  const rowsOf = tracks.map((t) => {
     const b = buckets.get(t.id);
-    let any = false;
-    if (b !== undefined) {
-      for (let k = 0; k < b.busy.length; k++) {
-        const c = b.count[k] ?? 0;
-        const busy = b.busy[k] ?? 0;
-        if (c === 0 && busy === 0) continue;
-        const s = Math.max(t.start, b.first + (b.index[k] ?? 0) * b.width);
-        const d = b.dom[k] ?? -1;
-        push(t, s, s + Math.min(busy, b.width), c, d >= 0 ? (names[d] ?? '') : '', b.vmax[k] ?? NaN);
-        any = true;
-      }
-    }
+    let c = 0;
+    if (b !== undefined) for (let k = 0; k < b.busy.length; k++) if (kept(b, k)) c++;
     // Every track keeps a row (its first event), so the track list does not change with the window.
-    if (!any) push(t, t.start, t.start, 0, '', t.vmax ?? NaN);
-  }
-  const n = starts.length;
+    const m = Math.max(c, 1);
+    n += m;
+    return c === 0 ? -1 : m;
+  });
+  const starts = new Float64Array(n);
+  const ends = new Float64Array(n);
+  const count = new Float64Array(n);
+  const values = new Float64Array(n);
+  const pcore = new Float64Array(n);
+  /** Dominant-name index per row (-1: none), and the track (index into `tracks`) per row. */
+  const dom = new Int32Array(n);
+  const owner = new Uint32Array(n);
+  let r = 0;
+  tracks.forEach((t, ti) => {
+    const b = buckets.get(t.id);
+    if (rowsOf[ti] === -1 || b === undefined) {
+      starts[r] = t.start;
+      ends[r] = t.start;
+      values[r] = t.vmax ?? NaN;
+      dom[r] = -1;
+      pcore[r] = t.pcore;
+      owner[r++] = ti;
+      return;
+    }
+    for (let k = 0; k < b.busy.length; k++) {
+      if (!kept(b, k)) continue;
+      const s = Math.max(t.start, b.first + (b.index[k] ?? 0) * b.width);
+      starts[r] = s;
+      ends[r] = s + Math.min(b.busy[k] ?? 0, b.width);
+      count[r] = b.count[k] ?? 0;
+      values[r] = b.vmax[k] ?? NaN;
+      dom[r] = b.dom[k] ?? -1;
+      pcore[r] = t.pcore;
+      owner[r++] = ti;
+    }
+  });
   // Device times (origin null) are ns from the profile start, exact in a Float64; System times are
   // Unix ns (beyond 2^53) and need BigInt.
-  const big = (xs: number[]): BigInt64Array | Float64Array => (origin === null ? Float64Array.from(xs, (x) => Math.round(x)) : BigInt64Array.from(xs, (x) => BigInt(Math.round(x)) + origin));
-  const str = (f: (t: LodTrackInfo, i: number) => string): string[] => owner.map(f);
-  const pcore = Float64Array.from(owner, (t) => t.pcore);
-  const count = Float64Array.from(counts);
+  const big = (xs: Float64Array): BigInt64Array | Float64Array => {
+    if (origin === null) return xs.map((x) => Math.round(x));
+    const out = new BigInt64Array(xs.length);
+    for (let i = 0; i < xs.length; i++) out[i] = BigInt(Math.round(xs[i] ?? 0)) + origin;
+    return out;
+  };
+  /** A Utf8 column whose row i is `per[key[i]]`, each distinct string encoded once. */
+  const strings = (per: string[], key: ArrayLike<number>): Vector => utf8Coded(per, key);
+  const trackStr = (f: (t: LodTrackInfo) => string): Vector => strings(tracks.map(f), owner);
+  // Dominant names: index -1 (none) → "" at slot 0 of a shifted dictionary.
+  const doms = (): Vector => strings(['', ...names], dom.map((d) => (d >= 0 && d < names.length ? d + 1 : 0)));
+  const perTrack = (f: (t: LodTrackInfo) => number): Float64Array => {
+    const v = Float64Array.from(tracks, f);
+    return owner.length === 0 ? new Float64Array(0) : Float64Array.from(owner, (o) => v[o] ?? NaN);
+  };
   switch (table) {
     case 'Instruction':
-      return tableOf({ start_ts: big(starts), end_ts: big(ends), engine: str((t) => t.name), pcore_idx: pcore, opcode: doms, [SUMMARY_COUNT]: count });
+      return tableOf({ start_ts: big(starts), end_ts: big(ends), engine: trackStr((t) => t.name), pcore_idx: pcore, opcode: doms(), [SUMMARY_COUNT]: count });
     case 'DmaPacket':
-      return tableOf({ start_ts: big(starts), end_ts: big(ends), pcore_idx: pcore, queue_name: str((t) => t.name), queue_type: doms, [SUMMARY_COUNT]: count });
+      return tableOf({ start_ts: big(starts), end_ts: big(ends), pcore_idx: pcore, queue_name: trackStr((t) => t.name), queue_type: doms(), [SUMMARY_COUNT]: count });
     case 'SemaphoreUpdate':
-      return tableOf({ timestamp: big(starts), id: str((t) => t.name), value: Float64Array.from(values), pcore_idx: pcore, [SUMMARY_COUNT]: count });
+      return tableOf({ timestamp: big(starts), id: trackStr((t) => t.name), value: values, pcore_idx: pcore, [SUMMARY_COUNT]: count });
     case 'PendingDma':
-      return tableOf({ timestamp: big(starts), value: Float64Array.from(values), pcore_idx: pcore, [SUMMARY_COUNT]: count });
+      return tableOf({ timestamp: big(starts), value: values, pcore_idx: pcore, [SUMMARY_COUNT]: count });
     case 'Throttle':
-      return tableOf({ timestamp: big(starts), duration: big(starts.map((s, i) => (ends[i] ?? s) - s)), type: doms, pcore_idx: pcore, [SUMMARY_COUNT]: count });
+      return tableOf({ timestamp: big(starts), duration: big(ends.map((e, i) => e - (starts[i] ?? e))), type: doms(), pcore_idx: pcore, [SUMMARY_COUNT]: count });
     case 'SystemProfileEvents':
       return tableOf({
-        id: Float64Array.from({ length: n }, () => NaN),
-        name: doms,
+        id: new Float64Array(n).fill(NaN),
+        name: doms(),
         start_ts: big(starts),
         end_ts: big(ends),
-        trace_event_source: str((t) => t.source ?? (t.name.startsWith('hw:') ? 'neuron_hw' : 'neuron_rt')),
-        process_id: Float64Array.from(owner, (t) => t.pid ?? NaN),
-        thread_id: Float64Array.from(owner, (t) => t.tid ?? NaN),
-        pcore_idx: Float64Array.from(owner, (t) => (t.name.startsWith('hw:') && t.pcore >= 0 ? t.pcore : NaN)),
-        nc_idx: Float64Array.from({ length: n }, () => NaN),
+        trace_event_source: trackStr((t) => t.source ?? (t.name.startsWith('hw:') ? 'neuron_hw' : 'neuron_rt')),
+        process_id: perTrack((t) => t.pid ?? NaN),
+        thread_id: perTrack((t) => t.tid ?? NaN),
+        pcore_idx: perTrack((t) => (t.name.startsWith('hw:') && t.pcore >= 0 ? t.pcore : NaN)),
+        nc_idx: new Float64Array(n).fill(NaN),
         [SUMMARY_COUNT]: count,
       });
     default:
@@ -187,6 +211,27 @@ function utf8(xs: string[]): Vector {
 }
 
 const EMPTY = new Uint8Array(0);
+
+/**
+ * A Utf8 vector whose row i is `dict[codes[i]]` (codes out of range: ""): each dictionary string
+ * is encoded once and copied per row, with no JS string per row.
+ */
+function utf8Coded(dict: string[], codes: ArrayLike<number>): Vector {
+  const enc = dict.map((x) => encoder.encode(x));
+  const n = codes.length;
+  const offsets = new Int32Array(n + 1);
+  let total = 0;
+  for (let i = 0; i < n; i++) {
+    total += enc[codes[i] ?? -1]?.length ?? 0;
+    offsets[i + 1] = total;
+  }
+  const data = new Uint8Array(total);
+  for (let i = 0; i < n; i++) {
+    const p = enc[codes[i] ?? -1];
+    if (p !== undefined && p.length > 0) data.set(p, offsets[i] ?? 0);
+  }
+  return makeVector(makeData({ type: new Utf8(), length: n, nullCount: 0, valueOffsets: offsets, data }));
+}
 
 /**
  * A Utf8 column of `t` (name `name`) with `extra` appended, copied chunk by chunk from the Arrow
@@ -246,6 +291,14 @@ function tableOf(cols: Record<string, BigInt64Array | Float64Array | string[] | 
   return new Table(vecs);
 }
 
+/** A new main-thread task. */
+const nextTask = (): Promise<void> => new Promise((ok) => setTimeout(ok, 0));
+
+/** A user-timing span from `start` (performance.now() ms) to now, when it took over 20 ms (scripts/bench-lod.mjs reports the longest). */
+export function span(name: string, start: number): void {
+  if (performance.now() - start > 20) performance.measure(name, { start });
+}
+
 /** Step tables (a value holds until the next update): per track, the value in force must precede the window's rows. */
 const STEP_TABLES: Record<string, { key: string | null }> = { SemaphoreUpdate: { key: 'id' }, PendingDma: { key: null } };
 
@@ -255,7 +308,7 @@ const STEP_TABLES: Record<string, { key: string | null }> = { SemaphoreUpdate: {
  * window's first instant, the rows being read from two finest widths earlier. Pseudo-rows have a
  * finite SUMMARY_COUNT (0), real rows NaN.
  */
-function withCarry(t: Table, table: string, tracks: LodTrackInfo[], buckets: Map<number, Buckets>): Table {
+async function withCarry(t: Table, table: string, tracks: LodTrackInfo[], buckets: Map<number, Buckets>, pause: () => Promise<void>): Promise<Table> {
   const key = STEP_TABLES[table]?.key ?? null;
   const add: { ts: number; pcore: number; id: string; v: number }[] = [];
   for (const tr of tracks) {
@@ -267,6 +320,9 @@ function withCarry(t: Table, table: string, tracks: LodTrackInfo[], buckets: Map
   const cols: Record<string, BigInt64Array | Float64Array | string[] | Vector> = {};
   const n = t.numRows;
   for (const f of t.schema.fields) {
+    // A column per main-thread task: a window's few hundred thousand rows times six columns
+    // would otherwise be one long task.
+    await pause();
     const name = f.name;
     if (DataType.isUtf8(f.type)) {
       const extra = add.map((a) => (name === key ? a.id : ''));
@@ -386,20 +442,29 @@ export class LodController<M> {
         const wmax = step ? tracks.reduce((a, t) => Math.max(a, t.width), 1) : 0;
         const w = await this.api.window(this.key, tb.name, tb.columns, t0 - 2 * wmax, t1, WINDOW_LIMIT);
         if (!w.over_limit) {
+          const at = performance.now();
           const got = tableFromIPC(w.ipc);
-          out.set(tb.name, step ? withCarry(got, tb.name, tracks, parseBuckets(await this.api.lod(this.key, tracks.map((t) => t.id), t0 - wmax, t0 - wmax, 1))) : got);
+          span(`lod: window ${tb.name}`, at);
+          out.set(tb.name, step ? await withCarry(got, tb.name, tracks, parseBuckets(await this.api.lod(this.key, tracks.map((t) => t.id), t0 - wmax, t0 - wmax, 1)), nextTask) : got);
           state.tables[tb.name] = { mode: 'rows', rows: w.rows };
           return;
         }
         state.tables[tb.name] = { mode: 'summary', rows: w.rows };
       } else state.tables[tb.name] = { mode: 'summary', rows: tracks.reduce((a, t) => a + t.rows, 0) };
       const buckets = parseBuckets(await this.api.lod(this.key, tracks.map((t) => t.id), t0, t1, n));
+      // Parsing and the pseudo-rows in separate main-thread tasks.
+      await nextTask();
+      const at = performance.now();
       out.set(tb.name, summaryTable(tb.name, tracks, buckets, this.listing.names, this.origin));
+      span(`lod: pseudo-rows ${tb.name}`, at);
     }));
     // The last table's pseudo-rows were made in this task: build the model in the next one, so the
     // two do not add up to one long main-thread task.
-    await new Promise((ok) => setTimeout(ok, 0));
-    return { model: await this.build(out, this.listing), state };
+    await nextTask();
+    const at = performance.now();
+    const model = await this.build(out, this.listing);
+    span('lod: model (several tasks)', at);
+    return { model, state };
   }
 }
 

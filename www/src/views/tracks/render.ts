@@ -1,7 +1,8 @@
 // The renderers of the timeline's track kinds over one frame description (Frame), as each of
 // Perfetto's tracks owns its render: each draws its row's visible part and returns how many marks it
 // drew. TimelineView (timeline.ts) owns the axis, row layout, input and tooltips and picks the
-// renderer by the row's kind (RENDERERS).
+// renderer, and what a row's marks are called and whether it has a busy %, by the row's kind
+// (TRACK_KINDS).
 //
 //   slices    engine instructions, DMA packets, throttle records, system spans: a bar per slice wider
 //             than a pixel, sub-pixel slices merged per pixel column with opacity from the busy time
@@ -10,7 +11,8 @@
 //   counters  CPU and host-memory samples under the slice rows: area chart or heat strip
 // A large profile's rows hold summary buckets or a window's rows (lod.ts); the renderers draw both.
 
-import { lowerBound, type Counter, type Track } from '../timeline-model.ts';
+import { lowerBound, type Counter, type RowKind, type Track, type TrackKind } from '../timeline-model.ts';
+import { dmaTooltip, instantTooltip, stepTooltip, throttleTooltip, type TrackTooltip } from './tooltips.ts';
 
 /** What every renderer needs of the frame being drawn. */
 export interface Frame {
@@ -41,8 +43,25 @@ const MUTED = '#7d8590';
 /** Colour of slices the opcode filter does not match. */
 export const DIMMED = '#2a2f37';
 
-/** Draws one track's visible slices; returns how many rectangles it drew. */
+/** How a slice row differs by kind. */
+interface SliceStyle {
+  /** Opcode names inside slices wide enough to hold them. */
+  labels: boolean;
+  /** Slices merged into one pixel column keep the first one's colour (a DMA queue has one queue type) instead of the merged-bar colour. */
+  uniform: boolean;
+}
+
+/** Draws one track's visible slices (opcode labels, merged bars in the merged colour); returns how many rectangles it drew. */
 export function drawTrack(f: Frame, tr: Track, y: number, hgt: number, t0: number, t1: number): number {
+  return drawSlices(f, tr, y, hgt, t0, t1, { labels: true, uniform: false });
+}
+
+/** DMA packets: unlabelled (the colour gives the queue type, the tooltip the bytes), merged bars keep the queue's colour. */
+export function drawDma(f: Frame, tr: Track, y: number, hgt: number, t0: number, t1: number): number {
+  return drawSlices(f, tr, y, hgt, t0, t1, { labels: false, uniform: true });
+}
+
+function drawSlices(f: Frame, tr: Track, y: number, hgt: number, t0: number, t1: number, look: SliceStyle): number {
   const ctx = f.ctx;
   const { starts, ends, ops } = tr;
   const n = starts.length;
@@ -81,8 +100,7 @@ export function drawTrack(f: Frame, tr: Track, y: number, hgt: number, t0: numbe
       ctx.fillStyle = f.color(tr, ops[k] ?? 0);
       const w = x1 - x0;
       ctx.fillRect(f.gutter + x0, y, w > 2 ? w - 0.5 : w, hgt);
-      // DMA packets go unlabelled: the colour gives the queue type, the tooltip the bytes.
-      if (w > 44 && hgt >= 10 && tr.kind !== 'dma') {
+      if (w > 44 && hgt >= 10 && look.labels) {
         const label = f.opcodes[ops[k] ?? 0] ?? '';
         if (label !== '') {
           ctx.fillStyle = '#0b0d10';
@@ -106,8 +124,7 @@ export function drawTrack(f: Frame, tr: Track, y: number, hgt: number, t0: numbe
       // Bounded look at the merged run's ends (ends are not sorted).
       for (let q = Math.max(k, j - 8); q < j; q++) endMax = Math.max(endMax, ends[q] ?? 0);
       const xe = Math.max(px + 1, (endMax - t0) / npp);
-      // A DMA queue has one queue type: merged packets keep its colour.
-      let style = j - k > 1 && tr.kind !== 'dma' ? merged : f.color(tr, ops[k] ?? 0);
+      let style = j - k > 1 && !look.uniform ? merged : f.color(tr, ops[k] ?? 0);
       if (f.match !== null && j - k > 1) {
         style = DIMMED;
         // Bounded scan: a frame stays fast even when a pixel holds a huge run.
@@ -284,12 +301,71 @@ export function drawCounters(f: Frame, counters: Counter[], top: number, t0: num
   return points;
 }
 
-/** The renderer of each row kind (a track without a kind is an engine or system slice row). */
-export const RENDERERS: Record<string, TrackRenderer> = {
-  engine: drawTrack,
-  dma: drawTrack,
-  throttle: drawTrack,
-  // A semaphore group header draws its updates as instants; its rows are steps.
-  semaphore: (f, tr, y, hgt, t0, t1) => (tr.style === 'step' ? drawStep(f, tr, y, hgt, t0, t1) : drawTrack(f, tr, y, hgt, t0, t1)),
-  pending: drawStep,
+/** FNV-1a hash of `s` (colours stable per name). */
+export function hashString(s: string): number {
+  let x = 2166136261;
+  for (let i = 0; i < s.length; i++) {
+    x ^= s.charCodeAt(i);
+    x = Math.imul(x, 16777619);
+  }
+  return x >>> 0;
+}
+
+/** Colour of a slice named `name` (dictionary code `op`, 0xffff: merged bars) on a row of `engine`. */
+export type SliceColor = (engine: string, name: string, op: number) => string;
+
+/** Engine rows and System spans: the engine's hue, varied a little per opcode or span name. */
+const nameColor: SliceColor = (engine, name) => {
+  const hv = hashString(name);
+  const hue = HUES[engine] ?? hashString(engine) % 360;
+  const l = name === '' ? 55 : 46 + (hv % 20);
+  const dh = name === '' ? 0 : ((hv >>> 8) % 24) - 12;
+  return `hsl(${hue + dh} 62% ${l}%)`;
+};
+
+/** DMA packets are coloured by DmaPacket.queue_type. */
+const DMA_HUES: Record<string, number> = { software_dynamic: 186, hardware_dynamic: 318, instruction: 62, static: 62 };
+
+/** One colour per queue type (merged bars: a neutral teal). */
+const dmaColor: SliceColor = (_engine, name, op) => {
+  const hue = op === 0xffff ? 200 : (DMA_HUES[name] ?? hashString(name) % 360);
+  return `hsl(${hue} 58% ${op === 0xffff ? 50 : 52}%)`;
+};
+
+/** Throttle records ("<type> k/n"): darker when the limit is loose (k/n near 1), brighter the harder the core is throttled. */
+const throttleColor: SliceColor = (engine, name, op) => {
+  const kn = /(\d+)\/(\d+)$/.exec(name);
+  if (kn === null) return nameColor(engine, name, op);
+  const f = 1 - Number(kn[1]) / Math.max(1, Number(kn[2]));
+  return `hsl(2 68% ${24 + 36 * Math.min(1, Math.max(0, f))}%)`;
+};
+
+/** What a kind of row is: how it draws, and how the view words and measures it. */
+export interface TrackKindSpec {
+  render: TrackRenderer;
+  /** Slice colours (the view caches them and dims what the opcode filter leaves out). */
+  color: SliceColor;
+  /** Tooltip of one mark (tooltips.ts); null: the view's own (engine instructions, System spans). */
+  tooltip: TrackTooltip | null;
+  /** A value held between updates: drawn over the whole band, its value in tooltips, no busy %. */
+  step: boolean;
+  /** Its slices are busy time: the row gets a busy % (the union of its slices in view). */
+  busy: boolean;
+  /** One mark, in the tooltip and details ("DMA packet"); null: the view's own noun. */
+  noun: string | null;
+  /** The kind tools and tests read in the canvas's data-rows (a group header counts as its rows' kind). */
+  family: RowKind | 'system';
+}
+
+/** The renderer and wording of each row kind: the view never branches on a kind itself. */
+export const TRACK_KINDS: Record<TrackKind, TrackKindSpec> = {
+  engine: { render: drawTrack, color: nameColor, tooltip: null, step: false, busy: true, noun: null, family: 'engine' },
+  system: { render: drawTrack, color: nameColor, tooltip: null, step: false, busy: true, noun: null, family: 'system' },
+  dma: { render: drawDma, color: dmaColor, tooltip: dmaTooltip, step: false, busy: true, noun: 'DMA packet', family: 'dma' },
+  throttle: { render: drawTrack, color: throttleColor, tooltip: throttleTooltip, step: false, busy: true, noun: 'throttle record', family: 'throttle' },
+  // Step rows draw their own fill (drawStep); the colour is the merged bars' of a collapsed group.
+  semaphore: { render: drawStep, color: nameColor, tooltip: stepTooltip, step: true, busy: false, noun: 'semaphore update', family: 'semaphore' },
+  // A semaphore group's header: every update of its core as an instant.
+  'semaphore-group': { render: drawTrack, color: nameColor, tooltip: instantTooltip, step: false, busy: false, noun: 'semaphore update', family: 'semaphore' },
+  pending: { render: drawStep, color: nameColor, tooltip: stepTooltip, step: true, busy: false, noun: 'pending-DMA sample', family: 'pending' },
 };
