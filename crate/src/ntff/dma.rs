@@ -67,19 +67,55 @@ pub struct DmaCoreStats {
 /// each engine's share of a transfer; docs/formats.md "DmaPacketAggregated").
 pub const COMPLETION_BYTES: u64 = 4;
 
-/// One static-queue transfer being aggregated (docs/formats.md "DmaPacketAggregated").
+/// One static-queue transfer being aggregated (docs/formats.md "DmaPacketAggregated"). One per
+/// transfer is held until the end of the core, so it is 64 B without heap: its id is the core's
+/// first id + its index in [`Aggs`], its name and queue type an index into the core's
+/// `agg_names` (one entry per static stream).
 struct Agg {
-    id: i64,
-    queue: u32,
-    name: String,
-    queue_type: &'static str,
     /// ps relative to t0.
     start_ps: i128,
     end_ps: i128,
     bytes: u64,
-    crc: i64,
     engine: i64,
     packets: i64,
+    /// Index into `agg_names`.
+    name: u32,
+    crc: u16,
+    /// ntff.md §4.4: 4 bits.
+    queue: u8,
+}
+
+/// Entries per chunk of [`Aggs`].
+const AGG_CHUNK: usize = 4096;
+
+/// A core's transfers in id order, in chunks of [`AGG_CHUNK`]: a `Vec` grown by doubling holds
+/// up to twice its entries, and three times while it moves them.
+#[derive(Default)]
+struct Aggs {
+    chunks: Vec<Vec<Agg>>,
+    len: usize,
+}
+
+impl Aggs {
+    /// Appends `a`; its index.
+    fn push(&mut self, a: Agg) -> usize {
+        match self.chunks.last_mut() {
+            Some(c) if c.len() < AGG_CHUNK => c.push(a),
+            _ => {
+                let mut c = Vec::with_capacity(AGG_CHUNK);
+                c.push(a);
+                self.chunks.push(c);
+            }
+        }
+        self.len += 1;
+        self.len - 1
+    }
+    fn get_mut(&mut self, k: usize) -> Option<&mut Agg> {
+        self.chunks.get_mut(k / AGG_CHUNK)?.get_mut(k % AGG_CHUNK)
+    }
+    fn iter(&self) -> impl Iterator<Item = &Agg> {
+        self.chunks.iter().flatten()
+    }
 }
 
 /// Where a DMA queue's packets come from (Explorer enum `DmaQueueType`, ntff.md §3.3.2).
@@ -216,6 +252,8 @@ struct Stream {
     static_name: Option<String>,
     /// Completion packets seen: the transfer ordinal of the next packet.
     ordinal: u32,
+    /// Index of (`static_name`, `queue_type`) in the core's `agg_names`, once it has one.
+    agg_name: Option<u32>,
     /// Dictionary-key memos of `queue_type`, `variable`, `queue_name` (constant per stream).
     memo: [Memo; 3],
     /// The [`Run`] of the stream's first record.
@@ -326,6 +364,7 @@ impl<'a> Pairing<'a> {
                 .filter(|q| !q.name.ends_with("Dynamic") && !q.name.ends_with("DynamicHW"))
                 .map(|q| explorer_queue_name(&q.name)),
             ordinal: 0,
+            agg_name: None,
             memo: [Memo::default(); 3],
             run,
         }
@@ -680,8 +719,12 @@ pub(super) fn dma_rows<S: ByteSource + ?Sized>(
     let def = &explorer::DMA_PACKET;
     // Static-queue transfers by (queue, ordinal): one small entry per transfer until the end of
     // the core (the transfer's last packet is only known then).
-    let mut aggs: Vec<Agg> = Vec::new();
-    let mut agg_index: rustc_hash::FxHashMap<(u32, u32), usize> = Default::default();
+    // `agg_index[queue][ordinal]` is the transfer's index in `aggs` (u32::MAX: none yet):
+    // ordinals count a stream's completion packets from 0, so 4 B per ordinal, no hashing.
+    let first_agg_id = *next_agg_id;
+    let mut aggs = Aggs::default();
+    let mut agg_index: [Vec<u32>; 16] = Default::default();
+    let mut agg_names: Vec<(String, &'static str)> = Vec::new();
     let mut sg_memo = Memo::default();
     let mut b = TableBuilder::new(def);
     let mut pairing = Pairing::new(sg, first_core, window);
@@ -734,33 +777,50 @@ pub(super) fn dma_rows<S: ByteSource + ?Sized>(
                 if let Some(name) = &s.static_name {
                     let t0ps = window.t0.div_euclid(1000);
                     let (sp, ep) = (fs1.div_euclid(1000) - t0ps, fs.div_euclid(1000) - t0ps);
-                    let k = *agg_index.entry((queue, ordinal)).or_insert_with(|| {
-                        aggs.push(Agg {
-                            id: *next_agg_id,
-                            queue,
-                            name: name.clone(),
-                            queue_type: s.queue_type,
-                            start_ps: sp,
-                            end_ps: ep,
-                            bytes: 0,
-                            crc: 0,
-                            engine: s.engine_idx,
-                            packets: 0,
-                        });
-                        *next_agg_id = next_agg_id.wrapping_add(1);
-                        aggs.len() - 1
-                    });
+                    // classify masks the queue to 4 bits.
+                    let slots = &mut agg_index[queue as usize & 0xF];
+                    let o = ordinal as usize;
+                    if slots.len() <= o {
+                        slots.resize(o + 1, u32::MAX);
+                    }
+                    let k = match slots[o] {
+                        u32::MAX => {
+                            let name_idx = match s.agg_name {
+                                Some(i) => i,
+                                None => {
+                                    let i = agg_names.len() as u32;
+                                    agg_names.push((name.clone(), s.queue_type));
+                                    s.agg_name = Some(i);
+                                    i
+                                }
+                            };
+                            let k = aggs.push(Agg {
+                                start_ps: sp,
+                                end_ps: ep,
+                                bytes: 0,
+                                engine: s.engine_idx,
+                                packets: 0,
+                                name: name_idx,
+                                crc: 0,
+                                queue: queue as u8,
+                            });
+                            *next_agg_id = next_agg_id.wrapping_add(1);
+                            slots[o] = k as u32;
+                            k
+                        }
+                        k => k as usize,
+                    };
                     if let Some(a) = aggs.get_mut(k) {
                         a.start_ps = a.start_ps.min(sp);
                         a.end_ps = a.end_ps.max(ep);
                         a.engine = a.engine.max(s.engine_idx);
                         a.packets += 1;
                         if bytes == COMPLETION_BYTES {
-                            a.crc = i64::from(r.dma_crc());
+                            a.crc = r.dma_crc();
                         } else {
                             a.bytes = a.bytes.saturating_add(bytes);
                         }
-                        b.set(pk::AGG, a.id);
+                        b.set(pk::AGG, first_agg_id.wrapping_add(k as i64));
                     }
                 }
                 let (start, dur, dps_fs) = window.packet_times(fs1, fs);
@@ -805,7 +865,8 @@ pub(super) fn dma_rows<S: ByteSource + ?Sized>(
     t.count += left;
     t.first_offset = t.first_offset.into_iter().chain(first_left).min();
     b.finish_into(sink)?;
-    stats.aggregated += write_aggregated(&aggs, pcore, &sg.name, sink)?;
+    std::mem::drop(agg_index);
+    stats.aggregated += write_aggregated(&aggs, &agg_names, first_agg_id, pcore, &sg.name, sink)?;
     let (runs, drop) = runs.plan(!(pairing.split || pairing.capped));
     Ok(DmaPlan { runs, drop })
 }
@@ -1139,10 +1200,21 @@ fn release(
 
 /// `DmaPacketAggregated` rows of one core (docs/formats.md "DmaPacketAggregated"): span = first
 /// packet start to last packet end (ps relative to t0, floored to ns), bytes = the data packets
-/// (completion packets left out), throughput as the packets' float32 rule.
-fn write_aggregated(aggs: &[Agg], pcore: usize, sg: &str, sink: &mut dyn TableSink) -> Result<u64> {
+/// (completion packets left out), throughput as the packets' float32 rule. Ids from `first_id`
+/// in order; `names[a.name]` = (queue name, queue type).
+fn write_aggregated(
+    aggs: &Aggs,
+    names: &[(String, &'static str)],
+    first_id: i64,
+    pcore: usize,
+    sg: &str,
+    sink: &mut dyn TableSink,
+) -> Result<u64> {
     let mut b = TableBuilder::new(&explorer::DMA_PACKET_AGGREGATED);
-    for a in aggs {
+    for (k, a) in aggs.iter().enumerate() {
+        let (name, queue_type) = names
+            .get(a.name as usize)
+            .map_or(("", "unknown"), |(n, t)| (n.as_str(), *t));
         let start = clamp_i64(a.start_ps.div_euclid(1000));
         let span = a.end_ps.saturating_sub(a.start_ps);
         let dur = clamp_i64(span.div_euclid(1000));
@@ -1150,11 +1222,11 @@ fn write_aggregated(aggs: &[Agg], pcore: usize, sg: &str, sink: &mut dyn TableSi
         b.set(agg::START, start);
         b.set(agg::END, start.saturating_add(dur));
         b.set(agg::DURATION, dur);
-        b.set(agg::ID, a.id);
+        b.set(agg::ID, first_id.wrapping_add(k as i64));
         b.set(agg::PCORE, pcore as i64);
         b.set(agg::QIDX, i64::from(a.queue));
-        b.set(agg::QNAME, a.name.as_str());
-        b.set(agg::QTYPE, a.queue_type);
+        b.set(agg::QNAME, name);
+        b.set(agg::QTYPE, queue_type);
         b.set(agg::READ, by);
         b.set(agg::WRITE, by);
         b.set(agg::TRANSFER, by);
@@ -1164,12 +1236,12 @@ fn write_aggregated(aggs: &[Agg], pcore: usize, sg: &str, sink: &mut dyn TableSi
         );
         b.set(agg::SG, sg);
         b.set(agg::ENGINE, a.engine);
-        b.set(agg::CRC, a.crc);
+        b.set(agg::CRC, i64::from(a.crc));
         b.set(agg::PACKETS, a.packets);
         b.end_row_into(sink)?;
     }
     b.finish_into(sink)?;
-    Ok(aggs.len() as u64)
+    Ok(aggs.len as u64)
 }
 
 /// DMA buffers of a core: trace type 4 (block type 1 in the samples; any block type accepted).
