@@ -26,7 +26,7 @@
 pub mod pickle;
 pub mod write;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::error::{Code, Problem, Result};
 use crate::source::ByteSource;
@@ -920,7 +920,7 @@ pub fn process_with(
     let mut budget = Budget::new(src.len());
 
     // Segments and blocks.
-    let mut finals: HashMap<i64, (i64, i64)> = HashMap::new();
+    let mut finals: HashMap<i64, (i64, i64)> = HashMap::default();
     if let Some(segs) = a.get(root, "segments") {
         let mut ctx = SegCtx {
             stacks: &mut stacks,

@@ -121,7 +121,7 @@ impl Default for Limits {
 #[derive(Default)]
 pub struct Arena {
     strings: Vec<Box<str>>,
-    str_ids: HashMap<Box<str>, u32>,
+    str_ids: rustc_hash::FxHashMap<Box<str>, u32>,
     bytes: Vec<Box<[u8]>>,
     bigs: Vec<i128>,
     objs: Vec<Obj>,
@@ -502,6 +502,7 @@ impl<'a> Input<'a> {
         }
         Ok(())
     }
+    #[inline]
     fn arr<const N: usize>(&mut self) -> Result<[u8; N]> {
         if let Some(s) = self.buf.get(self.at..self.at + N) {
             let mut a = [0u8; N];
@@ -517,6 +518,7 @@ impl<'a> Input<'a> {
         })?;
         Ok(a)
     }
+    #[inline]
     fn u8(&mut self) -> Result<u8> {
         if let Some(&b) = self.buf.get(self.at) {
             self.at += 1;
@@ -524,9 +526,11 @@ impl<'a> Input<'a> {
         }
         Ok(self.arr::<1>()?[0])
     }
+    #[inline]
     fn u32(&mut self) -> Result<u32> {
         Ok(u32::from_le_bytes(self.arr()?))
     }
+    #[inline]
     fn u64(&mut self) -> Result<u64> {
         Ok(u64::from_le_bytes(self.arr()?))
     }
