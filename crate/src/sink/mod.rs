@@ -208,9 +208,9 @@ pub fn parquet_bytes(def: &TableDef, batches: &[RecordBatch]) -> Result<Vec<u8>>
 /// the footer metadata of every column chunk until the file is closed (≈ 0.8 KB each,
 /// measured with arrow-rs 60), so one row group per 64 Ki-row batch grew the Parquet step's
 /// memory by ≈ 11 MB per GB of NTFF (docs/ARCHITECTURE.md "Memory" → "Spill"); eight batches
-/// cut that eightfold for ≈ 8 MB of encoded pages held per large table until the group closes
-/// (`DmaPacket` ≈ 15 B a row). The page keeps one row group per batch
-/// ([`ParquetSink::new`]): its time-window and row reads decode whole row groups.
+/// cut that eightfold for ≈ 16 MB of open row groups in all (encoded pages and page buffers of
+/// every table until its group closes; `DmaPacket` ≈ 15 B a row). The page keeps one row group
+/// per batch ([`ParquetSink::new`]): its time-window and row reads decode whole row groups.
 pub const ROW_GROUP_BATCHES: usize = 8;
 
 /// A [`TableSink`] that streams every table into its own Parquet writer over `W` (a file
