@@ -245,3 +245,20 @@ export async function revealBand(page, top, height, testid = 'timeline-canvas') 
   }, [testid, top, height]);
   return page.locator(`[data-testid=${testid}]`).boundingBox();
 }
+
+/** Imports `www/src/<rel>` in Node for unit tests: bundled on the fly with esbuild (apache-arrow
+ * left to Node's own resolution, so tests and module share one copy). */
+export async function loadModule(rel) {
+  const { build } = await import('esbuild');
+  const out = await build({
+    entryPoints: [join(REPO, 'www', 'src', rel)],
+    bundle: true,
+    format: 'esm',
+    platform: 'neutral',
+    write: false,
+    external: ['apache-arrow'],
+    logLevel: 'silent',
+  });
+  const code = out.outputFiles[0].text.replace(/from\s*"apache-arrow"/g, `from ${JSON.stringify(import.meta.resolve('apache-arrow'))}`);
+  return import(`data:text/javascript;base64,${Buffer.from(code).toString('base64')}`);
+}

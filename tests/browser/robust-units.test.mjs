@@ -4,13 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { build } from 'esbuild';
-import { REPO } from './harness.mjs';
-
-async function load(rel) {
-  const out = await build({ entryPoints: [join(REPO, 'www', 'src', rel)], bundle: true, format: 'esm', platform: 'neutral', write: false, logLevel: 'silent' });
-  return import(`data:text/javascript;base64,${Buffer.from(out.outputFiles[0].text).toString('base64')}`);
-}
+import { REPO, loadModule as load } from './harness.mjs';
 
 const jobs = await load('views/jobs.ts');
 

@@ -5,14 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { build } from 'esbuild';
-import { REPO } from './harness.mjs';
-
-async function load(rel) {
-  const out = await build({ entryPoints: [join(REPO, 'www', 'src', rel)], bundle: true, format: 'esm', platform: 'neutral', write: false, external: ['apache-arrow'], logLevel: 'silent' });
-  const code = out.outputFiles[0].text.replace(/from\s*"apache-arrow"/g, `from ${JSON.stringify(import.meta.resolve('apache-arrow'))}`);
-  return import(`data:text/javascript;base64,${Buffer.from(code).toString('base64')}`);
-}
+import { REPO, loadModule as load } from './harness.mjs';
 
 const model = await load('views/timeline-model.ts');
 const jobs = await load('views/jobs.ts');

@@ -4,24 +4,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { build } from 'esbuild';
 import { tableFromArrays } from 'apache-arrow';
-import { REPO } from './harness.mjs';
+import { REPO, loadModule as load } from './harness.mjs';
 
 /** Bundles a www/src module (apache-arrow left external) and imports it. */
-async function load(rel) {
-  const out = await build({
-    entryPoints: [join(REPO, 'www', 'src', rel)],
-    bundle: true,
-    format: 'esm',
-    platform: 'neutral',
-    write: false,
-    external: ['apache-arrow'],
-    logLevel: 'silent',
-  });
-  const code = out.outputFiles[0].text.replace(/from\s*"apache-arrow"/g, `from ${JSON.stringify(import.meta.resolve('apache-arrow'))}`);
-  return import(`data:text/javascript;base64,${Buffer.from(code).toString('base64')}`);
-}
 
 const model = await load('views/timeline-model.ts');
 const format = await load('format.ts');
@@ -166,7 +152,6 @@ test('system model: nc_exec_running finds its DeviceProfileList row by model id,
   assert.match(w.text, /NTFF pid 1 ≠ capture pid 2/);
   assert.equal(sys.linkWording('unlinked: empty NTFF').kind, 'unlinked');
 });
-
 
 test('pickExecution: the only execution, else exec_id − 1, else exec_id, else the first timed one', () => {
   const rows = [
