@@ -528,13 +528,17 @@ fn fast_value(s: &[u8], i: usize, depth: u32) -> Option<usize> {
     }
 }
 
-/// The object at `s[i] == '{'`: each member's [`Span`] to `out`, the index past the `}`.
-fn fast_members(s: &[u8], i: usize, depth: u32, out: &mut dyn FnMut(Span)) -> Option<usize> {
+/// The object at `s[i] == '{'`, member by member: `value(key start, key end, value start)`
+/// reads each value and returns the index past it; returns the index past the `}`.
+fn fast_object(
+    s: &[u8],
+    i: usize,
+    mut value: impl FnMut(usize, usize, usize) -> Option<usize>,
+) -> Option<usize> {
     let mut j = skip_ws(s, i + 1);
     if s.get(j) == Some(&b'}') {
         return Some(j + 1);
     }
-    let u = |x: usize| u32::try_from(x).ok();
     loop {
         if s.get(j) != Some(&b'"') {
             return None;
@@ -546,9 +550,7 @@ fn fast_members(s: &[u8], i: usize, depth: u32, out: &mut dyn FnMut(Span)) -> Op
         if s.get(j) != Some(&b':') {
             return None;
         }
-        let v0 = skip_ws(s, j + 1);
-        j = fast_value(s, v0, depth + 1)?;
-        out([u(k0)?, u(k1)?, u(v0)?, u(j)?]);
+        j = value(k0, k1, skip_ws(s, j + 1))?;
         j = skip_ws(s, j);
         match *s.get(j)? {
             b',' => j = skip_ws(s, j + 1),
@@ -556,6 +558,16 @@ fn fast_members(s: &[u8], i: usize, depth: u32, out: &mut dyn FnMut(Span)) -> Op
             _ => return None,
         }
     }
+}
+
+/// The object at `s[i] == '{'`: each member's [`Span`] to `out`, the index past the `}`.
+fn fast_members(s: &[u8], i: usize, depth: u32, out: &mut dyn FnMut(Span)) -> Option<usize> {
+    let u = |x: usize| u32::try_from(x).ok();
+    fast_object(s, i, |k0, k1, v0| {
+        let j = fast_value(s, v0, depth + 1)?;
+        out([u(k0)?, u(k1)?, u(v0)?, u(j)?]);
+        Some(j)
+    })
 }
 
 /// Reads the common event object at `s[0] == '{'` in one pass: strict JSON (as serde_json
@@ -570,40 +582,20 @@ fn fast_scan(s: &[u8], top: &mut Vec<Span>, args: &mut Vec<Span>) -> Option<usiz
     if s.first() != Some(&b'{') {
         return None;
     }
-    let mut j = skip_ws(s, 1);
-    if s.get(j) == Some(&b'}') {
-        return Some(j + 1);
-    }
     let u = |x: usize| u32::try_from(x).ok();
-    loop {
-        if s.get(j) != Some(&b'"') {
-            return None;
-        }
-        let k0 = j + 1;
-        j = fast_str(s, j)?;
-        let k1 = j - 1;
-        j = skip_ws(s, j);
-        if s.get(j) != Some(&b':') {
-            return None;
-        }
-        let v0 = skip_ws(s, j + 1);
+    fast_object(s, 0, |k0, k1, v0| {
         if s.get(k0..k1) == Some(b"args") {
             if s.get(v0) != Some(&b'{') {
                 return None;
             }
             args.clear();
-            j = fast_members(s, v0, 1, &mut |sp| args.push(sp))?;
+            fast_members(s, v0, 1, &mut |sp| args.push(sp))
         } else {
-            j = fast_value(s, v0, 1)?;
+            let j = fast_value(s, v0, 1)?;
             top.push([u(k0)?, u(k1)?, u(v0)?, u(j)?]);
+            Some(j)
         }
-        j = skip_ws(s, j);
-        match *s.get(j)? {
-            b',' => j = skip_ws(s, j + 1),
-            b'}' => return Some(j + 1),
-            _ => return None,
-        }
-    }
+    })
 }
 
 /// Visits a JSON object member by member (`Ev` and `Args` share it).
