@@ -136,3 +136,25 @@ test('without OPFS (?store=memory) the page says tables stay in wasm memory and 
     await b.close();
   }
 });
+
+test('a reload leaves no stored files behind: the previous page load\'s OPFS directory is deleted once its worker has let go', async () => {
+  const b = await launch();
+  try {
+    const { page } = b;
+    await open(page);
+    assert.ok((await opfsFiles(page)).some((f) => f.size > 0), 'the decode stored files');
+    await page.reload();
+    await page.waitForFunction(() => document.body.dataset.state === 'idle', null, { timeout: 30_000 });
+    // The old worker may still hold its files while the new page starts: they go within seconds.
+    let left = [];
+    for (let i = 0; i < 40; i++) {
+      left = (await opfsFiles(page)).filter((f) => f.size > 0);
+      if (left.length === 0) break;
+      await page.waitForTimeout(500);
+    }
+    assert.deepEqual(left, [], 'no stored bytes left from the page before the reload');
+    assert.deepEqual(b.errors, [], 'no uncaught page errors');
+  } finally {
+    await b.close();
+  }
+});

@@ -17,7 +17,7 @@
 
 import type { CrashInfo, FaultSpec, FromWorker, InitInfo, PickedFile, ReplyMap, Request, StoreInfo, StoredInfo, StoreKind } from './protocol.ts';
 import type { ColumnFilter, ConformReport, Inventory, LodListing, LodWindow, MemoryResult, Problem, ProcessResult, RangeSummary, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SearchResult, SystemResult, TableViewInfo } from './api.ts';
-import { clearStale, opfsAvailable, STORE_DIR } from './opfs.ts';
+import { clearStale, opfsListable, STORE_DIR } from './opfs.ts';
 
 type Progress = (stage: string, done: number, total: number) => void;
 
@@ -592,7 +592,11 @@ export class CoreClient {
   async init(pkgUrl: string, fault: FaultSpec | null = null): Promise<{ version: string }> {
     this.pkgUrl = pkgUrl;
     this.fault = fault;
-    if (opfsAvailable()) await clearStale().catch(() => {});
+    if (opfsListable()) {
+      const locked = await clearStale().catch(() => 0);
+      // A reloaded page's worker may still hold its files for a moment: try again later.
+      if (locked > 0) this.retryClearStale(10);
+    }
     const slot = this.slots[0] ?? this.addSlot();
     const v: InitInfo = await this.raw(slot, { op: 'init', pkgUrl, fault, storeDir: this.storeDir(slot) });
     slot.initialized = true;
@@ -702,6 +706,16 @@ export class CoreClient {
   conform(key: string, exportJson: Uint8Array): Promise<ConformReport> {
     return this.call({ op: 'conform', key, exportJson });
   }
+  /** Deletes earlier page loads' files again in a second, up to `tries` times while some stay locked (this page's directories kept). */
+  private retryClearStale(tries: number): void {
+    setTimeout(() => {
+      void clearStale(new Set(this.slots.map((s) => s.dir)))
+        .catch(() => 0)
+        .then((locked) => {
+          if (locked > 0 && tries > 1) this.retryClearStale(tries - 1);
+        });
+    }, 1000);
+  }
   /** Deletes every stored profile of every worker (OPFS files and the tables in memory); they are processed again when opened. */
   async clearStored(): Promise<void> {
     await Promise.all(this.slots.map(async (s) => {
@@ -713,7 +727,7 @@ export class CoreClient {
     this.produced.clear();
     for (const j of this.jobList) if (j.state === 'done') j.cleared = true;
     this.onJobs(this.jobList);
-    if (opfsAvailable()) await clearStale(new Set(this.slots.map((s) => s.dir))).catch(() => {});
+    if (opfsListable()) await clearStale(new Set(this.slots.map((s) => s.dir))).catch(() => {});
   }
   /** Bytes stored per worker and the origin's storage estimate (the first worker's). */
   async storeInfo(): Promise<{ workers: StoreInfo[] }> {

@@ -53,16 +53,40 @@ export function opfsAvailable(): boolean {
   return typeof nav?.storage?.getDirectory === 'function' && fh !== undefined && 'createSyncAccessHandle' in fh.prototype;
 }
 
-/** Deletes what earlier page loads left under STORE_DIR, except `keep` and whatever another tab holds open (locked). */
-export async function clearStale(keep: Set<string> = new Set()): Promise<void> {
+/** Can this context list and delete OPFS files (the page's main thread can, though only a worker can open sync handles)? */
+export function opfsListable(): boolean {
+  const nav = (globalThis as { navigator?: Navigator }).navigator;
+  return typeof nav?.storage?.getDirectory === 'function';
+}
+
+type Keys = { keys(): AsyncIterable<string> };
+
+/**
+ * Deletes what earlier page loads left under STORE_DIR, except the directories in `keep` and the
+ * files still open (locked: another tab's, or a reloaded page's worker not yet gone). File by
+ * file, so one locked file does not keep the rest; returns how many files are left locked.
+ */
+export async function clearStale(keep: Set<string> = new Set()): Promise<number> {
   const root = await navigator.storage.getDirectory();
   const top = await root.getDirectoryHandle(STORE_DIR, { create: true });
-  const names: string[] = [];
-  for await (const name of (top as unknown as { keys(): AsyncIterable<string> }).keys()) names.push(name);
-  for (const name of names) {
+  const dirs: string[] = [];
+  for await (const name of (top as unknown as Keys).keys()) dirs.push(name);
+  let locked = 0;
+  for (const name of dirs) {
     if (keep.has(name)) continue;
+    const dir = await top.getDirectoryHandle(name).catch(() => null);
+    if (dir === null) {
+      await top.removeEntry(name, { recursive: true }).catch(() => {});
+      continue;
+    }
+    const files: string[] = [];
+    for await (const f of (dir as unknown as Keys).keys()) files.push(f);
+    for (const f of files) {
+      await dir.removeEntry(f, { recursive: true }).catch(() => { locked++; });
+    }
     await top.removeEntry(name, { recursive: true }).catch(() => {});
   }
+  return locked;
 }
 
 export class FileStore {
