@@ -432,7 +432,20 @@ export class CoreClient {
     return this.slots.reduce((a, b) => (b.decoding < a.decoding ? b : a));
   }
 
-  private async call<K extends Request['op']>(req: Extract<Request, { op: K }>, progress?: Progress): Promise<ReplyMap[K]> {
+  /** Decodes of a profile in flight, by profile key: asking again while one runs waits for it instead of starting a second. */
+  private readonly inFlight = new Map<string, Promise<unknown>>();
+
+  private call<K extends Request['op']>(req: Extract<Request, { op: K }>, progress?: Progress): Promise<ReplyMap[K]> {
+    const made = producesKey(req) ? keyFor(req) : null;
+    if (made === null) return this.callNow(req, progress);
+    const running = this.inFlight.get(made);
+    if (running !== undefined) return running as Promise<ReplyMap[K]>;
+    const p = this.callNow(req, progress).finally(() => this.inFlight.delete(made));
+    this.inFlight.set(made, p);
+    return p;
+  }
+
+  private async callNow<K extends Request['op']>(req: Extract<Request, { op: K }>, progress?: Progress): Promise<ReplyMap[K]> {
     await this.slots[0]?.ready;
     // A profile still held (on OPFS) is not decoded again.
     const made = keyFor(req);

@@ -73,9 +73,13 @@ pub fn run(args: &BenchArgs) -> Result<u64> {
     // What the inventory found wrong (a 0-byte NEFF, a misnamed file), on stderr: stdout is
     // the table.
     let found = picked.problems.iter().chain(&inv.problems);
+    let mut bad_inputs = std::collections::BTreeSet::new();
     for p in found.chain(inv.profiles.iter().flat_map(|p| &p.problems)) {
         if p.severity != neuronscope::Severity::Info {
             eprintln!("{:?}: {}", p.severity, p.message);
+        }
+        if p.severity == neuronscope::Severity::Error {
+            bad_inputs.insert(p.file.clone().unwrap_or_default());
         }
     }
     let codec = args.codec.unwrap_or(sink::CODEC);
@@ -113,10 +117,15 @@ pub fn run(args: &BenchArgs) -> Result<u64> {
         .map(|r| r.input.as_str())
         .collect();
     with_errors.dedup();
+    // Inputs the inventory found damaged (a 0-byte NEFF beside the NTFF measured) count too.
+    let bad = bad_inputs
+        .iter()
+        .filter(|f| !with_errors.contains(&f.as_str()))
+        .count();
     if let Some(peak) = neuronscope::bench::peak_rss() {
         say!("peak_rss_bytes\t{peak}");
     }
-    Ok(with_errors.len() as u64)
+    Ok((with_errors.len() + bad) as u64)
 }
 
 /// `--codec`: a Parquet codec name as parquet-rs spells it.

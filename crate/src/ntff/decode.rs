@@ -747,10 +747,18 @@ fn decode_with<S: ByteSource + ?Sized>(
     let mut done = 0u64;
     // Bytes the DMA row thread has read (split decode only).
     let dma_done = std::sync::atomic::AtomicU64::new(0);
+    // Reported as bytes of the file (some buffers are read twice): "… of <file size>".
+    let len = src.len();
     let mut prog = |n: u64| {
         done += n;
         let d = dma_done.load(std::sync::atomic::Ordering::Relaxed);
-        progress(done.saturating_add(d), total);
+        let t = done.saturating_add(d).min(total);
+        if total > 0 {
+            let scaled = (u128::from(t) * u128::from(len) / u128::from(total)) as u64;
+            progress(scaled, len);
+        } else {
+            progress(t, total);
+        }
     };
 
     // Time origin and window (ntff.md §5.3).
