@@ -1015,9 +1015,17 @@ function renderSystemSummary(root: HTMLElement, title: string, r: SystemResult):
   const card = (label: string, value: string, testid: string, raw: string | number): HTMLElement =>
     h('div', { class: 'card' }, h('div', { class: 'card-label' }, label),
       h('div', { class: 'card-value', 'data-testid': testid, 'data-value': raw }, value));
-  const first = rep.first_ts_ns ?? null;
-  const last = rep.last_ts_ns ?? null;
-  const span = first !== null && last !== null ? Number(last) - Number(first) : null;
+  // The runtime files' span widened by the framework traces' (trace.json rows count too).
+  const fw = Object.entries(rep.framework ?? {});
+  const ends = (xs: (number | null | undefined)[], pick: (a: number, b: number) => number): number | null =>
+    xs.reduce<number | null>((m, x) => (x === null || x === undefined ? m : m === null ? Number(x) : pick(m, Number(x))), null);
+  const first = ends([rep.first_ts_ns, ...fw.map(([, k]) => k.first_ts_ns)], Math.min);
+  const last = ends([rep.last_ts_ns, ...fw.map(([, k]) => k.last_ts_ns)], Math.max);
+  const span = first !== null && last !== null ? last - first : null;
+  const files = [
+    ...(rep.files ?? []).map((f) => `${f.file} (${int(Number(f.records ?? 0))} records)`),
+    ...fw.map(([path, k]) => `${path} (${int(Number(k.rows ?? 0))} events)`),
+  ];
   const counts = Object.entries(rep.event_counts ?? {}).sort((a, b) => Number(b[1]) - Number(a[1]));
   root.replaceChildren(...nodes(
     h('h2', {}, title),
@@ -1032,9 +1040,7 @@ function renderSystemSummary(root: HTMLElement, title: string, r: SystemResult):
       ? h('details', { class: 'problem-fold' }, h('summary', {}, `${counts.length} event kinds`),
           h('table', { class: 'grid' }, h('tbody', {}, counts.map(([k, v]) => h('tr', {}, h('td', { class: 'mono' }, k), h('td', { class: 'num' }, int(Number(v))))))))
       : null,
-    (rep.files ?? []).length > 0
-      ? h('div', { class: 'muted small' }, 'Files: ', (rep.files ?? []).map((f) => `${f.file} (${int(Number(f.records ?? 0))} records)`).join(' · '))
-      : null,
+    files.length > 0 ? h('div', { class: 'muted small' }, 'Files: ', files.join(' · ')) : null,
     (rep.devices ?? []).length > 0
       ? h('ul', { class: 'small' }, (rep.devices ?? []).map((d) => h('li', {}, h('span', { class: 'mono' }, d.ntff), ` — ${d.link}`)))
       : null,

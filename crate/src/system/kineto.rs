@@ -102,6 +102,10 @@ pub struct KinetoReport {
     pub flows_unbound: u64,
     /// Most rows held at once (window + open `B` + waiting flows): the reader's bounded state.
     pub peak_held: u64,
+    /// Earliest row start and latest row end, Unix ns (the page's System span; not in a table).
+    pub first_ts_ns: Option<i64>,
+    /// See `first_ts_ns`.
+    pub last_ts_ns: Option<i64>,
     /// `process_name` metadata: pid → name.
     pub process_names: BTreeMap<i64, String>,
     /// `thread_name` metadata: `"pid:tid"` → name.
@@ -1672,11 +1676,13 @@ impl Reader<'_, '_> {
     }
 
     fn emit(&mut self, r: Row) -> Result<()> {
-        let b = &mut self.b;
         let (s, e) = (
             r.start.saturating_add(self.base),
             r.end.saturating_add(self.base),
         );
+        self.rep.first_ts_ns = Some(self.rep.first_ts_ns.map_or(s, |f| f.min(s)));
+        self.rep.last_ts_ns = Some(self.rep.last_ts_ns.map_or(e, |l| l.max(e)));
+        let b = &mut self.b;
         b.set(ev::ID, r.id);
         b.set(ev::NAME, &*r.name);
         b.set(ev::START, s);
