@@ -578,6 +578,21 @@ pub(super) struct NtffIo<'a, S: ?Sized> {
     pub(super) sink: &'a mut dyn TableSink,
 }
 
+impl<S: ?Sized> NtffIo<'_, S> {
+    /// The same source, sink and reports for a call that does not keep them.
+    pub(super) fn reborrow(&mut self) -> NtffIo<'_, S> {
+        NtffIo {
+            src: self.src,
+            info: self.info,
+            window: self.window,
+            file: self.file,
+            problems: &mut *self.problems,
+            progress: &mut *self.progress,
+            sink: &mut *self.sink,
+        }
+    }
+}
+
 /// Row numbering carried from core to core: the next `DmaPacket.id` and the next
 /// `DmaPacketAggregated` id.
 pub(super) struct DmaIds<'a> {
@@ -592,64 +607,46 @@ pub(super) struct DmaIds<'a> {
 /// `first_core` is the physical index of the logical core's first core (`sg00`), so that
 /// `engine_idx` = 16 × `first_core` + w0[30:24]. `ids` numbers the rows.
 pub(super) fn decode_dma_core<S: ByteSource + ?Sized>(
-    io: NtffIo<'_, S>,
+    mut io: NtffIo<'_, S>,
     sg: &SubgraphInfo,
     pcore: usize,
     first_core: u32,
     ids: DmaIds<'_>,
     stats: &mut DmaCoreStats,
 ) -> Result<()> {
-    let NtffIo {
-        src,
-        info,
-        window,
-        file,
-        problems,
-        progress,
-        sink,
-    } = io;
-    let rows_io = NtffIo {
-        src,
-        info,
-        window,
-        file,
-        problems,
-        progress: &mut *progress,
-        sink: &mut *sink,
-    };
-    let plan = dma_rows(rows_io, sg, pcore, first_core, ids, stats)?;
-    let out = (sink, progress);
-    stats.times = dma_times(src, info, sg, pcore, first_core, window, &plan, out)?;
+    let plan = dma_rows(io.reborrow(), sg, pcore, first_core, ids, stats)?;
+    stats.times = dma_times(io.src, io.info, sg, &plan, io.sink, io.progress)?;
     Ok(())
 }
 
-/// What the time-ordered pass of one core reads ([`Runs::plan`]): the sorted runs of its DMA
-/// buffers and their largest drop when they can be merged, else each buffer whole and `None`.
+/// What the time-ordered pass of core `pcore` reads ([`Runs::plan`]): the sorted runs of its DMA
+/// buffers and their largest drop when they can be merged, else each buffer whole and `None`;
+/// with the core's first physical core and the window the pass needs.
 pub(super) struct DmaPlan {
     runs: Vec<Run>,
     drop: Option<i128>,
+    pcore: usize,
+    first_core: u32,
+    window: Window,
 }
 
 /// The `DmaUsage` rows and the Summary's DMA fields of one core: [`TimePass`] over `plan`.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn dma_times<S: ByteSource + ?Sized>(
     src: &S,
     info: &NtffInfo,
     sg: &SubgraphInfo,
-    pcore: usize,
-    first_core: u32,
-    window: Window,
     plan: &DmaPlan,
-    out: (&mut dyn TableSink, &mut dyn FnMut(u64)),
+    sink: &mut dyn TableSink,
+    progress: &mut dyn FnMut(u64),
 ) -> Result<DmaTimes> {
     let pass = TimePass {
         info,
         sg,
-        pcore,
-        first_core,
-        window,
+        pcore: plan.pcore,
+        first_core: plan.first_core,
+        window: plan.window,
     };
-    pass.run(src, &plan.runs, plan.drop, out.0, out.1)
+    pass.run(src, &plan.runs, plan.drop, sink, progress)
 }
 
 /// The [`DmaPlan`] of one core without writing rows: the same records go through the same
@@ -660,6 +657,7 @@ pub(super) fn dma_plan<S: ByteSource + ?Sized>(
     src: &S,
     info: &NtffInfo,
     sg: &SubgraphInfo,
+    pcore: usize,
     first_core: u32,
     window: Window,
     file: &str,
@@ -690,7 +688,13 @@ pub(super) fn dma_plan<S: ByteSource + ?Sized>(
         runs.end_buffer(bi, idx);
     }
     let (runs, drop) = runs.plan(!(pairing.split || pairing.capped));
-    Ok(DmaPlan { runs, drop })
+    Ok(DmaPlan {
+        runs,
+        drop,
+        pcore,
+        first_core,
+        window,
+    })
 }
 
 /// The `DmaPacket` and `DmaPacketAggregated` rows of one core (the first half of
@@ -868,7 +872,13 @@ pub(super) fn dma_rows<S: ByteSource + ?Sized>(
     std::mem::drop(agg_index);
     stats.aggregated += write_aggregated(&aggs, &agg_names, first_agg_id, pcore, &sg.name, sink)?;
     let (runs, drop) = runs.plan(!(pairing.split || pairing.capped));
-    Ok(DmaPlan { runs, drop })
+    Ok(DmaPlan {
+        runs,
+        drop,
+        pcore,
+        first_core,
+        window,
+    })
 }
 
 /// One packet awaiting its turn in [`TimePass`]'s reorder heap, ordered by (start, row order).
@@ -1088,17 +1098,13 @@ impl TimePass<'_> {
                 }
             }
             since += 1;
-            if since >= RELEASE_EVERY && !ordered {
+            if since >= RELEASE_EVERY {
                 since = 0;
                 let read: u64 = cursors.iter().map(|c| c.read).sum();
                 progress(read - reported);
                 reported = read;
             }
-            if ordered && since >= RELEASE_EVERY {
-                since = 0;
-                let read: u64 = cursors.iter().map(|c| c.read).sum();
-                progress(read - reported);
-                reported = read;
+            if ordered && since == 0 {
                 // No packet still to come starts before w: its start is open now, or in a
                 // record not read yet of a run that has one (its head is read ahead).
                 let ahead = cursors

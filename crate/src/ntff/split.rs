@@ -169,17 +169,11 @@ pub(super) fn start<'scope, 's>(
             let mut sink = Forward(tx2);
             let mut out = Vec::new();
             for (pcore, sg) in info.subgraphs.iter().enumerate() {
-                let plan = dma_plan(src, info, sg, first_core, window, file)?;
+                let plan = dma_plan(src, info, sg, pcore, first_core, window, file)?;
                 let mut prog = |n: u64| {
                     done.fetch_add(n, Ordering::Relaxed);
                 };
-                let out_to = (
-                    &mut sink as &mut dyn TableSink,
-                    &mut prog as &mut dyn FnMut(u64),
-                );
-                out.push(dma_times(
-                    src, info, sg, pcore, first_core, window, &plan, out_to,
-                )?);
+                out.push(dma_times(src, info, sg, &plan, &mut sink, &mut prog)?);
             }
             Ok(out)
         })
