@@ -4,20 +4,9 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
-import { build } from 'esbuild';
-import { REPO } from './harness.mjs';
+import { loadModule } from './harness.mjs';
 
-const out = await build({
-  entryPoints: [join(REPO, 'www', 'src', 'views', 'source.ts')],
-  bundle: true,
-  format: 'esm',
-  platform: 'neutral',
-  write: false,
-  external: ['apache-arrow'],
-  logLevel: 'silent',
-});
-const { highlightLines } = await import(`data:text/javascript;base64,${Buffer.from(out.outputFiles[0].text).toString('base64')}`);
+const { highlightLines } = await loadModule('views/source.ts');
 
 const rejoin = (lines) => lines.map((l) => l.map((s) => s.text).join('')).join('\n');
 
