@@ -458,6 +458,12 @@ impl<'a> Pairing<'a> {
         })
     }
 
+    /// The time-ordered pass may merge the runs: no stream spans two of them and the open limit
+    /// was never hit (else pairing would depend on the order of all streams).
+    fn mergeable(&self) -> bool {
+        !(self.split || self.capped)
+    }
+
     /// Phase-1 records of kept streams still open, and the smallest file offset among them.
     fn open_left(&self) -> (u64, Option<u64>) {
         let kept = self.streams.iter().filter(|s| s.keep == Some(true));
@@ -550,19 +556,27 @@ impl Runs {
         }
         self.delivered.push(n);
     }
-    /// What [`TimePass::run`] reads: the runs and their largest drop when they can be merged,
-    /// else each buffer whole in file order and `None`.
-    fn plan(self, mergeable: bool) -> (Vec<Run>, Option<i128>) {
-        if mergeable && !self.overflow {
-            return (self.runs, Some(self.drop));
+    /// What [`TimePass::run`] reads for core `pcore`: the runs and their largest drop when they
+    /// can be merged, else each buffer whole in file order and `None`.
+    fn plan(self, mergeable: bool, pcore: usize, first_core: u32, window: Window) -> DmaPlan {
+        let (runs, drop) = if mergeable && !self.overflow {
+            (self.runs, Some(self.drop))
+        } else {
+            let whole = self
+                .delivered
+                .iter()
+                .enumerate()
+                .map(|(buf, &end)| Run { buf, start: 0, end })
+                .collect();
+            (whole, None)
+        };
+        DmaPlan {
+            runs,
+            drop,
+            pcore,
+            first_core,
+            window,
         }
-        let whole = self
-            .delivered
-            .iter()
-            .enumerate()
-            .map(|(buf, &end)| Run { buf, start: 0, end })
-            .collect();
-        (whole, None)
     }
 }
 
@@ -687,14 +701,7 @@ pub(super) fn dma_plan<S: ByteSource + ?Sized>(
         )?;
         runs.end_buffer(bi, idx);
     }
-    let (runs, drop) = runs.plan(!(pairing.split || pairing.capped));
-    Ok(DmaPlan {
-        runs,
-        drop,
-        pcore,
-        first_core,
-        window,
-    })
+    Ok(runs.plan(pairing.mergeable(), pcore, first_core, window))
 }
 
 /// The `DmaPacket` and `DmaPacketAggregated` rows of one core (the first half of
@@ -871,14 +878,7 @@ pub(super) fn dma_rows<S: ByteSource + ?Sized>(
     b.finish_into(sink)?;
     std::mem::drop(agg_index);
     stats.aggregated += write_aggregated(&aggs, &agg_names, first_agg_id, pcore, &sg.name, sink)?;
-    let (runs, drop) = runs.plan(!(pairing.split || pairing.capped));
-    Ok(DmaPlan {
-        runs,
-        drop,
-        pcore,
-        first_core,
-        window,
-    })
+    Ok(runs.plan(pairing.mergeable(), pcore, first_core, window))
 }
 
 /// One packet awaiting its turn in [`TimePass`]'s reorder heap, ordered by (start, row order).
