@@ -14,7 +14,9 @@
 // Performance.getMetrics TaskDuration), and the load average, since wall time on a shared machine
 // is noisy.
 //
-//   node scripts/bench-lod.mjs DIR [--system] [--lod 0|1] [--profile]
+//   node scripts/bench-lod.mjs DIR [--system] [--lod 0|1] [--profile] [--query URL-PARAMS]
+//
+// `--query 'split=off'` (or `workers=1`) measures the one-worker decode beside the default split.
 //
 // `--profile` samples the page's main thread (CDP Profiler) and prints the functions with the most
 // self time, for open and navigate, to find what a long task runs. `--lod 0` forces the old path (every row of the drawn columns on the main thread) for the
@@ -49,13 +51,16 @@ function childCpuSeconds() {
 }
 
 const args = process.argv.slice(2);
-const dir = args.find((a) => !a.startsWith('--') && !/^[01]$/.test(a));
+const qi = args.indexOf('--query');
+/** Extra page URL parameters (`--query 'split=off&workers=1'`). */
+const query = qi >= 0 ? args[qi + 1] ?? '' : '';
+const dir = args.find((a, i) => !a.startsWith('--') && !/^[01]$/.test(a) && !(qi >= 0 && i === qi + 1));
 const system = args.includes('--system');
 const profile = args.includes('--profile');
 const li = args.indexOf('--lod');
 const lod = li >= 0 ? args[li + 1] : null;
 if (!dir) {
-  console.error('usage: node scripts/bench-lod.mjs DIR [--system] [--lod 0|1]');
+  console.error('usage: node scripts/bench-lod.mjs DIR [--system] [--lod 0|1] [--query URL-PARAMS]');
   process.exit(2);
 }
 const testid = system ? 'system-canvas' : 'timeline-canvas';
@@ -176,7 +181,8 @@ try {
     return [...by].map(([n, ms]) => `${n} ${ms.toFixed(1)} ms`).join(', ') || '-';
   };
   const pageNow = () => page.evaluate(() => performance.now());
-  await page.goto(`${server.origin}/${lod === null ? '' : `?lod=${lod}`}`);
+  const params = [lod === null ? '' : `lod=${lod}`, query].filter((x) => x !== '').join('&');
+  await page.goto(`${server.origin}/${params === '' ? '' : `?${params}`}`);
   await page.waitForFunction(() => document.body.dataset.state === 'idle', null, { timeout: 30_000 });
   const cpu0 = childCpuSeconds();
   const main0 = await mainCpu();

@@ -303,6 +303,7 @@ pub fn bench_devices(
                     } else {
                         let dev = profile::DeviceOptions {
                             dma_open: opts.dma_open,
+                            ..Default::default()
                         };
                         sink::pipelined(&mut ps, |s| {
                             profile::process_device_with(

@@ -14,6 +14,7 @@ use crate::error::{Code, Error, Problem, Result};
 use crate::inventory::{DeviceProfile, Inventory, Profile};
 use crate::pairing::PairStatus;
 use crate::source::ByteSource;
+use crate::summary::DmaFacts;
 use crate::tables::{self, explorer, TableBuilder, TableDef, TableSink};
 
 /// Opens a picked file by its relative path (native file, browser Blob, or bytes).
@@ -189,6 +190,91 @@ pub struct DeviceOptions<'a> {
     /// (native); `None` (and an open that fails): everything on the calling thread. The tables
     /// are the same either way.
     pub dma_open: Option<SyncOpener<'a>>,
+    /// Leave the NTFF's time-ordered DMA pass to another worker
+    /// ([`crate::ntff::DecodeContext::times_elsewhere`]): [`begin_device`] then returns before
+    /// the Summary and derived tables, which [`finish_device`] writes once it has that worker's
+    /// [`DmaFacts`] (the page's split decode).
+    pub times_elsewhere: bool,
+}
+
+/// A device profile decoded by [`begin_device`] up to the tables that need the time-ordered DMA
+/// pass: what [`finish_device`] completes. Owned (the page keeps it between two worker calls).
+pub struct DevicePending {
+    profile_id: String,
+    device: String,
+    summary: DeviceSummary,
+    problems: Vec<Problem>,
+    rows: BTreeMap<&'static str, (&'static TableDef, u64)>,
+    /// The NTFF decode's result (`None`: no NTFF decoded, or it failed, with a problem).
+    decoded: Option<Decoded>,
+}
+
+struct Decoded {
+    path: String,
+    rep: crate::ntff::DecodeReport,
+    kept: crate::summary::Gathered,
+    derived: crate::derived::Derived,
+    neff_facts: Option<crate::derived::NeffFacts>,
+    /// The time pass is still to run ([`DeviceOptions::times_elsewhere`]).
+    times_missing: bool,
+}
+
+/// What the worker that ran a device's time-ordered DMA pass ([`dma_side_device`]) hands to
+/// [`finish_device`]: the Summary's DMA facts and the tables it wrote (name, rows), which the
+/// profile's `SchemaFields` and table list include.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct DmaSideResult {
+    /// [`crate::ntff::dma_side`]'s facts.
+    pub facts: DmaFacts,
+    /// Tables written into that worker's sink and their rows (`DmaUsage`).
+    pub tables: Vec<(String, u64)>,
+}
+
+/// The time-ordered DMA pass of device `device_index` of profile `profile_id`
+/// ([`crate::ntff::dma_side`] on its NTFF), `DmaUsage` into `sink`: the other worker's half of a
+/// [`DeviceOptions::times_elsewhere`] decode. `progress("DMA", done, total)` in DMA-buffer bytes.
+///
+/// Errors: an unknown profile or device, no NTFF, those of [`crate::ntff::dma_side`].
+pub fn dma_side_device(
+    inv: &Inventory,
+    profile_id: &str,
+    device_index: usize,
+    open: Opener<'_>,
+    sink: &mut dyn TableSink,
+    progress: &mut dyn FnMut(&str, u64, u64),
+) -> Result<DmaSideResult> {
+    let (_, dev) = find_device(inv, profile_id, device_index)?;
+    let path = dev
+        .ntff
+        .as_deref()
+        .ok_or_else(|| Error::Other(format!("{}: no NTFF", dev.name)))?;
+    let mut sink = Counting {
+        inner: sink,
+        rows: BTreeMap::new(),
+    };
+    let src = open(path)?;
+    let mut cb = |done: u64, total: u64| progress("DMA", done, total);
+    let facts = crate::ntff::dma_side(&*src, path, None, &mut sink, &mut cb)?;
+    let tables = sink
+        .rows
+        .iter()
+        .map(|(n, (_, r))| (n.to_string(), *r))
+        .collect();
+    Ok(DmaSideResult { facts, tables })
+}
+
+impl DevicePending {
+    /// Does [`finish_device`] need the time-ordered pass's [`DmaFacts`] (or run it itself)?
+    pub fn needs_dma_facts(&self) -> bool {
+        self.decoded.as_ref().is_some_and(|d| d.times_missing)
+    }
+    /// The NTFF whose time-ordered DMA pass is missing, if any.
+    pub fn ntff(&self) -> Option<&str> {
+        self.decoded
+            .as_ref()
+            .filter(|d| d.times_missing)
+            .map(|d| d.path.as_str())
+    }
 }
 
 /// [`process_device`] with [`DeviceOptions`].
@@ -201,6 +287,25 @@ pub fn process_device_with(
     progress: &mut dyn FnMut(&str, u64, u64),
     opts: &DeviceOptions<'_>,
 ) -> Result<DeviceResult> {
+    let pending = begin_device(inv, profile_id, device_index, open, sink, progress, opts)?;
+    finish_device(pending, None, open, sink, progress)
+}
+
+/// The first part of [`process_device_with`]: the NEFF's tables and the NTFF decode into `sink`,
+/// without the Summary, derived, `Warning` and `SchemaFields` tables ([`finish_device`] writes
+/// them). With [`DeviceOptions::times_elsewhere`] the NTFF's time-ordered DMA pass is left out
+/// too.
+///
+/// Errors: an unknown profile or device index; sink errors. Input problems are in the result.
+pub fn begin_device(
+    inv: &Inventory,
+    profile_id: &str,
+    device_index: usize,
+    open: Opener<'_>,
+    sink: &mut dyn TableSink,
+    progress: &mut dyn FnMut(&str, u64, u64),
+    opts: &DeviceOptions<'_>,
+) -> Result<DevicePending> {
     let (profile, dev) = find_device(inv, profile_id, device_index)?;
     let mut sink = Counting {
         inner: sink,
@@ -231,8 +336,10 @@ pub fn process_device_with(
         PairStatus::Paired { .. } | PairStatus::NeffOnly
     );
     let mut neff_facts: Option<crate::derived::NeffFacts> = None;
+    let mut decoded_ntff: Option<Decoded> = None;
     let mut ctx = crate::ntff::DecodeContext {
         file_name: dev.ntff.clone().unwrap_or_default(),
+        times_elsewhere: opts.times_elsewhere,
         ..Default::default()
     };
     if let (Some(path), true) = (&dev.neff, neff_usable) {
@@ -357,80 +464,157 @@ pub fn process_device_with(
         let derived = derived.state;
         match decoded {
             Ok(rep) => {
-                summary.ntff_version = Some(rep.info.version);
-                summary.total_time_ns = rep.total_time_ps.map(|ps| ps as f64 / 1000.0);
-                summary.instruction_count = rep.instructions;
-                summary.semaphore_count = rep.semaphore_updates;
-                summary.dma_packet_count = rep.dma_packets;
-                summary.dma_bytes = rep.dma_bytes;
-                for (pcore, counts) in rep.instructions_per_engine.iter().enumerate() {
-                    for e in Engine::ALL {
-                        let count = counts[e.ntff_index()];
-                        if count > 0 {
-                            summary.per_engine.push(EngineCount {
-                                pcore_idx: pcore as u32,
-                                engine: e.explorer_name(),
-                                count,
-                            });
-                        }
-                    }
-                }
-                // Records that decode to no instruction are dropped, never guessed: say how many,
-                // so a corrupt trace does not pass for a quiet one.
-                for c in &rep.cores {
-                    let odd = c.foreign_records + c.unpaired_ends;
-                    if odd > 0 {
-                        let first = [
-                            c.set_aside.foreign.first_offset,
-                            c.set_aside.unpaired_end.first_offset,
-                        ];
-                        problems.push(at_first(
-                            Problem::new(
-                                Code::NtffRecordsDropped,
-                                Some(path),
-                                format!(
-                                    "{path}: {} instruction records of {} point outside its code \
-                                     block (another run's code image, or corrupt bytes) and {} end \
-                                     records have no start; they were dropped",
-                                    c.foreign_records, c.name, c.unpaired_ends
-                                ),
-                            ),
-                            &first,
-                        ));
-                    }
-                    problems.extend(corrupt_records(path, c));
-                }
-                if rep.instructions == 0 {
-                    problems.push(Problem::new(
-                        Code::MissingData,
-                        Some(path),
-                        format!(
-                            "{path}: no instruction could be decoded from the trace buffers \
-                             (empty window, or corrupt records)"
-                        ),
-                    ));
-                }
-                if let Err(e) = crate::summary::write_gathered(kept, &rep, &mut sink) {
-                    problems.push(Problem::from_error(Code::SummaryFailed, path, &e));
-                }
-                // ActiveTime, PendingDma, DmaUsage, HbmUsageSummaryByType and Explorer's
-                // Missing Data warnings (crate::derived).
-                if let Err(e) = crate::derived::write_tables(derived, &rep, &mut sink) {
-                    problems.push(Problem::from_error(Code::DerivedFailed, path, &e));
-                }
-                problems.extend(crate::derived::explorer_warnings(&rep, neff_facts, path));
-                problems.extend(rep.problems);
+                decoded_ntff = Some(Decoded {
+                    path: path.clone(),
+                    rep,
+                    kept,
+                    derived,
+                    neff_facts,
+                    times_missing: opts.times_elsewhere,
+                })
             }
             Err(e) => problems.push(Problem::from_error(Code::ProcessIncomplete, path, &e)),
         }
+    }
+    Ok(DevicePending {
+        profile_id: profile.id.clone(),
+        device: dev.name.clone(),
+        summary,
+        problems,
+        rows: sink.rows,
+        decoded: decoded_ntff,
+    })
+}
+
+/// Completes a [`begin_device`]: the Summary, derived, `Warning` and `SchemaFields` tables into
+/// `sink`, and the result. When the time-ordered DMA pass was left out, `side` is what the
+/// worker that ran it returned ([`dma_side_device`]; its `DmaUsage` rows were stored there);
+/// `None` runs it here (the NTFF opened again with `open`, `DmaUsage` into `sink`), as when that
+/// worker failed. Otherwise `side` is ignored.
+///
+/// Errors: sink errors. A failed DMA pass is a problem in the result.
+pub fn finish_device(
+    p: DevicePending,
+    side: Option<DmaSideResult>,
+    open: Opener<'_>,
+    sink: &mut dyn TableSink,
+    progress: &mut dyn FnMut(&str, u64, u64),
+) -> Result<DeviceResult> {
+    let DevicePending {
+        profile_id,
+        device,
+        mut summary,
+        mut problems,
+        rows,
+        decoded,
+    } = p;
+    let mut sink = Counting { inner: sink, rows };
+    if let Some(Decoded {
+        path,
+        mut rep,
+        kept,
+        derived,
+        neff_facts,
+        times_missing,
+    }) = decoded
+    {
+        let path = &path;
+        if times_missing {
+            let facts = match side {
+                Some(side) => {
+                    for (name, n) in &side.tables {
+                        if let Some(def) = tables::table_def(name) {
+                            sink.rows.entry(def.name).or_insert((def, 0)).1 += n;
+                        }
+                    }
+                    Ok(side.facts)
+                }
+                None => open(path).and_then(|src| {
+                    let mut cb = |done: u64, total: u64| progress("DMA", done, total);
+                    crate::ntff::dma_side(&*src, path, Some(rep.origin_fs), &mut sink, &mut cb)
+                }),
+            };
+            match facts {
+                Ok(f) => {
+                    for (c, n) in rep.cores.iter_mut().zip(&f.usage_rows) {
+                        c.dma.times.usage_rows = *n;
+                    }
+                    rep.dma_facts = Some(f);
+                }
+                Err(e) => problems.push(Problem::from_error(Code::ProcessIncomplete, path, &e)),
+            }
+        }
+        summary.ntff_version = Some(rep.info.version);
+        summary.total_time_ns = rep.total_time_ps.map(|ps| ps as f64 / 1000.0);
+        summary.instruction_count = rep.instructions;
+        summary.semaphore_count = rep.semaphore_updates;
+        summary.dma_packet_count = rep.dma_packets;
+        summary.dma_bytes = rep.dma_bytes;
+        for (pcore, counts) in rep.instructions_per_engine.iter().enumerate() {
+            for e in Engine::ALL {
+                let count = counts[e.ntff_index()];
+                if count > 0 {
+                    summary.per_engine.push(EngineCount {
+                        pcore_idx: pcore as u32,
+                        engine: e.explorer_name(),
+                        count,
+                    });
+                }
+            }
+        }
+        // Records that decode to no instruction are dropped, never guessed: say how many,
+        // so a corrupt trace does not pass for a quiet one.
+        for c in &rep.cores {
+            let odd = c.foreign_records + c.unpaired_ends;
+            if odd > 0 {
+                let first = [
+                    c.set_aside.foreign.first_offset,
+                    c.set_aside.unpaired_end.first_offset,
+                ];
+                problems.push(at_first(
+                    Problem::new(
+                        Code::NtffRecordsDropped,
+                        Some(path),
+                        format!(
+                            "{path}: {} instruction records of {} point outside its code \
+                             block (another run's code image, or corrupt bytes) and {} end \
+                             records have no start; they were dropped",
+                            c.foreign_records, c.name, c.unpaired_ends
+                        ),
+                    ),
+                    &first,
+                ));
+            }
+            problems.extend(corrupt_records(path, c));
+        }
+        if rep.instructions == 0 {
+            problems.push(Problem::new(
+                Code::MissingData,
+                Some(path),
+                format!(
+                    "{path}: no instruction could be decoded from the trace buffers \
+                     (empty window, or corrupt records)"
+                ),
+            ));
+        }
+        if let Err(e) = crate::summary::write_gathered(kept, &rep, &mut sink) {
+            problems.push(Problem::from_error(Code::SummaryFailed, path, &e));
+        }
+        // ActiveTime, PendingDma, DmaUsage, HbmUsageSummaryByType and Explorer's
+        // Missing Data warnings (crate::derived).
+        if let Err(e) = crate::derived::write_tables(derived, &rep, &mut sink) {
+            problems.push(Problem::from_error(Code::DerivedFailed, path, &e));
+        }
+        problems.extend(crate::derived::explorer_warnings(&rep, neff_facts, path));
+        problems.extend(rep.problems);
     }
 
     let tables = finish_tables(&problems, &mut sink)?;
 
     Ok(DeviceResult {
         key: String::new(),
-        profile_id: profile.id.clone(),
-        device: dev.name.clone(),
+        profile_id,
+        device,
         tables,
         summary,
         problems,

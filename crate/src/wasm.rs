@@ -252,6 +252,40 @@ fn wasm_memory_bytes() -> f64 {
         .unwrap_or(0) as f64
 }
 
+/// Tables re-opened in this worker's file store, `[{name, rows, file, bytes}]` (`file`: the id the
+/// store gave the file), as stored tables. Errors: not that shape.
+fn adopted_tables(tables: &JsValue) -> std::result::Result<Stored, JsError> {
+    #[derive(serde::Deserialize)]
+    struct T {
+        name: String,
+        rows: f64,
+        file: u32,
+        bytes: f64,
+    }
+    let text = js_sys::JSON::stringify(tables)
+        .map_err(|_| JsError::new("adopt: tables are not JSON"))?
+        .as_string()
+        .unwrap_or_default();
+    let list: Vec<T> =
+        serde_json::from_str(&text).map_err(|e| JsError::new(&format!("adopt: tables {e}")))?;
+    Ok(list
+        .into_iter()
+        .map(|t| {
+            let data = TableBytes::File {
+                id: t.file,
+                len: t.bytes as u64,
+            };
+            (
+                t.name,
+                StoredTable {
+                    data,
+                    rows: t.rows as u64,
+                },
+            )
+        })
+        .collect())
+}
+
 /// One picked folder: its files, the inventory and the processed results.
 #[wasm_bindgen]
 pub struct Session {
@@ -261,6 +295,9 @@ pub struct Session {
     /// Level-of-detail summaries of each processed profile (same keys as `results`), built while
     /// its tables streamed (`crate::lod`).
     lods: BTreeMap<String, crate::lod::Lod>,
+    /// Device profiles decoded by [`Session::process_split`] whose Summary and derived tables
+    /// wait for [`Session::finish_split`] (same keys as `results`).
+    pending: BTreeMap<String, crate::profile::DevicePending>,
     /// Source files for the Source view, built on first use (`sources`).
     sources: Option<(
         crate::source_code::SourceIndex,
@@ -330,8 +367,9 @@ impl Session {
     }
     /// Runs `decode` (one profile's decode into the sink it is given) inside the session's sinks:
     /// rows counted for `progress`, level-of-detail summaries gathered (`origin`: the time axis
-    /// origin, [`crate::lod::Lod::finish`]) and the tables stored under `key`. `decode` returns the
-    /// profile's result as JS; `wasm_memory_bytes` and `stored` are added to it.
+    /// origin, [`crate::lod::Lod::finish`]) and the tables stored under `key`, beside those it
+    /// already holds (a [`Session::finish_split`]). `decode` returns the profile's result as JS;
+    /// `wasm_memory_bytes` and `stored` (every table of `key`) are added to it.
     fn decode_stored(
         &mut self,
         key: &str,
@@ -350,6 +388,9 @@ impl Session {
         let rows = std::cell::Cell::new(0);
         let mut cb = progress_cb(progress, &rows, &trace);
         let mut lod = crate::lod::LodCollector::new(&mut sink);
+        if let Some(l) = self.lods.remove(key) {
+            lod.lod = l;
+        }
         let js = decode(
             self,
             &mut RowCount {
@@ -381,19 +422,22 @@ impl Session {
         sink: StoreSink<'_>,
         js: &JsValue,
     ) -> std::result::Result<(), JsError> {
-        let mut stored = Stored::new();
-        let list = js_sys::Array::new();
+        let mut stored = self.results.remove(key).unwrap_or_default();
         for (name, (w, rows)) in sink.into_outputs().map_err(js_err)? {
             let data = w.finish().map_err(js_err)?;
+            stored.insert(name.to_string(), StoredTable { data, rows });
+        }
+        let list = js_sys::Array::new();
+        for (name, t) in &stored {
             let o = js_sys::Object::new();
             let _ = js_sys::Reflect::set(&o, &"name".into(), &JsValue::from_str(name));
-            let _ = js_sys::Reflect::set(&o, &"kind".into(), &JsValue::from_str(data.kind()));
-            let file = data.file_id().map_or(JsValue::NULL, JsValue::from);
+            let _ = js_sys::Reflect::set(&o, &"kind".into(), &JsValue::from_str(t.data.kind()));
+            let file = t.data.file_id().map_or(JsValue::NULL, JsValue::from);
             let _ = js_sys::Reflect::set(&o, &"file".into(), &file);
-            let bytes = parquet::file::reader::Length::len(&data) as f64;
+            let bytes = parquet::file::reader::Length::len(&t.data) as f64;
             let _ = js_sys::Reflect::set(&o, &"bytes".into(), &JsValue::from_f64(bytes));
+            let _ = js_sys::Reflect::set(&o, &"rows".into(), &JsValue::from_f64(t.rows as f64));
             list.push(&o);
-            stored.insert(name.to_string(), StoredTable { data, rows });
         }
         let _ = js_sys::Reflect::set(js, &"stored".into(), &list);
         let _ = js_sys::Reflect::set(
@@ -469,6 +513,7 @@ impl Session {
             files: BTreeMap::new(),
             inventory: None,
             results: BTreeMap::new(),
+            pending: BTreeMap::new(),
             lods: BTreeMap::new(),
             sources: None,
         }
@@ -524,6 +569,117 @@ impl Session {
             )
             .map_err(js_err)?;
             to_js(&out.with_key(&key))
+        })
+    }
+    /// The first half of a device decode split over two workers: [`Session::process`] without
+    /// the NTFF's time-ordered DMA pass and without the Summary, derived, `Warning` and
+    /// `SchemaFields` tables, which [`Session::finish_split`] writes once another worker's
+    /// [`Session::dma_side`] is done (or without it). The tables so far and the timeline
+    /// summaries are kept under the key. Returns `{key, pending: true, stored, wasm_memory_bytes}`.
+    pub fn process_split(
+        &mut self,
+        profile_id: String,
+        device_index: usize,
+        progress: &js_sys::Function,
+    ) -> std::result::Result<JsValue, JsError> {
+        let key = format!("{profile_id}#{device_index}");
+        self.pending.remove(&key);
+        let mut pending = None;
+        let js = self.decode_stored(&key, progress, Some(0), |s, sink, cb| {
+            let inv = s.inventory()?;
+            let opts = crate::profile::DeviceOptions {
+                times_elsewhere: true,
+                ..Default::default()
+            };
+            let p = crate::profile::begin_device(
+                inv,
+                &profile_id,
+                device_index,
+                &|p: &str| s.open(p),
+                sink,
+                cb,
+                &opts,
+            )
+            .map_err(js_err)?;
+            pending = Some(p);
+            to_js(&serde_json::json!({ "key": key, "pending": true }))
+        })?;
+        if let Some(p) = pending {
+            self.pending.insert(key, p);
+        }
+        Ok(js)
+    }
+    /// The other worker's half of a split device decode: the NTFF's time-ordered DMA pass
+    /// ([`crate::profile::dma_side_device`]), its `DmaUsage` table stored under the key in this
+    /// worker's store. Returns `{key, side, stored}`: `side` is JSON text for
+    /// [`Session::finish_split`] (i64 sums stay exact), `stored` the files to hand over (then
+    /// [`Session::release`] the key here and close the files: the finishing worker opens them).
+    pub fn dma_side(
+        &mut self,
+        profile_id: String,
+        device_index: usize,
+        progress: &js_sys::Function,
+    ) -> std::result::Result<JsValue, JsError> {
+        let key = format!("{profile_id}#{device_index}");
+        let inv = self.inventory()?;
+        let mut sink = store_sink(&key);
+        let rows = std::cell::Cell::new(0);
+        let trace = RefCell::new(MemoryTrace::default());
+        let mut cb = progress_cb(progress, &rows, &trace);
+        let side = crate::profile::dma_side_device(
+            inv,
+            &profile_id,
+            device_index,
+            &|p: &str| self.open(p),
+            &mut RowCount {
+                inner: &mut sink,
+                rows: &rows,
+            },
+            &mut cb,
+        )
+        .map_err(js_err)?;
+        drop(cb);
+        let text = serde_json::to_string(&side).map_err(|e| JsError::new(&e.to_string()))?;
+        let js = to_js(&serde_json::json!({ "key": key, "side": text }))?;
+        self.results.remove(&key);
+        self.store(&key, sink, &js)?;
+        Ok(js)
+    }
+    /// Completes a [`Session::process_split`] of `key`: registers `tables` (`[{name, rows, file,
+    /// bytes}]`, the other worker's [`Session::dma_side`] files re-opened in this worker's file
+    /// store) and writes the Summary, derived, `Warning` and `SchemaFields` tables from its
+    /// `side` (`None`: that worker failed, so the DMA pass runs here). Returns what
+    /// [`Session::process`] returns. Errors: no pending decode of `key`, a malformed `side`.
+    pub fn finish_split(
+        &mut self,
+        key: String,
+        side: Option<String>,
+        tables: JsValue,
+        progress: &js_sys::Function,
+    ) -> std::result::Result<JsValue, JsError> {
+        let pending = self
+            .pending
+            .remove(&key)
+            .ok_or_else(|| JsError::new(&format!("no split decode of {key} to finish")))?;
+        let side = match side {
+            Some(t) => Some(
+                serde_json::from_str::<crate::profile::DmaSideResult>(&t)
+                    .map_err(|e| JsError::new(&format!("finish_split: {e}")))?,
+            ),
+            None => None,
+        };
+        if side.is_some() {
+            let adopted = adopted_tables(&tables)?;
+            let stored = self.results.entry(key.clone()).or_default();
+            for (name, t) in adopted {
+                stored.insert(name, t);
+            }
+        }
+        let k = key.clone();
+        self.decode_stored(&key, progress, Some(0), move |s, sink, cb| {
+            let out = crate::profile::finish_device(pending, side, &|p: &str| s.open(p), sink, cb)
+                .map_err(js_err)?;
+            to_js(&out.with_key(&k))
         })
     }
     /// Decodes the system trace of profile `profile_id` (System or System+Device); its tables are
@@ -625,35 +781,7 @@ impl Session {
     /// www/src/client.ts) so they are read like freshly processed ones. `tables` is
     /// `[{name, rows, file, bytes}]` (`file`: the id the file store gave the re-opened file).
     pub fn adopt(&mut self, key: String, tables: JsValue) -> std::result::Result<(), JsError> {
-        #[derive(serde::Deserialize)]
-        struct T {
-            name: String,
-            rows: f64,
-            file: u32,
-            bytes: f64,
-        }
-        let text = js_sys::JSON::stringify(&tables)
-            .map_err(|_| JsError::new("adopt: tables are not JSON"))?
-            .as_string()
-            .unwrap_or_default();
-        let list: Vec<T> =
-            serde_json::from_str(&text).map_err(|e| JsError::new(&format!("adopt: tables {e}")))?;
-        let stored = list
-            .into_iter()
-            .map(|t| {
-                let data = TableBytes::File {
-                    id: t.file,
-                    len: t.bytes as u64,
-                };
-                (
-                    t.name,
-                    StoredTable {
-                        data,
-                        rows: t.rows as u64,
-                    },
-                )
-            })
-            .collect::<Stored>();
+        let stored = adopted_tables(&tables)?;
         // Level-of-detail summaries are not stored: rebuilt from the stored timeline tables,
         // one row group at a time (bounded memory, like the decode that first built them).
         let mut lod = crate::lod::Lod::default();
@@ -804,6 +932,7 @@ impl Session {
     pub fn release(&mut self, key: &str) {
         self.results.remove(key);
         self.lods.remove(key);
+        self.pending.remove(key);
     }
     /// The timeline tracks of processed profile `key` (serde of [`crate::lod::Listing`]):
     /// `{origin, start, end, names, tracks: [{id, kind, table, pcore, name, source?, pid?, tid?,
@@ -991,7 +1120,12 @@ pub fn arm_test_fault(kind: &str, step: &str) {
         "alloc" => Some(Fault::Alloc),
         _ => None,
     };
-    let at = if step == "table" { "table" } else { "NTFF" };
+    let at = match step {
+        "table" => "table",
+        // The DMA side of a split decode reports "DMA" progress.
+        "dmaSide" => "DMA",
+        _ => "NTFF",
+    };
     ARMED_FAULT.with(|a| a.set(fault.map(|f| (f, at))));
 }
 

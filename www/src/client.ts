@@ -16,13 +16,29 @@
 // replacement without the error.
 
 import type { CrashInfo, FaultSpec, FromWorker, InitInfo, PickedFile, ReplyMap, Request, StoreInfo, StoredInfo, StoreKind } from './protocol.ts';
-import type { ColumnFilter, ConformReport, Inventory, LodListing, LodWindow, MemoryResult, Problem, ProcessResult, RangeSummary, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SearchResult, SystemResult, TableViewInfo } from './api.ts';
+import type { ColumnFilter, ConformReport, DeviceEntry, Inventory, LodListing, LodWindow, MemoryResult, Problem, ProcessResult, RangeSummary, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SearchResult, SystemResult, TableViewInfo } from './api.ts';
 import { clearStale, opfsListable, STORE_DIR } from './opfs.ts';
 
 type Progress = (stage: string, done: number, total: number) => void;
 
 /** Most workers started, whatever the machine or `?workers=` says (each holds a wasm instance). */
 export const MAX_WORKERS = 8;
+
+/**
+ * NTFF size from which a device decode is split over two workers (`splitDecode`): below it the
+ * second worker's start-up and the hand-over cost more than the ≈ 35 % of the decode it takes.
+ * `?split=always|off|<bytes>` overrides it (tests, benchmarks).
+ */
+export const SPLIT_MIN_BYTES = 64 << 20;
+
+/** `?split=`: the smallest NTFF split over two workers (0: every v6 NTFF; Infinity: none). */
+function splitMin(): number {
+  const q = new URLSearchParams(globalThis.location?.search ?? '').get('split');
+  if (q === 'always') return 0;
+  if (q === 'off') return Infinity;
+  const n = Number(q);
+  return q !== null && q !== '' && Number.isFinite(n) && n >= 0 ? n : SPLIT_MIN_BYTES;
+}
 
 interface Pending {
   resolve: (v: unknown) => void;
@@ -68,6 +84,10 @@ export interface Job {
   bytes: number;
   /** Worker index. */
   worker: number;
+  /** The worker that ran the time-ordered DMA pass of a split decode (null: not split). */
+  helper: number | null;
+  /** Why that worker's half was not used (it failed; the pass ran on `worker`), else null. */
+  helperError: string | null;
   state: 'running' | 'done' | 'failed' | 'cancelled';
   /** Current stage (core progress: NTFF, NEFF, pairing, …) and its done/total (bytes, or items). */
   stage: string;
@@ -288,6 +308,15 @@ export class CoreClient {
         file = dev?.ntff ?? dev?.neff ?? null;
         break;
       }
+      case 'processSplit':
+      case 'finishSplit':
+      case 'dmaSide': {
+        const dev = req.op === 'finishSplit' ? this.deviceOfKey(req.key) : this.inventory?.profiles.find((q) => q.id === req.profileId)?.devices[req.deviceIndex];
+        const part = req.op === 'dmaSide' ? 'DMA side of the split decode of' : req.op === 'processSplit' ? 'process (split) device' : 'Summary of the split decode of';
+        step = `${part} ${dev?.name ?? ''}${at}`;
+        file = dev?.ntff ?? null;
+        break;
+      }
       case 'processSystem': {
         const prof = this.inventory?.profiles.find((q) => q.id === req.profileId);
         step = `process system trace of profile ${req.profileId}${at}`;
@@ -473,7 +502,8 @@ export class CoreClient {
       slot.decoding++;
     }
     try {
-      const value = await this.raw(slot, req, progress, job);
+      const r: Request = req;
+      const value = (r.op === 'process' ? await this.splitDecode(slot, r, progress, job) : await this.raw(slot, req, progress, job)) as ReplyMap[K];
       this.record(slot, req, value);
       if (job !== undefined) this.settleJob({ req, job, resolve: () => {}, reject: () => {} }, 'done', null, value);
       return value;
@@ -483,6 +513,66 @@ export class CoreClient {
     } finally {
       if (job !== undefined) slot.decoding = Math.max(0, slot.decoding - 1);
     }
+  }
+
+  /** Minimum NTFF bytes for a split decode (`?split=`). */
+  private readonly splitFrom = splitMin();
+  /** Job id → the worker running the DMA side of its split decode (a cancel stops it too). */
+  private readonly helpers = new Map<number, Slot>();
+
+  /**
+   * A device decode, split over two workers when it pays: a v6 NTFF of at least `splitFrom`
+   * bytes, tables on OPFS and a second worker allowed. `slot` decodes everything but the
+   * time-ordered DMA pass (`processSplit`) while another worker runs that pass (`dmaSide`,
+   * `DmaUsage` into its own directory); then `slot` takes its files and facts and writes the
+   * Summary and derived tables (`finishSplit`). The tables are those one worker writes
+   * (crate/tests/end_to_end.rs `split_decode_equals_one_thread`, tests/browser/split.test.mjs).
+   * When the other worker fails or crashes, `slot` runs the pass itself. Else one `process`.
+   */
+  private async splitDecode(slot: Slot, req: Extract<Request, { op: 'process' }>, progress?: Progress, job?: Job): Promise<ReplyMap['process']> {
+    const dev = this.inventory?.profiles.find((q) => q.id === req.profileId)?.devices[req.deviceIndex];
+    const size = this.inventory?.files.find((f) => f.path === dev?.ntff)?.size ?? 0;
+    const helper = this.store === 'opfs' && (dev?.ntff_version ?? 0) >= 6 && size >= this.splitFrom && size > 0 ? this.helperFor(slot) : null;
+    if (helper === null) return this.raw(slot, req, progress, job);
+    await helper.ready;
+    helper.decoding++;
+    if (job !== undefined) {
+      this.helpers.set(job.id, helper);
+      job.helper = helper.index;
+    }
+    const { profileId, deviceIndex } = req;
+    const side = this.raw(helper, { op: 'dmaSide', profileId, deviceIndex })
+      .catch((e: unknown) => (e instanceof Error ? e : new Error(String(e))))
+      .finally(() => {
+        helper.decoding = Math.max(0, helper.decoding - 1);
+        if (job !== undefined) this.helpers.delete(job.id);
+      });
+    try {
+      const first = await this.raw(slot, { op: 'processSplit', profileId, deviceIndex }, progress, job);
+      const key = first.key;
+      const other = await side;
+      const handed = other instanceof Error || other.tables.some((t) => t.file === '') ? null : other;
+      if (job !== undefined && handed === null) job.helperError = other instanceof Error ? other.message : 'its table stayed in memory';
+      return await this.raw(slot, { op: 'finishSplit', key, side: handed?.side ?? null, tables: handed?.tables ?? [] }, progress, job);
+    } catch (e) {
+      // This worker failed: the other one's files are not needed.
+      void side.then((o) => (o instanceof Error ? undefined : this.raw(helper, { op: 'dropHanded', tables: o.tables }))).catch(() => {});
+      throw e;
+    }
+  }
+
+  /** The device entry of processed key `<profile id>#<device index>`. */
+  private deviceOfKey(key: string): DeviceEntry | undefined {
+    const cut = key.lastIndexOf('#');
+    return this.inventory?.profiles.find((q) => q.id === key.slice(0, cut))?.devices[Number(key.slice(cut + 1))];
+  }
+
+  /** A worker other than `slot` for a split decode's DMA side: an idle one, else a new one if the pool allows; null when none. */
+  private helperFor(slot: Slot): Slot | null {
+    const idle = this.slots.filter((s) => s !== slot && s.decoding === 0 && s.initialized);
+    if (idle.length > 0) return idle.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
+    if (this.slots.length < this.maxWorkers && this.pkgUrl !== null) return this.addSlot();
+    return null;
   }
 
   /** Keeps what a restart needs from a successful call: the session's requests, the inventory, who produced which key. */
@@ -526,6 +616,8 @@ export class CoreClient {
       file,
       bytes,
       worker,
+      helper: null,
+      helperError: null,
       state: 'running',
       stage: 'queued',
       done: 0,
@@ -591,10 +683,25 @@ export class CoreClient {
         this.settleJob(p, 'cancelled', err.message);
         p.reject(err);
         this.replace(slot, p.req, null);
+        this.cancelHelper(id);
         return true;
       }
     }
     return false;
+  }
+
+  /** Stops the DMA side of split job `id` (its worker replaced, the request dropped). */
+  private cancelHelper(id: number): void {
+    const helper = this.helpers.get(id);
+    if (helper === undefined) return;
+    this.helpers.delete(id);
+    for (const [pid, p] of helper.pending) {
+      if (p.req.op !== 'dmaSide') continue;
+      helper.pending.delete(pid);
+      p.reject(new Cancelled(null));
+      this.replace(helper, p.req, null);
+      return;
+    }
   }
 
   /**

@@ -1201,7 +1201,7 @@ function faultFromUrl(): FaultSpec | null {
   return {
     kind,
     on: q.get('fault-on') ?? '',
-    step: step === 'table' || step === 'columns' ? step : 'process',
+    step: step === 'table' || step === 'columns' || step === 'dmaSide' ? step : 'process',
     table: q.get('fault-table') ?? '',
   };
 }

@@ -37,12 +37,15 @@ interface Slot {
 interface Entry extends Slot {
   key: string;
   table: string;
+  /** The directory holding the file: this store's, or another worker's for a file handed over (`reopen` of `<dir>/<name>`). */
+  dir: FileSystemDirectoryHandle;
+  dirName: string;
 }
 
 /** A stored file as the page records it (to re-open it in a restarted worker). */
 export interface StoredFile {
   table: string;
-  /** File name inside the worker's directory. */
+  /** File name inside the worker's directory, or `<worker dir>/<file name>` for a file another worker wrote. */
   name: string;
 }
 
@@ -97,13 +100,17 @@ export class FileStore {
   /** Distinguishes the names of this worker instance from a crashed predecessor's in the same directory. */
   private readonly stamp = Date.now().toString(36);
 
-  private constructor(private readonly dir: FileSystemDirectoryHandle, readonly dirName: string) {}
+  private constructor(
+    private readonly top: FileSystemDirectoryHandle,
+    private readonly dir: FileSystemDirectoryHandle,
+    readonly dirName: string,
+  ) {}
 
   /** The store in `neuronscope/<dirName>` (created if missing). */
   static async open(dirName: string): Promise<FileStore> {
     const root = await navigator.storage.getDirectory();
     const top = await root.getDirectoryHandle(STORE_DIR, { create: true });
-    return new FileStore(await top.getDirectoryHandle(dirName, { create: true }), dirName);
+    return new FileStore(top, await top.getDirectoryHandle(dirName, { create: true }), dirName);
   }
 
   /** Opens empty files until `POOL` are free (before any call into the core that writes tables). */
@@ -124,7 +131,7 @@ export class FileStore {
     if (slot === undefined) return -1;
     slot.access.truncate(0);
     const id = this.nextId++;
-    this.files.set(id, { ...slot, key, table });
+    this.files.set(id, { ...slot, key, table, dir: this.dir, dirName: this.dirName });
     return id;
   }
   write(id: number, bytes: Uint8Array, at: number): void {
@@ -150,15 +157,20 @@ export class FileStore {
   async file(id: number): Promise<File> {
     return this.entry(id).handle.getFile();
   }
-  /** The name of file `id` in this store's directory. */
+  /** The name of file `id` as `reopen` takes it: in this store's directory, or `<dir>/<name>` in another worker's. */
   nameOf(id: number): string {
-    return this.entry(id).name;
+    const e = this.entry(id);
+    return e.dirName === this.dirName ? e.name : `${e.dirName}/${e.name}`;
   }
-  /** Re-opens files a previous worker wrote into this directory; their ids and sizes, in order. */
+  /** Re-opens files a previous worker wrote into this directory, or another worker handed over (`<dir>/<name>`); their ids and sizes, in order. */
   async reopen(key: string, files: StoredFile[]): Promise<{ id: number; bytes: number }[]> {
     const out: { id: number; bytes: number }[] = [];
     for (const f of files) {
-      const handle = (await this.dir.getFileHandle(f.name)) as SyncFileHandle;
+      const cut = f.name.lastIndexOf('/');
+      const dirName = cut < 0 ? this.dirName : f.name.slice(0, cut);
+      const name = cut < 0 ? f.name : f.name.slice(cut + 1);
+      const dir = cut < 0 ? this.dir : await this.top.getDirectoryHandle(dirName);
+      const handle = (await dir.getFileHandle(name)) as SyncFileHandle;
       // The crashed worker's locks go with it, but not always before the new one asks.
       let access: SyncHandle | null = null;
       for (let attempt = 0; access === null; attempt++) {
@@ -170,10 +182,24 @@ export class FileStore {
         }
       }
       const id = this.nextId++;
-      this.files.set(id, { name: f.name, handle, access, key, table: f.table });
+      this.files.set(id, { name, handle, access, key, table: f.table, dir, dirName });
       out.push({ id, bytes: access.getSize() });
     }
     return out;
+  }
+  /** Closes the files of profile `key` and forgets them without deleting them (handed to another worker, which re-opens them). */
+  forget(key: string): void {
+    for (const [id, e] of [...this.files]) {
+      if (e.key !== key) continue;
+      this.files.delete(id);
+      e.access.flush();
+      e.access.close();
+    }
+  }
+  /** Deletes file `name` of this store's directory that no entry holds (one handed over and never taken). */
+  async removeFree(name: string): Promise<void> {
+    for (const e of this.files.values()) if (e.dirName === this.dirName && e.name === name) return;
+    await this.dir.removeEntry(name).catch(() => {});
   }
   /** Closes and deletes the files of profile `key` (or of every profile: `null`). */
   async drop(key: string | null): Promise<void> {
@@ -188,7 +214,7 @@ export class FileStore {
       if (!pick(e)) continue;
       this.files.delete(id);
       e.access.close();
-      await this.dir.removeEntry(e.name).catch(() => {});
+      await e.dir.removeEntry(e.name).catch(() => {});
     }
   }
   /** Bytes stored (every file of this store, the free ones are empty). */

@@ -27,7 +27,7 @@ export interface PickedFile {
 export interface FaultSpec {
   kind: string;
   on: string;
-  step?: 'process' | 'table' | 'columns';
+  step?: 'process' | 'table' | 'columns' | 'dmaSide';
   table?: string;
 }
 
@@ -55,6 +55,21 @@ export interface StoredTable {
   bytes: number;
   /** File name in the worker's OPFS directory (opfs only): a restarted worker re-opens it. */
   file?: string;
+}
+
+/** A table file one worker hands to another (`dmaSide` → `finishSplit`): `file` is `<worker dir>/<file name>` under the store's OPFS directory. */
+export interface HandedTable {
+  name: string;
+  rows: number;
+  file: string;
+  bytes: number;
+}
+
+/** Reply to `dmaSide`: the facts for `finishSplit` (JSON text: i64 sums stay exact) and the files written. */
+export interface DmaSideReply {
+  key: string;
+  side: string;
+  tables: HandedTable[];
 }
 
 /** What every processing reply carries besides its own result (worker.ts). */
@@ -88,6 +103,14 @@ export type Request =
   | { op: 'load'; files: PickedFile[] }
   | { op: 'demo' }
   | { op: 'process'; profileId: string; deviceIndex: number }
+  /** A device decode split over two workers (client.ts `splitDecode`): this worker's half, without the time-ordered DMA pass and the Summary. */
+  | { op: 'processSplit'; profileId: string; deviceIndex: number }
+  /** The other worker's half: the time-ordered DMA pass, its `DmaUsage` table handed over (the files closed here, not deleted). */
+  | { op: 'dmaSide'; profileId: string; deviceIndex: number }
+  /** Completes a `processSplit` with the other worker's `dmaSide` (`side` null: it failed, the pass runs here). */
+  | { op: 'finishSplit'; key: string; side: string | null; tables: HandedTable[] }
+  /** Deletes files this worker handed over in a `dmaSide` that were never taken (the finishing worker failed). */
+  | { op: 'dropHanded'; tables: HandedTable[] }
   | { op: 'processSystem'; profileId: string }
   | { op: 'processMemory'; path: string }
   | { op: 'table'; key: string; table: string; format: 'ipc' | 'parquet' }
@@ -120,6 +143,10 @@ export interface ReplyMap {
   load: Inventory;
   demo: Inventory;
   process: ProcessResult & StoredInfo;
+  processSplit: { key: string; pending: true } & StoredInfo;
+  dmaSide: DmaSideReply;
+  finishSplit: ProcessResult & StoredInfo;
+  dropHanded: null;
   processSystem: SystemResult & StoredInfo;
   processMemory: MemoryResult & StoredInfo;
   /** Arrow IPC bytes; Parquet as the stored file (a File) or bytes (memory store). */

@@ -4,7 +4,7 @@
 // Processed tables go to this worker's OPFS directory as they are written (opfs.ts); only the
 // row groups and columns a view asks for are read back into wasm memory.
 
-import type { Inventory, WasmModule as CoreModule, WasmSession as CoreSession } from './api.ts';
+import type { Inventory, ProcessResult, WasmModule as CoreModule, WasmSession as CoreSession } from './api.ts';
 import type { CrashInfo, Envelope, FaultSpec, FromWorker, StoredInfo, StoredTable } from './protocol.ts';
 import { FileStore, opfsAvailable } from './opfs.ts';
 
@@ -16,7 +16,12 @@ interface WasmSession extends CoreSession {
   bundle_file?(key: string): number | undefined;
   /** Registers re-opened stored files as profile `key`'s tables. */
   adopt?(key: string, tables: { name: string; rows: number; file: number; bytes: number }[]): void;
+  /** The split device decode's halves (crate/src/wasm.rs `process_split`, `dma_side`, `finish_split`). */
+  process_split?(profileId: string, deviceIndex: number, progress: ProgressFn): { key: string; pending: true } & StoredInfo;
+  dma_side?(profileId: string, deviceIndex: number, progress: ProgressFn): { key: string; side: string } & StoredInfo;
+  finish_split?(key: string, side: string | undefined, tables: { name: string; rows: number; file: number; bytes: number }[], progress: ProgressFn): ProcessResult & StoredInfo;
 }
+type ProgressFn = (stage: string, done: number, total: number, rows?: number) => void;
 interface WasmModule extends Omit<CoreModule, 'Session'> {
   Session: new () => WasmSession;
   /** Installs the OPFS file store new tables are written to (opfs.ts FileStore). */
@@ -68,11 +73,19 @@ function inputBytes(paths: (string | null | undefined)[]): number {
   return n;
 }
 
+/** Split decodes begun here (`processSplit`) and not yet finished: their decode state may sit in the spill file, which must stay. */
+let pendingSplits = 0;
+
+/** Deletes the decode spill file, unless a split decode still needs it. */
+async function dropSpill(): Promise<void> {
+  if (pendingSplits === 0) await store?.dropTable(SPILL_KEY, SPILL_TABLE);
+}
+
 /** Before a call that writes tables: free files ready, and room on disk for about `input` × STORED_PER_INPUT bytes. */
 async function prepareStore(input: number): Promise<void> {
   if (store === null) return;
   // A failed decode may have left its spill file.
-  await store.dropTable(SPILL_KEY, SPILL_TABLE);
+  await dropSpill();
   const est = await navigator.storage.estimate().catch(() => null);
   if (est?.quota !== undefined && est.usage !== undefined) {
     const free = est.quota - est.usage;
@@ -248,7 +261,74 @@ async function handle(msg: Envelope): Promise<void> {
       shown = result.key;
       shownNtff = ntffOf(msg.profileId, msg.deviceIndex);
       // The decode's spill is read back by then (Summary and derived tables written).
-      await store?.dropTable(SPILL_KEY, SPILL_TABLE);
+      await dropSpill();
+      post({ kind: 'reply', id, ok: true, value: withFiles(result) });
+      return;
+    }
+    case 'processSplit': {
+      const s = current();
+      if (s.process_split === undefined) throw new Error('this build of the core cannot split a decode');
+      releaseShown(s);
+      await prepareStore(inputBytes([ntffOf(msg.profileId, msg.deviceIndex)]));
+      core().arm_test_fault?.(faultFor(msg.profileId, msg.deviceIndex), 'process');
+      shownNtff = '';
+      const result = s.process_split(msg.profileId, msg.deviceIndex, (stage, done, total, rows) => {
+        post({ kind: 'progress', id, stage, done: Number(done), total: Number(total), rows: Number(rows ?? 0) });
+      });
+      pendingSplits++;
+      post({ kind: 'reply', id, ok: true, value: withFiles(result) });
+      return;
+    }
+    case 'dmaSide': {
+      const s = current();
+      if (s.dma_side === undefined || store === null) throw new Error('this worker cannot run the DMA side of a split decode');
+      // DmaUsage is ≈ 4 % of the NTFF (Parquet) on the real-mix capture: room for it.
+      await prepareStore(inputBytes([ntffOf(msg.profileId, msg.deviceIndex)]) * 0.1);
+      const armed = fault !== null && fault.step === 'dmaSide' && ntffOf(msg.profileId, msg.deviceIndex).includes(fault.on);
+      core().arm_test_fault?.(armed ? fault!.kind : '', 'dmaSide');
+      const result = s.dma_side(msg.profileId, msg.deviceIndex, (stage, done, total, rows) => {
+        post({ kind: 'progress', id, stage, done: Number(done), total: Number(total), rows: Number(rows ?? 0) });
+      });
+      const raw = (result.stored ?? []) as (StoredTable & { file?: unknown; rows?: number })[];
+      const tables = raw.map((t) => ({
+        name: t.name,
+        rows: Number(t.rows ?? 0),
+        file: typeof t.file === 'number' ? `${store!.dirName}/${store!.nameOf(t.file)}` : '',
+        bytes: Number(t.bytes),
+      }));
+      // The finishing worker opens these files: close them here (a sync handle is exclusive).
+      s.release(result.key);
+      store.forget(result.key);
+      if (tables.some((t) => t.file === '')) throw new Error('the DMA side kept a table in memory (the file store had no free file)');
+      post({ kind: 'reply', id, ok: true, value: { key: result.key, side: result.side, tables } });
+      return;
+    }
+    case 'dropHanded': {
+      for (const t of msg.tables) {
+        const cut = t.file.lastIndexOf('/');
+        if (store !== null && t.file.slice(0, cut) === store.dirName) await store.removeFree(t.file.slice(cut + 1));
+      }
+      post({ kind: 'reply', id, ok: true, value: null });
+      return;
+    }
+    case 'finishSplit': {
+      const s = current();
+      if (s.finish_split === undefined) throw new Error('this build of the core cannot split a decode');
+      // Not prepareStore: the pending decode's spill must stay.
+      await store?.prepare();
+      const ids = store === null || msg.side === null ? [] : await store.reopen(msg.key, msg.tables.map((t) => ({ table: t.name, name: t.file })));
+      const tables = msg.side === null ? [] : msg.tables.map((t, i) => ({ name: t.name, rows: t.rows, file: ids[i]?.id ?? -1, bytes: ids[i]?.bytes ?? 0 }));
+      let result: ProcessResult & StoredInfo;
+      try {
+        result = s.finish_split(msg.key, msg.side ?? undefined, tables, (stage, done, total, rows) => {
+          post({ kind: 'progress', id, stage, done: Number(done), total: Number(total), rows: Number(rows ?? 0) });
+        });
+      } finally {
+        pendingSplits = Math.max(0, pendingSplits - 1);
+      }
+      shown = result.key;
+      shownNtff = ntffOf(result.profile_id ?? '', Number(result.key.slice(result.key.lastIndexOf('#') + 1)));
+      await dropSpill();
       post({ kind: 'reply', id, ok: true, value: withFiles(result) });
       return;
     }

@@ -476,6 +476,7 @@ fn convert_job(
     // Spare cores also decode an NTFF's DMA side (the tables are the same).
     let dev = profile::DeviceOptions {
         dma_open: (encoders > 1).then_some(&shared as profile::SyncOpener<'_>),
+        ..Default::default()
     };
     let written = Arc::new(Mutex::new(Vec::<String>::new()));
     let mut psink = sink::ParquetSink::new(|table: &str| {

@@ -54,6 +54,10 @@ pub struct DecodeContext {
     /// Debug info of the paired NEFF (`crate::neff::debug::load`): fills compiler_pc, BIR,
     /// Penguin, HLO and NKI columns of `Instruction` (ntff.md §7.3, neff.md §9.3).
     pub attribution: Option<std::sync::Arc<crate::neff::debug::NeffDebug>>,
+    /// Leave the time-ordered DMA pass (`DmaUsage`, the Summary's DMA fields) to another
+    /// worker ([`dma_side`]): the report's `DmaTimes` stay empty until its
+    /// [`DecodeReport::dma_facts`] are set. The page's split decode; `false` everywhere else.
+    pub times_elsewhere: bool,
 }
 
 /// Which zero point the timestamps use (ntff.md §5.3).
@@ -146,6 +150,10 @@ pub struct DecodeReport {
     /// is ⌊(t − t0) / 10⁶⌋ ns. Used by `crate::derived` to redo exact interval arithmetic.
     #[serde(skip)]
     pub origin_fs: i128,
+    /// The Summary's DMA fields when another worker ran the time-ordered pass
+    /// ([`DecodeContext::times_elsewhere`], [`dma_side`]); `None`: from `cores[].dma.times`.
+    #[serde(skip)]
+    pub dma_facts: Option<crate::summary::DmaFacts>,
 }
 
 /// Hardware constants by instance family. Values observed in the JSON exports' `metadata`
@@ -677,6 +685,63 @@ pub fn decode_split<S: ByteSource + ?Sized>(
     decode_with(src, Some(dma_src), ctx, sink, progress)
 }
 
+/// The other half of a decode with [`DecodeContext::times_elsewhere`]: every core's
+/// time-ordered DMA pass over `src` (the same NTFF), its `DmaUsage` rows sent to `sink` (the
+/// batches [`decode`] would write), reduced to the Summary's DMA facts. `file` names problems;
+/// `progress(done, total)` counts DMA-buffer bytes read. Each core's plan comes from its own scan
+/// of the records (`dma_plan`), so it equals the row pass's. The window is the execution
+/// record's (v6), else it opens at `origin_fs` ([`DecodeReport::origin_fs`] of the decode:
+/// v4/v5 find their origin in the instruction records).
+///
+/// Errors: those of [`read_info`]; an NTFF without trace data, or without an execution record
+/// and `origin_fs`, is an [`Error::Other`]; sink errors.
+pub fn dma_side<S: ByteSource + ?Sized>(
+    src: &S,
+    file: &str,
+    origin_fs: Option<i128>,
+    sink: &mut dyn TableSink,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<crate::summary::DmaFacts> {
+    let info = read_info(src)?
+        .ok_or_else(|| Error::Other(format!("{file}: empty NTFF, no DMA pass to run")))?;
+    let window = match (info.executions.first(), origin_fs) {
+        (Some(x), _) => Window {
+            t0: x.start as i128 * 1000,
+            t1: Some(x.end as i128 * 1000),
+        },
+        (None, Some(t0)) => Window { t0, t1: None },
+        (None, None) => {
+            return Err(Error::Other(format!(
+                "{file}: no execution record (NTFF v{}): the DMA pass needs the instruction side's time origin",
+                info.version
+            )))
+        }
+    };
+    let first_core = info.subgraphs.first().map_or(0, |s| s.core);
+    let total = super::dma::dma_buffer_bytes(&info).saturating_mul(2);
+    let mut done = 0u64;
+    let mut times = Vec::with_capacity(info.subgraphs.len());
+    for (pcore, sg) in info.subgraphs.iter().enumerate() {
+        let plan = super::dma::dma_plan(src, &info, sg, pcore, first_core, window, file)?;
+        // The plan scan read the core's DMA buffers once.
+        let scanned = super::dma::dma_buffers(sg)
+            .map(|b| b.size)
+            .fold(0u64, u64::saturating_add);
+        done = done.saturating_add(scanned);
+        progress(done.min(total), total);
+        let mut prog = |n: u64| {
+            done = done.saturating_add(n);
+            progress(done.min(total), total);
+        };
+        times.push(super::dma::dma_times(
+            src, &info, sg, &plan, sink, &mut prog,
+        )?);
+    }
+    // Buffers cut short read fewer bytes than their descriptors say.
+    progress(total, total);
+    Ok(crate::summary::DmaFacts::of(times.iter()))
+}
+
 fn decode_with<S: ByteSource + ?Sized>(
     src: &S,
     dma_src: Option<&(dyn ByteSource + Sync)>,
@@ -741,8 +806,12 @@ fn decode_with<S: ByteSource + ?Sized>(
         .saturating_add(ev_bytes)
         .saturating_add(if v6 { 0 } else { ins_bytes })
         .saturating_add(dma_bytes_total(&info))
-        // The time-ordered pass reads the DMA buffers once more.
-        .saturating_add(super::dma::dma_buffer_bytes(&info))
+        // The time-ordered pass reads the DMA buffers once more (unless another worker does).
+        .saturating_add(if ctx.times_elsewhere {
+            0
+        } else {
+            super::dma::dma_buffer_bytes(&info)
+        })
         .saturating_add(err_bytes);
     let mut done = 0u64;
     // Bytes the DMA row thread has read (split decode only).
@@ -1070,7 +1139,11 @@ fn decode_with<S: ByteSource + ?Sized>(
                     packet: &mut next_dma_id,
                     aggregated: &mut next_agg_id,
                 };
-                decode_dma_core(io, sg, pcore, first_core, ids, &mut cs.dma)?;
+                if ctx.times_elsewhere {
+                    super::dma::dma_rows(io, sg, pcore, first_core, ids, &mut cs.dma)?;
+                } else {
+                    decode_dma_core(io, sg, pcore, first_core, ids, &mut cs.dma)?;
+                }
             }
             last_ends.push(last_end_fs);
             if let Some(le) = last_end_fs {

@@ -16,7 +16,7 @@ pub mod raw;
 mod split;
 pub mod write;
 
-pub use decode::{decode, decode_split, DecodeContext, DecodeReport, TimeOrigin};
+pub use decode::{decode, decode_split, dma_side, DecodeContext, DecodeReport, TimeOrigin};
 
 use prost::Message;
 

@@ -56,7 +56,8 @@ export function jobText(job: Job, now: number): string {
       // Ended, but with errors: what was decoded before the fault is kept and shown.
       if (job.error !== null) return `${name}: failed after ${duration(took)} (${job.error}) · ${int(job.rows)} rows kept`;
       return [`${name}: done in ${duration(took)}`, `${int(job.rows)} rows`, job.cleared === true ? 'tables cleared' : `${bytes(job.storedBytes)} stored`,
-        `${(job.bytes / 1e6 / Math.max(took, 1e-3)).toFixed(1)} MB/s`, job.wasmMemory > 0 ? `wasm memory ${bytes(job.wasmMemory)}` : '']
+        `${(job.bytes / 1e6 / Math.max(took, 1e-3)).toFixed(1)} MB/s`, job.wasmMemory > 0 ? `wasm memory ${bytes(job.wasmMemory)}` : '',
+        (job.helper ?? null) === null ? '' : (job.helperError ?? null) === null ? `DMA pass on worker ${(job.helper ?? 0) + 1}` : `DMA pass redone on worker ${job.worker + 1} (${job.helperError})`]
         .filter((x) => x !== '')
         .join(' · ');
     case 'cancelled':
@@ -105,7 +106,7 @@ export function mountJobs(root: HTMLElement, client: CoreClient, onCleared: () =
         const cancel = j.state === 'running'
           ? h('button', { class: 'btn small', 'data-testid': 'job-cancel', onclick: () => client.cancel(j.id) }, 'Cancel')
           : null;
-        const attrs = { 'data-testid': 'job', 'data-state': j.state, 'data-error': j.error, 'data-worker': j.worker, 'data-file': j.file, 'data-rows': j.rows, 'data-stored-bytes': j.storedBytes, 'data-wasm-memory': j.wasmMemory, title: text };
+        const attrs = { 'data-testid': 'job', 'data-state': j.state, 'data-error': j.error, 'data-worker': j.worker, 'data-helper': j.helper ?? '', 'data-helper-error': j.helperError ?? '', 'data-file': j.file, 'data-rows': j.rows, 'data-stored-bytes': j.storedBytes, 'data-wasm-memory': j.wasmMemory, title: text };
         return h('li', attrs, text, ' ', cancel);
       }),
     );
