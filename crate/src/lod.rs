@@ -54,7 +54,7 @@ pub const VALUE_BUCKETS: usize = 1024;
 pub const MAX_NAMES: usize = 65_535;
 
 /// What a track draws (see the module table).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TrackKind {
     /// Instructions of one engine of one physical core.
@@ -88,7 +88,7 @@ impl TrackKind {
 }
 
 /// One time bucket: what the events starting or running in it add up to.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Serialize, serde::Deserialize)]
 struct Bucket {
     /// Summed overlap of the events with the bucket, ns (overlapping events count twice).
     busy: f64,
@@ -1010,5 +1010,125 @@ mod tests {
         assert_eq!(busy, 500.0);
         assert_eq!(count, 100);
         assert_eq!(g.width, 128, "1000 ns over at most 8 buckets");
+    }
+}
+
+/// A track as [`Lod::to_bytes`] hands it to another worker.
+#[derive(Serialize, serde::Deserialize)]
+struct WireTrack {
+    kind: TrackKind,
+    table: String,
+    pcore: i64,
+    name: String,
+    source: Option<String>,
+    pid: Option<i64>,
+    tid: Option<i64>,
+    rows: u64,
+    max_dur: f64,
+    vmin: Option<f64>,
+    vmax: Option<f64>,
+    lo: i64,
+    hi: i64,
+    width: i64,
+    base: i64,
+    cap: u64,
+    /// `dom` codes index `WireLod::names`.
+    buckets: Vec<Bucket>,
+}
+
+#[derive(Serialize, serde::Deserialize)]
+struct WireLod {
+    names: Vec<String>,
+    tracks: Vec<WireTrack>,
+}
+
+impl Lod {
+    /// The tracks and names gathered so far (before [`Lod::finish`]) as bytes (postcard) for
+    /// [`Lod::absorb`] in another worker: the page's split decode builds the `DmaPacket` tracks
+    /// in the worker that writes those rows. Size: the buckets, ≤ 4 Ki per DMA queue track.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let tracks = self
+            .tracks
+            .iter()
+            .map(|t| WireTrack {
+                kind: t.info.kind,
+                table: t.info.table.to_string(),
+                pcore: t.info.pcore,
+                name: t.info.name.clone(),
+                source: t.info.source.clone(),
+                pid: t.info.pid,
+                tid: t.info.tid,
+                rows: t.info.rows,
+                max_dur: t.info.max_dur,
+                vmin: t.info.vmin,
+                vmax: t.info.vmax,
+                lo: t.lo,
+                hi: t.hi,
+                width: t.grid.width,
+                base: t.grid.base,
+                cap: t.grid.cap as u64,
+                buckets: t.grid.buckets.clone(),
+            })
+            .collect();
+        let wire = WireLod {
+            names: self.names.clone(),
+            tracks,
+        };
+        postcard::to_allocvec(&wire).unwrap_or_default()
+    }
+
+    /// Adds the tracks of `bytes` ([`Lod::to_bytes`] of another worker's summaries of other
+    /// tables), their dominant names re-coded into this dictionary. Each track keeps its buckets
+    /// exactly, so the result equals one collector fed every batch, up to the order of the
+    /// tracks (`end_to_end::split_decode_equals_one_thread`).
+    ///
+    /// Errors: bytes that are not [`Lod::to_bytes`] output, an unknown table, or a track this
+    /// summary already has (nothing is added then).
+    pub fn absorb(&mut self, bytes: &[u8]) -> crate::error::Result<()> {
+        use crate::error::Error;
+        let wire: WireLod = postcard::from_bytes(bytes)
+            .map_err(|e| Error::Other(format!("level-of-detail summaries: {e}")))?;
+        let mut tables = Vec::with_capacity(wire.tracks.len());
+        for t in &wire.tracks {
+            let def = crate::tables::table_def(&t.table).ok_or_else(|| {
+                Error::Other(format!(
+                    "level-of-detail summaries: unknown table {}",
+                    t.table
+                ))
+            })?;
+            if self.index.contains_key(&(t.kind, t.pcore, t.name.clone())) {
+                return Err(Error::Other(format!(
+                    "level-of-detail summaries: track {} {} of core {} twice",
+                    t.table, t.name, t.pcore
+                )));
+            }
+            tables.push(def.name);
+        }
+        for (t, table) in wire.tracks.into_iter().zip(tables) {
+            let i = self.track(t.kind, table, t.pcore, &t.name);
+            let mut buckets = t.buckets;
+            for b in &mut buckets {
+                if let Some(n) = wire.names.get(b.dom as usize) {
+                    b.dom = self.name_code(n);
+                }
+            }
+            let tr = &mut self.tracks[i];
+            tr.info.source = t.source;
+            tr.info.pid = t.pid;
+            tr.info.tid = t.tid;
+            tr.info.rows = t.rows;
+            tr.info.max_dur = t.max_dur;
+            tr.info.vmin = t.vmin;
+            tr.info.vmax = t.vmax;
+            tr.lo = t.lo;
+            tr.hi = t.hi;
+            tr.grid = Grid {
+                width: t.width,
+                base: t.base,
+                cap: t.cap as usize,
+                buckets,
+            };
+        }
+        Ok(())
     }
 }

@@ -14,7 +14,6 @@ use crate::error::{Code, Error, Problem, Result};
 use crate::inventory::{DeviceProfile, Inventory, Profile};
 use crate::pairing::PairStatus;
 use crate::source::ByteSource;
-use crate::summary::DmaFacts;
 use crate::tables::{self, explorer, TableBuilder, TableDef, TableSink};
 
 /// Opens a picked file by its relative path (native file, browser Blob, or bytes).
@@ -190,15 +189,15 @@ pub struct DeviceOptions<'a> {
     /// (native); `None` (and an open that fails): everything on the calling thread. The tables
     /// are the same either way.
     pub dma_open: Option<SyncOpener<'a>>,
-    /// Leave the NTFF's time-ordered DMA pass to another worker
-    /// ([`crate::ntff::DecodeContext::times_elsewhere`]): [`begin_device`] then returns before
+    /// Leave the NTFF's DMA rows (`DmaPacket`, `DmaPacketAggregated`) to another worker
+    /// ([`crate::ntff::DecodeContext::dma_elsewhere`]): [`begin_device`] then returns before
     /// the Summary and derived tables, which [`finish_device`] writes once it has that worker's
-    /// [`DmaFacts`] (the page's split decode).
-    pub times_elsewhere: bool,
+    /// [`DmaSideResult`] (the page's split decode).
+    pub dma_elsewhere: bool,
 }
 
-/// A device profile decoded by [`begin_device`] up to the tables that need the time-ordered DMA
-/// pass: what [`finish_device`] completes. Owned (the page keeps it between two worker calls).
+/// A device profile decoded by [`begin_device`] up to the tables that need the NTFF's DMA
+/// rows: what [`finish_device`] completes. Owned (the page keeps it between two worker calls).
 pub struct DevicePending {
     profile_id: String,
     device: String,
@@ -215,24 +214,92 @@ struct Decoded {
     kept: crate::summary::Gathered,
     derived: crate::derived::Derived,
     neff_facts: Option<crate::derived::NeffFacts>,
-    /// The time pass is still to run ([`DeviceOptions::times_elsewhere`]).
-    times_missing: bool,
+    /// The time pass is still to run ([`DeviceOptions::dma_elsewhere`]).
+    dma_missing: bool,
 }
 
-/// What the worker that ran a device's time-ordered DMA pass ([`dma_side_device`]) hands to
-/// [`finish_device`]: the Summary's DMA facts and the tables it wrote (name, rows), which the
-/// profile's `SchemaFields` and table list include.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+/// What the worker that decoded a device's DMA side ([`dma_side_device`]) hands to
+/// [`finish_device`] (as JSON text: [`DmaSideResult::to_json`]): per core the DMA row statistics
+/// and problems, and the tables it wrote (name, rows), which the profile's
+/// `SchemaFields` and table list include.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct DmaSideResult {
-    /// [`crate::ntff::dma_side`]'s facts.
-    pub facts: DmaFacts,
-    /// Tables written into that worker's sink and their rows (`DmaUsage`).
+    /// [`crate::ntff::dma_side`]'s result.
+    pub side: crate::ntff::DmaSide,
+    /// Tables written into that worker's sink and their rows (`DmaPacket`,
+    /// `DmaPacketAggregated`).
     pub tables: Vec<(String, u64)>,
 }
 
-/// The time-ordered DMA pass of device `device_index` of profile `profile_id`
-/// ([`crate::ntff::dma_side`] on its NTFF), `DmaUsage` into `sink`: the other worker's half of a
-/// [`DeviceOptions::times_elsewhere`] decode. `progress("DMA", done, total)` in DMA-buffer bytes.
+/// [`DmaSideResult`] as it crosses between workers; a problem's code travels as its index in
+/// [`Code::ALL`] (one code string can name several variants).
+#[derive(Serialize, serde::Deserialize)]
+struct WireSide {
+    cores: Vec<(crate::ntff::dma::DmaCoreStats, Vec<WireProblem>)>,
+    tables: Vec<(String, u64)>,
+}
+
+#[derive(Serialize, serde::Deserialize)]
+struct WireProblem {
+    code: usize,
+    file: Option<String>,
+    offset: Option<u64>,
+    message: String,
+}
+
+impl DmaSideResult {
+    /// JSON text for the other worker (i64 sums stay exact, unlike a JS number).
+    pub fn to_json(&self) -> String {
+        let wire = WireSide {
+            cores: self
+                .side
+                .cores
+                .iter()
+                .map(|(s, ps)| {
+                    let ps = ps
+                        .iter()
+                        .map(|p| WireProblem {
+                            code: Code::ALL.iter().position(|c| *c == p.code).unwrap_or(0),
+                            file: p.file.clone(),
+                            offset: p.offset,
+                            message: p.message.clone(),
+                        })
+                        .collect();
+                    (s.clone(), ps)
+                })
+                .collect(),
+            tables: self.tables.clone(),
+        };
+        serde_json::to_string(&wire).unwrap_or_default()
+    }
+    /// Reads [`DmaSideResult::to_json`] text. Errors: anything else.
+    pub fn from_json(text: &str) -> Result<DmaSideResult> {
+        let wire: WireSide = serde_json::from_str(text)
+            .map_err(|e| Error::Other(format!("DMA side result: {e}")))?;
+        let mut cores = Vec::with_capacity(wire.cores.len());
+        for (s, ps) in wire.cores {
+            let mut out = Vec::with_capacity(ps.len());
+            for p in ps {
+                let code = *Code::ALL.get(p.code).ok_or_else(|| {
+                    Error::Other(format!("DMA side result: problem code #{}", p.code))
+                })?;
+                let mut q = Problem::new(code, p.file.as_deref(), p.message);
+                q.offset = p.offset;
+                out.push(q);
+            }
+            cores.push((s, out));
+        }
+        Ok(DmaSideResult {
+            side: crate::ntff::DmaSide { cores },
+            tables: wire.tables,
+        })
+    }
+}
+
+/// The DMA rows of device `device_index` of profile `profile_id` ([`crate::ntff::dma_side`] on
+/// its NTFF: `DmaPacket` and `DmaPacketAggregated` into `sink`): the other worker's
+/// half of a [`DeviceOptions::dma_elsewhere`] decode. `progress("DMA", done, total)` in
+/// DMA-buffer bytes.
 ///
 /// Errors: an unknown profile or device, no NTFF, those of [`crate::ntff::dma_side`].
 pub fn dma_side_device(
@@ -254,25 +321,27 @@ pub fn dma_side_device(
     };
     let src = open(path)?;
     let mut cb = |done: u64, total: u64| progress("DMA", done, total);
-    let facts = crate::ntff::dma_side(&*src, path, None, &mut sink, &mut cb)?;
+    // One NTFF per device profile: its DmaPacket ids start at 0 (DecodeContext::first_dma_id).
+    let first_dma_id = crate::ntff::DecodeContext::default().first_dma_id;
+    let side = crate::ntff::dma_side(&*src, path, None, first_dma_id, &mut sink, &mut cb)?;
     let tables = sink
         .rows
         .iter()
         .map(|(n, (_, r))| (n.to_string(), *r))
         .collect();
-    Ok(DmaSideResult { facts, tables })
+    Ok(DmaSideResult { side, tables })
 }
 
 impl DevicePending {
-    /// Does [`finish_device`] need the time-ordered pass's [`DmaFacts`] (or run it itself)?
-    pub fn needs_dma_facts(&self) -> bool {
-        self.decoded.as_ref().is_some_and(|d| d.times_missing)
+    /// Does [`finish_device`] need the other worker's [`DmaSideResult`] (or decode the DMA side itself)?
+    pub fn needs_dma_side(&self) -> bool {
+        self.decoded.as_ref().is_some_and(|d| d.dma_missing)
     }
-    /// The NTFF whose time-ordered DMA pass is missing, if any.
+    /// The NTFF whose DMA side is missing, if any.
     pub fn ntff(&self) -> Option<&str> {
         self.decoded
             .as_ref()
-            .filter(|d| d.times_missing)
+            .filter(|d| d.dma_missing)
             .map(|d| d.path.as_str())
     }
 }
@@ -293,7 +362,7 @@ pub fn process_device_with(
 
 /// The first part of [`process_device_with`]: the NEFF's tables and the NTFF decode into `sink`,
 /// without the Summary, derived, `Warning` and `SchemaFields` tables ([`finish_device`] writes
-/// them). With [`DeviceOptions::times_elsewhere`] the NTFF's time-ordered DMA pass is left out
+/// them). With [`DeviceOptions::dma_elsewhere`] the NTFF's DMA side is left out
 /// too.
 ///
 /// Errors: an unknown profile or device index; sink errors. Input problems are in the result.
@@ -339,7 +408,7 @@ pub fn begin_device(
     let mut decoded_ntff: Option<Decoded> = None;
     let mut ctx = crate::ntff::DecodeContext {
         file_name: dev.ntff.clone().unwrap_or_default(),
-        times_elsewhere: opts.times_elsewhere,
+        dma_elsewhere: opts.dma_elsewhere,
         ..Default::default()
     };
     if let (Some(path), true) = (&dev.neff, neff_usable) {
@@ -470,7 +539,7 @@ pub fn begin_device(
                     kept,
                     derived,
                     neff_facts,
-                    times_missing: opts.times_elsewhere,
+                    dma_missing: opts.dma_elsewhere,
                 })
             }
             Err(e) => problems.push(Problem::from_error(Code::ProcessIncomplete, path, &e)),
@@ -487,9 +556,9 @@ pub fn begin_device(
 }
 
 /// Completes a [`begin_device`]: the Summary, derived, `Warning` and `SchemaFields` tables into
-/// `sink`, and the result. When the time-ordered DMA pass was left out, `side` is what the
-/// worker that ran it returned ([`dma_side_device`]; its `DmaUsage` rows were stored there);
-/// `None` runs it here (the NTFF opened again with `open`, `DmaUsage` into `sink`), as when that
+/// `sink`, and the result. When the DMA side was left out, `side` is what the worker that
+/// decoded it returned ([`dma_side_device`]; its tables were stored there); `None` decodes it
+/// here (the NTFF opened again with `open`, its tables into `sink`), as when that
 /// worker failed. Otherwise `side` is ignored.
 ///
 /// Errors: sink errors. A failed DMA pass is a problem in the result.
@@ -515,32 +584,29 @@ pub fn finish_device(
         kept,
         derived,
         neff_facts,
-        times_missing,
+        dma_missing,
     }) = decoded
     {
         let path = &path;
-        if times_missing {
-            let facts = match side {
+        if dma_missing {
+            let got = match side {
                 Some(side) => {
                     for (name, n) in &side.tables {
                         if let Some(def) = tables::table_def(name) {
                             sink.rows.entry(def.name).or_insert((def, 0)).1 += n;
                         }
                     }
-                    Ok(side.facts)
+                    Ok(side.side)
                 }
                 None => open(path).and_then(|src| {
                     let mut cb = |done: u64, total: u64| progress("DMA", done, total);
-                    crate::ntff::dma_side(&*src, path, Some(rep.origin_fs), &mut sink, &mut cb)
+                    let first = crate::ntff::DecodeContext::default().first_dma_id;
+                    let origin = Some(rep.origin_fs);
+                    crate::ntff::dma_side(&*src, path, origin, first, &mut sink, &mut cb)
                 }),
             };
-            match facts {
-                Ok(f) => {
-                    for (c, n) in rep.cores.iter_mut().zip(&f.usage_rows) {
-                        c.dma.times.usage_rows = *n;
-                    }
-                    rep.dma_facts = Some(f);
-                }
+            match got {
+                Ok(side) => rep.merge_dma(side),
                 Err(e) => problems.push(Problem::from_error(Code::ProcessIncomplete, path, &e)),
             }
         }

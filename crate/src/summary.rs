@@ -619,53 +619,6 @@ pub struct DmaTimes {
     pub runs: usize,
 }
 
-/// The Summary's DMA fields of a whole device profile, reduced from every core's [`DmaTimes`]
-/// ([`DmaFacts::of`]): what a worker that ran only the time-ordered DMA pass hands to the one
-/// that writes the Summary (`crate::profile::finish_device`). Times are ps.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct DmaFacts {
-    /// Per [`DMA_GROUPS`] entry, over every core.
-    pub groups: [DmaGroupFacts; 3],
-    /// Σ (end − start) of every packet, ps.
-    pub dur_ps: i64,
-    /// Length of the union of every packet of every core, ps (`dma_active_time`).
-    pub active_ps: i64,
-    /// `DmaUsage` rows per core (NTFF subgraph order).
-    pub usage_rows: Vec<u64>,
-}
-
-/// One queue group's share of [`DmaFacts`].
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct DmaGroupFacts {
-    /// Packets.
-    pub n: u64,
-    /// Σ `transfer_bytes`.
-    pub bytes: i64,
-    /// Length of the union of the group's packets over every core, ps.
-    pub active_ps: i64,
-}
-
-impl DmaFacts {
-    /// Reduces the cores' time-ordered pass results (NTFF subgraph order).
-    pub fn of<'a>(cores: impl Iterator<Item = &'a DmaTimes> + Clone) -> DmaFacts {
-        let all = || cores.clone().flat_map(|t| t.groups.iter());
-        let group = |k: usize| {
-            let gs = || cores.clone().filter_map(move |t| t.groups.get(k));
-            DmaGroupFacts {
-                n: gs().map(|g| g.n).sum(),
-                bytes: gs().fold(0i64, |a, g| a.saturating_add(g.bytes)),
-                active_ps: union_len_of(gs().map(|g| g.u.iter())),
-            }
-        };
-        DmaFacts {
-            groups: [group(0), group(1), group(2)],
-            dur_ps: all().fold(0i64, |a, g| a.saturating_add(g.dur)),
-            active_ps: union_len_of(all().map(|g| g.u.iter())),
-            usage_rows: cores.map(|t| t.usage_rows).collect(),
-        }
-    }
-}
-
 /// An integer column resolved once per batch (int64 or int32; absent → all null); also used by
 /// `crate::derived`.
 pub(crate) enum IntCol<'b> {
@@ -961,19 +914,23 @@ pub fn write_gathered(
     let (an, at) = count_op("ACTIVATE");
     b.set(sm::ACTIVATE_INSTRUCTION_COUNT, Some(an as i64));
     b.set(sm::ACTIVATE_INSTRUCTION_TIME, f32c(secs(at)));
-    // DMA: per core and queue group, from the decoder's time-ordered pass (DmaTimes), or the
-    // facts another worker reduced them to (split decode in the page).
-    let facts = report
-        .dma_facts
-        .clone()
-        .unwrap_or_else(|| DmaFacts::of(report.cores.iter().map(|c| &c.dma.times)));
-    let all = facts.groups.iter().map(|g| g.n).sum::<u64>();
-    let all_bytes: i64 = facts
-        .groups
-        .iter()
-        .fold(0i64, |a, g| a.saturating_add(g.bytes));
-    let dma_act = facts.active_ps;
-    b.set(sm::DMA_PACKET_TIME, f32c(secs(facts.dur_ps)));
+    // DMA: per core and queue group, from the decoder's time-ordered pass (DmaTimes).
+    let groups = |k: usize| {
+        report
+            .cores
+            .iter()
+            .filter_map(move |c| c.dma.times.groups.get(k))
+    };
+    let all_groups = || report.cores.iter().flat_map(|c| c.dma.times.groups.iter());
+    let all = all_groups().map(|g| g.n).sum::<u64>();
+    let all_bytes: i64 = all_groups().fold(0i64, |a, g| a.saturating_add(g.bytes));
+    let dma_act = union_len_of(all_groups().map(|g| g.u.iter()));
+    b.set(
+        sm::DMA_PACKET_TIME,
+        f32c(secs(
+            all_groups().fold(0i64, |a, g| a.saturating_add(g.dur)),
+        )),
+    );
     b.set(sm::DMA_ACTIVE_TIME, f32c(secs(dma_act)));
     b.set(sm::DMA_ACTIVE_TIME_PERCENT, f32c(frac(dma_act)));
     // dma_active_time × NeuronCore clock (cycles = ps × GHz / 1000).
@@ -987,8 +944,9 @@ pub fn write_gathered(
     let (mut dyn_n, mut dyn_b) = (0u64, 0i64);
     let mut dyn_act = 0i64;
     for (k, dc) in DYN_DMA_COLS.iter().enumerate() {
-        let g = &facts.groups[k];
-        let (n, by, act) = (g.n, g.bytes, g.active_ps);
+        let n: u64 = groups(k).map(|g| g.n).sum();
+        let by: i64 = groups(k).fold(0i64, |a, g| a.saturating_add(g.bytes));
+        let act = union_len_of(groups(k).map(|g| g.u.iter()));
         dyn_n += n;
         dyn_b = dyn_b.saturating_add(by);
         dyn_act += act;
@@ -1001,7 +959,7 @@ pub fn write_gathered(
     }
     let st_n = all - dyn_n;
     let st_b = all_bytes - dyn_b;
-    let st_act = facts.groups[2].active_ps;
+    let st_act = union_len_of(groups(2).map(|g| g.u.iter()));
     b.set(sm::STATIC_DMA_ACTIVE_TIME, f32c(secs(st_act)));
     b.set(sm::STATIC_DMA_ACTIVE_TIME_PERCENT, f32c(dfrac(st_act)));
     b.set(

@@ -24,7 +24,7 @@ mod table_api;
 const WINDOW: u64 = 4 << 20;
 
 /// Reads at least this long bypass the window: the time-ordered DMA pass reads each sorted run
-/// in `ntff::dma::RUN_CHUNK` (64 KiB) pieces, and real captures interleave up to one run per DMA
+/// in pieces of at least `ntff::dma::RUN_CHUNK` (64 KiB), and real captures interleave up to one run per DMA
 /// engine, so serving those through the single window would refill 4 MiB per 64 KiB piece.
 const DIRECT_READ: u64 = 32 << 10;
 const _: () = assert!(crate::ntff::dma::RUN_CHUNK as u64 >= DIRECT_READ);
@@ -572,7 +572,7 @@ impl Session {
         })
     }
     /// The first half of a device decode split over two workers: [`Session::process`] without
-    /// the NTFF's time-ordered DMA pass and without the Summary, derived, `Warning` and
+    /// the NTFF's DMA rows (decoded by another worker) and without the Summary, derived, `Warning` and
     /// `SchemaFields` tables, which [`Session::finish_split`] writes once another worker's
     /// [`Session::dma_side`] is done (or without it). The tables so far and the timeline
     /// summaries are kept under the key. Returns `{key, pending: true, stored, wasm_memory_bytes}`.
@@ -588,7 +588,7 @@ impl Session {
         let js = self.decode_stored(&key, progress, Some(0), |s, sink, cb| {
             let inv = s.inventory()?;
             let opts = crate::profile::DeviceOptions {
-                times_elsewhere: true,
+                dma_elsewhere: true,
                 ..Default::default()
             };
             let p = crate::profile::begin_device(
@@ -609,10 +609,12 @@ impl Session {
         }
         Ok(js)
     }
-    /// The other worker's half of a split device decode: the NTFF's time-ordered DMA pass
-    /// ([`crate::profile::dma_side_device`]), its `DmaUsage` table stored under the key in this
-    /// worker's store. Returns `{key, side, stored}`: `side` is JSON text for
-    /// [`Session::finish_split`] (i64 sums stay exact), `stored` the files to hand over (then
+    /// The other worker's half of a split device decode: the NTFF's DMA rows
+    /// ([`crate::profile::dma_side_device`]: `DmaPacket`, `DmaPacketAggregated`)
+    /// stored under the key in this worker's store, with the level-of-detail summaries of those
+    /// rows. Returns `{key, side, lod, stored}`: `side` is JSON text for
+    /// [`Session::finish_split`] (i64 sums stay exact), `lod` the summaries
+    /// ([`crate::lod::Lod::to_bytes`], a Uint8Array), `stored` the files to hand over (then
     /// [`Session::release`] the key here and close the files: the finishing worker opens them).
     pub fn dma_side(
         &mut self,
@@ -626,34 +628,42 @@ impl Session {
         let rows = std::cell::Cell::new(0);
         let trace = RefCell::new(MemoryTrace::default());
         let mut cb = progress_cb(progress, &rows, &trace);
+        let mut lod = crate::lod::LodCollector::new(&mut sink);
         let side = crate::profile::dma_side_device(
             inv,
             &profile_id,
             device_index,
             &|p: &str| self.open(p),
             &mut RowCount {
-                inner: &mut sink,
+                inner: &mut lod,
                 rows: &rows,
             },
             &mut cb,
         )
         .map_err(js_err)?;
+        let lod = lod.lod.to_bytes();
         drop(cb);
-        let text = serde_json::to_string(&side).map_err(|e| JsError::new(&e.to_string()))?;
-        let js = to_js(&serde_json::json!({ "key": key, "side": text }))?;
+        let js = to_js(&serde_json::json!({ "key": key, "side": side.to_json() }))?;
+        let _ = js_sys::Reflect::set(
+            &js,
+            &"lod".into(),
+            &js_sys::Uint8Array::from(lod.as_slice()),
+        );
         self.results.remove(&key);
         self.store(&key, sink, &js)?;
         Ok(js)
     }
     /// Completes a [`Session::process_split`] of `key`: registers `tables` (`[{name, rows, file,
     /// bytes}]`, the other worker's [`Session::dma_side`] files re-opened in this worker's file
-    /// store) and writes the Summary, derived, `Warning` and `SchemaFields` tables from its
-    /// `side` (`None`: that worker failed, so the DMA pass runs here). Returns what
-    /// [`Session::process`] returns. Errors: no pending decode of `key`, a malformed `side`.
+    /// store) and its `lod` summaries, then writes the Summary, derived, `Warning` and
+    /// `SchemaFields` tables with its `side` merged in (`None`: that worker failed, so the DMA side
+    /// is decoded here). Returns what [`Session::process`] returns. Errors: no pending decode of
+    /// `key`, a malformed `side` or `lod`.
     pub fn finish_split(
         &mut self,
         key: String,
         side: Option<String>,
+        lod: Option<Vec<u8>>,
         tables: JsValue,
         progress: &js_sys::Function,
     ) -> std::result::Result<JsValue, JsError> {
@@ -662,13 +672,13 @@ impl Session {
             .remove(&key)
             .ok_or_else(|| JsError::new(&format!("no split decode of {key} to finish")))?;
         let side = match side {
-            Some(t) => Some(
-                serde_json::from_str::<crate::profile::DmaSideResult>(&t)
-                    .map_err(|e| JsError::new(&format!("finish_split: {e}")))?,
-            ),
+            Some(t) => Some(crate::profile::DmaSideResult::from_json(&t).map_err(js_err)?),
             None => None,
         };
         if side.is_some() {
+            if let (Some(bytes), Some(l)) = (lod, self.lods.get_mut(&key)) {
+                l.absorb(&bytes).map_err(js_err)?;
+            }
             let adopted = adopted_tables(&tables)?;
             let stored = self.results.entry(key.clone()).or_default();
             for (name, t) in adopted {

@@ -419,24 +419,62 @@ enum Mode {
     OneThread,
     /// The DMA side on two more threads (`ntff::decode_split`).
     Threads,
-    /// The page's two workers: [`profile::begin_device`] without the time-ordered DMA pass,
-    /// [`neuronscope::ntff::dma_side`] into a sink of its own (the other worker's store), then
-    /// [`profile::finish_device`] with its facts; where `dma_side` refuses (v4/v5), the finish
-    /// runs the pass itself, as the page does when the other worker fails.
+    /// The page's two workers: [`profile::begin_device`] without the DMA side,
+    /// [`profile::dma_side_device`] into a sink of its own (the other worker's store, its
+    /// level-of-detail summaries handed over as bytes), then [`profile::finish_device`] with its
+    /// result; where `dma_side` refuses (v4/v5), the finish decodes the DMA side itself, as the
+    /// page does when the other worker fails.
     Workers,
-    /// [`Mode::Workers`] whose other worker failed: the finish runs the pass.
+    /// [`Mode::Workers`] whose other worker failed: the finish decodes the DMA side.
     WorkersFallback,
 }
 
-/// Tables, Parquet bytes, Summary facts and problems of one device decoded into in-memory
-/// Parquet in `mode`.
+/// A profile's level-of-detail summaries by track (kind, core, name): the track as listed
+/// (without its id) and its buckets over the whole profile (`Lod::query`, 512 buckets).
+fn lod_digest(lod: &neuronscope::lod::Lod) -> BTreeMap<String, (String, Vec<u64>)> {
+    let l = lod.listing();
+    l.tracks
+        .iter()
+        .map(|t| {
+            let mut info = serde_json::to_value(t).unwrap();
+            info.as_object_mut().unwrap().remove("id");
+            let q = lod.query(&[t.id], l.start, l.end, 512);
+            // Layout `[id, width, first, m]` then m × QUERY_FIELDS with `dom` at 3: the id and
+            // the dominant-name codes differ between dictionaries, so the names stand for them.
+            let mut buckets: Vec<u64> = q[1..4].iter().map(|v| v.to_bits()).collect();
+            let mut doms = Vec::new();
+            for b in q[4..].chunks(neuronscope::lod::QUERY_FIELDS) {
+                for (k, v) in b.iter().enumerate() {
+                    if k == 3 {
+                        doms.push(if *v < 0.0 {
+                            String::new()
+                        } else {
+                            l.names.get(*v as usize).cloned().unwrap_or_default()
+                        });
+                    } else {
+                        buckets.push(v.to_bits());
+                    }
+                }
+            }
+            let doms = doms.join(",");
+            (
+                format!("{:?} {} {}", t.kind, t.pcore, t.name),
+                (format!("{info} {doms}"), buckets),
+            )
+        })
+        .collect()
+}
+
+/// Tables, Parquet bytes, Summary facts, problems and level-of-detail summaries of one device
+/// decoded into in-memory Parquet in `mode`.
 fn decode_device(
     inv: &Inventory,
     base: &Path,
     profile_id: &str,
     device: usize,
     mode: Mode,
-) -> (ParquetFiles, String, String) {
+) -> (ParquetFiles, String, String, String) {
+    use neuronscope::lod::LodCollector;
     use neuronscope::sink::ParquetSink;
     let open =
         |p: &str| -> Result<Box<dyn ByteSource>> { Ok(Box::new(FileSource::open(&base.join(p))?)) };
@@ -445,9 +483,10 @@ fn decode_device(
     };
     let opts = profile::DeviceOptions {
         dma_open: (mode == Mode::Threads).then_some(&shared as profile::SyncOpener<'_>),
-        times_elsewhere: matches!(mode, Mode::Workers | Mode::WorkersFallback),
+        dma_elsewhere: matches!(mode, Mode::Workers | Mode::WorkersFallback),
     };
-    let mut sink = ParquetSink::new(|_t: &str| Ok(Vec::<u8>::new()));
+    let mut parquet = ParquetSink::new(|_t: &str| Ok(Vec::<u8>::new()));
+    let mut sink = LodCollector::new(&mut parquet);
     let mut last = (0, 0);
     let mut progress = |stage: &str, done, total| {
         if stage == "NTFF" {
@@ -464,7 +503,8 @@ fn decode_device(
         &opts,
     )
     .unwrap();
-    let mut other = ParquetSink::new(|_t: &str| Ok(Vec::<u8>::new()));
+    let mut other_parquet = ParquetSink::new(|_t: &str| Ok(Vec::<u8>::new()));
+    let mut other = LodCollector::new(&mut other_parquet);
     let side = match (mode, pending.ntff()) {
         (Mode::Workers, Some(ntff)) => {
             let mut seen = (0, 0);
@@ -482,23 +522,28 @@ fn decode_device(
                     "{ntff}: DMA-side progress reaches its total"
                 );
             }
-            // Crosses between workers as JSON text.
+            // Crosses between workers as JSON text, the summaries as bytes.
+            if f.is_ok() {
+                sink.lod.absorb(&other.lod.to_bytes()).unwrap();
+            }
             f.ok()
-                .map(|f| serde_json::from_str(&serde_json::to_string(&f).unwrap()).unwrap())
+                .map(|f| profile::DmaSideResult::from_json(&f.to_json()).unwrap())
         }
         _ => None,
     };
     assert_eq!(
-        pending.needs_dma_facts(),
-        opts.times_elsewhere && pending.ntff().is_some()
+        pending.needs_dma_side(),
+        opts.dma_elsewhere && pending.ntff().is_some()
     );
     let r = profile::finish_device(pending, side, &open, &mut sink, &mut progress).unwrap();
     // The time-ordered DMA pass counts too: no "100 %" long before the end.
     if r.problems.iter().all(|p| p.severity != Severity::Error) {
         assert_eq!(last.0, last.1, "{profile_id}: progress reaches the total");
     }
-    let mut tables = sink.into_outputs().unwrap();
-    for (name, t) in other.into_outputs().unwrap() {
+    let mut lod = sink.lod;
+    lod.finish(Some(0));
+    let mut tables = parquet.into_outputs().unwrap();
+    for (name, t) in other_parquet.into_outputs().unwrap() {
         assert!(
             tables.insert(name, t).is_none(),
             "{name} written by both workers"
@@ -508,6 +553,7 @@ fn decode_device(
         tables,
         serde_json::to_string(&r.summary).unwrap(),
         format!("{:?}", r.problems),
+        format!("{:?}", lod_digest(&lod)),
     )
 }
 
@@ -548,7 +594,7 @@ fn split_decode_equals_one_thread() {
         demo,
         cut.clone(),
     ];
-    let (mut compared, mut devices, mut cut_problems) = (0, 0, 0);
+    let (mut compared, mut devices, mut cut_problems, mut dma_tracks) = (0, 0, 0, 0);
     for dir in &dirs {
         let (inv, base) = scan(dir);
         for p in &inv.profiles {
@@ -556,9 +602,9 @@ fn split_decode_equals_one_thread() {
                 if d.ntff.is_none() {
                     continue;
                 }
-                let (t1, s1, p1) = decode_device(&inv, &base, &p.id, i, Mode::OneThread);
+                let (t1, s1, p1, l1) = decode_device(&inv, &base, &p.id, i, Mode::OneThread);
                 for mode in [Mode::Threads, Mode::Workers, Mode::WorkersFallback] {
-                    let (t2, s2, p2) = decode_device(&inv, &base, &p.id, i, mode);
+                    let (t2, s2, p2, l2) = decode_device(&inv, &base, &p.id, i, mode);
                     assert_eq!(
                         t1.keys().collect::<Vec<_>>(),
                         t2.keys().collect::<Vec<_>>(),
@@ -573,6 +619,12 @@ fn split_decode_equals_one_thread() {
                     }
                     assert_eq!(s1, s2, "{} {mode:?}: summary", d.name);
                     assert_eq!(p1, p2, "{} {mode:?}: problems", d.name);
+                    assert!(
+                        l1 == l2,
+                        "{} {mode:?}: level-of-detail summaries differ",
+                        d.name
+                    );
+                    dma_tracks += l1.matches("\"Dma ").count();
                 }
                 if *dir == cut {
                     cut_problems += p1.matches("Problem {").count();
@@ -587,6 +639,8 @@ fn split_decode_equals_one_thread() {
     );
     assert!(devices >= 8, "only {devices} devices");
     assert!(compared >= 180, "only {compared} tables compared");
+    // The DMA queue tracks (built by the other worker in `Mode::Workers`) were compared.
+    assert!(dma_tracks >= 30, "{dma_tracks} DMA tracks compared");
     // The cut file must have exercised the problem merge.
     assert!(cut_problems >= 2, "{cut_problems} problems on the cut NTFF");
 }

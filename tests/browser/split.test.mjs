@@ -1,6 +1,6 @@
 // A device decode split over two workers (www/src/client.ts `splitDecode`): one worker decodes
-// everything but the NTFF's time-ordered DMA pass, a second runs that pass into its own OPFS
-// directory and hands its DmaUsage file over, the first writes the Summary. Every table must be
+// everything but the NTFF's DMA side, a second decodes that into its own OPFS directory and hands
+// its files and timeline summaries over, the first writes the Summary. Every table must be
 // byte for byte what one worker writes, the split must really happen (the jobs panel names the
 // second worker), and when the second worker crashes the first runs the pass itself and the
 // tables are still the same. `?split=always` splits the small real capture used here (the page
@@ -63,9 +63,9 @@ test('split over two workers: the same tables as one worker, and the same again 
 
   const two = await decode('split=always&workers=2');
   assert.equal(two.job.state, 'done', two.job.text);
-  assert.equal(two.job.helper, '1', `the DMA pass ran on the second worker: ${two.job.text}`);
+  assert.equal(two.job.helper, '1', `the DMA side ran on the second worker: ${two.job.text}`);
   assert.equal(two.job.helperError, '', two.job.text);
-  assert.match(two.job.text, /DMA pass on worker 2/);
+  assert.match(two.job.text, /DMA side on worker 2/);
   assert.equal(two.count, one.count);
   assert.deepEqual([...two.tables.keys()].sort(), [...one.tables.keys()].sort(), 'the same tables');
   for (const [name, crc] of one.tables) assert.deepEqual(two.tables.get(name), crc, `${name}: same bytes (CRC-32, size)`);

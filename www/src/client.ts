@@ -84,7 +84,7 @@ export interface Job {
   bytes: number;
   /** Worker index. */
   worker: number;
-  /** The worker that ran the time-ordered DMA pass of a split decode (null: not split). */
+  /** The worker that decoded the DMA side of a split decode (null: not split). */
   helper: number | null;
   /** Why that worker's half was not used (it failed; the pass ran on `worker`), else null. */
   helperError: string | null;
@@ -522,12 +522,13 @@ export class CoreClient {
 
   /**
    * A device decode, split over two workers when it pays: a v6 NTFF of at least `splitFrom`
-   * bytes, tables on OPFS and a second worker allowed. `slot` decodes everything but the
-   * time-ordered DMA pass (`processSplit`) while another worker runs that pass (`dmaSide`,
-   * `DmaUsage` into its own directory); then `slot` takes its files and facts and writes the
+   * bytes, tables on OPFS and a second worker allowed. `slot` decodes the NEFF, instructions,
+   * semaphores and throttles (`processSplit`) while another worker decodes the DMA side
+   * (`dmaSide`: DmaPacket, DmaPacketAggregated and DmaUsage into its own directory, with their
+   * timeline summaries); then `slot` takes its files, summaries and figures and writes the
    * Summary and derived tables (`finishSplit`). The tables are those one worker writes
    * (crate/tests/end_to_end.rs `split_decode_equals_one_thread`, tests/browser/split.test.mjs).
-   * When the other worker fails or crashes, `slot` runs the pass itself. Else one `process`.
+   * When the other worker fails or crashes, `slot` decodes the DMA side itself. Else one `process`.
    */
   private async splitDecode(slot: Slot, req: Extract<Request, { op: 'process' }>, progress?: Progress, job?: Job): Promise<ReplyMap['process']> {
     const dev = this.inventory?.profiles.find((q) => q.id === req.profileId)?.devices[req.deviceIndex];
@@ -541,19 +542,26 @@ export class CoreClient {
       job.helper = helper.index;
     }
     const { profileId, deviceIndex } = req;
+    // Each half's span, for scripts/bench-lod.mjs ("page spans").
+    const t0 = performance.now();
     const side = this.raw(helper, { op: 'dmaSide', profileId, deviceIndex })
       .catch((e: unknown) => (e instanceof Error ? e : new Error(String(e))))
       .finally(() => {
+        performance.measure('split: DMA rows (second worker)', { start: t0 });
         helper.decoding = Math.max(0, helper.decoding - 1);
         if (job !== undefined) this.helpers.delete(job.id);
       });
     try {
       const first = await this.raw(slot, { op: 'processSplit', profileId, deviceIndex }, progress, job);
+      performance.measure('split: the rest (owner)', { start: t0 });
       const key = first.key;
       const other = await side;
+      const t1 = performance.now();
       const handed = other instanceof Error || other.tables.some((t) => t.file === '') ? null : other;
       if (job !== undefined && handed === null) job.helperError = other instanceof Error ? other.message : 'its table stayed in memory';
-      return await this.raw(slot, { op: 'finishSplit', key, side: handed?.side ?? null, tables: handed?.tables ?? [] }, progress, job);
+      const done = await this.raw(slot, { op: 'finishSplit', key, side: handed?.side ?? null, lod: handed?.lod ?? null, tables: handed?.tables ?? [] }, progress, job);
+      performance.measure('split: finish (owner)', { start: t1 });
+      return done;
     } catch (e) {
       // This worker failed: the other one's files are not needed.
       void side.then((o) => (o instanceof Error ? undefined : this.raw(helper, { op: 'dropHanded', tables: o.tables }))).catch(() => {});

@@ -65,10 +65,11 @@ export interface HandedTable {
   bytes: number;
 }
 
-/** Reply to `dmaSide`: the facts for `finishSplit` (JSON text: i64 sums stay exact) and the files written. */
+/** Reply to `dmaSide`: its result for `finishSplit` (JSON text: i64 sums stay exact), the timeline summaries of its rows (crate::lod `Lod::to_bytes`) and the files written. */
 export interface DmaSideReply {
   key: string;
   side: string;
+  lod: Uint8Array;
   tables: HandedTable[];
 }
 
@@ -103,12 +104,12 @@ export type Request =
   | { op: 'load'; files: PickedFile[] }
   | { op: 'demo' }
   | { op: 'process'; profileId: string; deviceIndex: number }
-  /** A device decode split over two workers (client.ts `splitDecode`): this worker's half, without the time-ordered DMA pass and the Summary. */
+  /** A device decode split over two workers (client.ts `splitDecode`): this worker's half, without the NTFF's DMA side and the Summary. */
   | { op: 'processSplit'; profileId: string; deviceIndex: number }
-  /** The other worker's half: the time-ordered DMA pass, its `DmaUsage` table handed over (the files closed here, not deleted). */
+  /** The other worker's half: the DMA side, its tables handed over (the files closed here, not deleted) with their timeline summaries. */
   | { op: 'dmaSide'; profileId: string; deviceIndex: number }
-  /** Completes a `processSplit` with the other worker's `dmaSide` (`side` null: it failed, the pass runs here). */
-  | { op: 'finishSplit'; key: string; side: string | null; tables: HandedTable[] }
+  /** Completes a `processSplit` with the other worker's `dmaSide` (`side` null: it failed, the DMA side is decoded here). */
+  | { op: 'finishSplit'; key: string; side: string | null; lod: Uint8Array | null; tables: HandedTable[] }
   /** Deletes files this worker handed over in a `dmaSide` that were never taken (the finishing worker failed). */
   | { op: 'dropHanded'; tables: HandedTable[] }
   | { op: 'processSystem'; profileId: string }

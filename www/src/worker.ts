@@ -18,8 +18,8 @@ interface WasmSession extends CoreSession {
   adopt?(key: string, tables: { name: string; rows: number; file: number; bytes: number }[]): void;
   /** The split device decode's halves (crate/src/wasm.rs `process_split`, `dma_side`, `finish_split`). */
   process_split?(profileId: string, deviceIndex: number, progress: ProgressFn): { key: string; pending: true } & StoredInfo;
-  dma_side?(profileId: string, deviceIndex: number, progress: ProgressFn): { key: string; side: string } & StoredInfo;
-  finish_split?(key: string, side: string | undefined, tables: { name: string; rows: number; file: number; bytes: number }[], progress: ProgressFn): ProcessResult & StoredInfo;
+  dma_side?(profileId: string, deviceIndex: number, progress: ProgressFn): { key: string; side: string; lod: Uint8Array } & StoredInfo;
+  finish_split?(key: string, side: string | undefined, lod: Uint8Array | undefined, tables: { name: string; rows: number; file: number; bytes: number }[], progress: ProgressFn): ProcessResult & StoredInfo;
 }
 type ProgressFn = (stage: string, done: number, total: number, rows?: number) => void;
 interface WasmModule extends Omit<CoreModule, 'Session'> {
@@ -282,8 +282,8 @@ async function handle(msg: Envelope): Promise<void> {
     case 'dmaSide': {
       const s = current();
       if (s.dma_side === undefined || store === null) throw new Error('this worker cannot run the DMA side of a split decode');
-      // DmaUsage is ≈ 4 % of the NTFF (Parquet) on the real-mix capture: room for it.
-      await prepareStore(inputBytes([ntffOf(msg.profileId, msg.deviceIndex)]) * 0.1);
+      // The DMA tables are most of the Parquet on a real-mix capture.
+      await prepareStore(inputBytes([ntffOf(msg.profileId, msg.deviceIndex)]));
       const armed = fault !== null && fault.step === 'dmaSide' && ntffOf(msg.profileId, msg.deviceIndex).includes(fault.on);
       core().arm_test_fault?.(armed ? fault!.kind : '', 'dmaSide');
       const result = s.dma_side(msg.profileId, msg.deviceIndex, (stage, done, total, rows) => {
@@ -300,7 +300,8 @@ async function handle(msg: Envelope): Promise<void> {
       s.release(result.key);
       store.forget(result.key);
       if (tables.some((t) => t.file === '')) throw new Error('the DMA side kept a table in memory (the file store had no free file)');
-      post({ kind: 'reply', id, ok: true, value: { key: result.key, side: result.side, tables } });
+      const lod = result.lod;
+      post({ kind: 'reply', id, ok: true, value: { key: result.key, side: result.side, lod, tables } }, [lod.buffer]);
       return;
     }
     case 'dropHanded': {
@@ -320,7 +321,7 @@ async function handle(msg: Envelope): Promise<void> {
       const tables = msg.side === null ? [] : msg.tables.map((t, i) => ({ name: t.name, rows: t.rows, file: ids[i]?.id ?? -1, bytes: ids[i]?.bytes ?? 0 }));
       let result: ProcessResult & StoredInfo;
       try {
-        result = s.finish_split(msg.key, msg.side ?? undefined, tables, (stage, done, total, rows) => {
+        result = s.finish_split(msg.key, msg.side ?? undefined, msg.lod ?? undefined, tables, (stage, done, total, rows) => {
           post({ kind: 'progress', id, stage, done: Number(done), total: Number(total), rows: Number(rows ?? 0) });
         });
       } finally {

@@ -54,10 +54,12 @@ pub struct DecodeContext {
     /// Debug info of the paired NEFF (`crate::neff::debug::load`): fills compiler_pc, BIR,
     /// Penguin, HLO and NKI columns of `Instruction` (ntff.md §7.3, neff.md §9.3).
     pub attribution: Option<std::sync::Arc<crate::neff::debug::NeffDebug>>,
-    /// Leave the time-ordered DMA pass (`DmaUsage`, the Summary's DMA fields) to another
-    /// worker ([`dma_side`]): the report's `DmaTimes` stay empty until its
-    /// [`DecodeReport::dma_facts`] are set. The page's split decode; `false` everywhere else.
-    pub times_elsewhere: bool,
+    /// Leave every core's DMA rows (`DmaPacket`, `DmaPacketAggregated`) to another worker
+    /// ([`dma_side`]): this decode runs each core's time-ordered pass from its own scan of the
+    /// records (`DmaUsage`, the Summary's DMA fields) and its row figures stay zero until
+    /// [`DecodeReport::merge_dma`] adds that worker's. The page's split decode; `false`
+    /// everywhere else.
+    pub dma_elsewhere: bool,
 }
 
 /// Which zero point the timestamps use (ntff.md §5.3).
@@ -150,10 +152,52 @@ pub struct DecodeReport {
     /// is ⌊(t − t0) / 10⁶⌋ ns. Used by `crate::derived` to redo exact interval arithmetic.
     #[serde(skip)]
     pub origin_fs: i128,
-    /// The Summary's DMA fields when another worker ran the time-ordered pass
-    /// ([`DecodeContext::times_elsewhere`], [`dma_side`]); `None`: from `cores[].dma.times`.
+    /// With [`DecodeContext::dma_elsewhere`]: per core, where in `problems` its DMA problems go
+    /// (where the one-thread decode puts them).
     #[serde(skip)]
-    pub dma_facts: Option<crate::summary::DmaFacts>,
+    pub dma_at: Vec<usize>,
+}
+
+/// What [`dma_side`] found: per core (NTFF subgraph order) the DMA row statistics and the row
+/// pass's problems.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DmaSide {
+    /// Per core: `DmaPacket` / `DmaPacketAggregated` statistics and problems.
+    pub cores: Vec<(DmaCoreStats, Vec<Problem>)>,
+}
+
+impl DecodeReport {
+    /// Completes a decode made with [`DecodeContext::dma_elsewhere`] with the other worker's
+    /// [`DmaSide`]: each core's DMA row statistics (its throttle count and time-ordered pass
+    /// kept), its problems put back in order, the DMA totals and trace counts. The report then
+    /// equals the one-thread decode's (`end_to_end::split_decode_equals_one_thread`).
+    pub fn merge_dma(&mut self, side: DmaSide) {
+        let at = std::mem::take(&mut self.dma_at);
+        // Back to front, so the earlier insertion points stay valid.
+        for (i, (stats, ps)) in side.cores.into_iter().enumerate().rev() {
+            let Some(c) = self.cores.get_mut(i) else {
+                continue;
+            };
+            let throttles = c.dma.throttles;
+            let times = std::mem::take(&mut c.dma.times);
+            c.dma = stats;
+            c.dma.throttles = throttles;
+            c.dma.times = times;
+            let p = at
+                .get(i)
+                .copied()
+                .unwrap_or(self.problems.len())
+                .min(self.problems.len());
+            self.problems.splice(p..p, ps);
+        }
+        for c in &mut self.cores {
+            let dma = c.dma.packets + c.dma.aggregated;
+            c.trace_count += dma;
+            self.trace_count += dma;
+            self.dma_packets += c.dma.packets;
+            self.dma_bytes += c.dma.bytes;
+        }
+    }
 }
 
 /// Hardware constants by instance family. Values observed in the JSON exports' `metadata`
@@ -685,13 +729,13 @@ pub fn decode_split<S: ByteSource + ?Sized>(
     decode_with(src, Some(dma_src), ctx, sink, progress)
 }
 
-/// The other half of a decode with [`DecodeContext::times_elsewhere`]: every core's
-/// time-ordered DMA pass over `src` (the same NTFF), its `DmaUsage` rows sent to `sink` (the
-/// batches [`decode`] would write), reduced to the Summary's DMA facts. `file` names problems;
-/// `progress(done, total)` counts DMA-buffer bytes read. Each core's plan comes from its own scan
-/// of the records (`dma_plan`), so it equals the row pass's. The window is the execution
-/// record's (v6), else it opens at `origin_fs` ([`DecodeReport::origin_fs`] of the decode:
-/// v4/v5 find their origin in the instruction records).
+/// The other half of a decode with [`DecodeContext::dma_elsewhere`]: every core's DMA rows over
+/// `src` (the same NTFF) as the one-thread decode writes them — `DmaPacket` and
+/// `DmaPacketAggregated` (ids from `first_dma_id`, [`DecodeContext::first_dma_id`]) sent to
+/// `sink` — with each core's statistics and problems, for [`DecodeReport::merge_dma`]. `file`
+/// names problems; `progress(done, total)` counts DMA-buffer bytes. The window is the execution
+/// record's (v6), else it opens at `origin_fs` ([`DecodeReport::origin_fs`] of the decode: v4/v5
+/// find their origin in the instruction records).
 ///
 /// Errors: those of [`read_info`]; an NTFF without trace data, or without an execution record
 /// and `origin_fs`, is an [`Error::Other`]; sink errors.
@@ -699,11 +743,12 @@ pub fn dma_side<S: ByteSource + ?Sized>(
     src: &S,
     file: &str,
     origin_fs: Option<i128>,
+    first_dma_id: i64,
     sink: &mut dyn TableSink,
     progress: &mut dyn FnMut(u64, u64),
-) -> Result<crate::summary::DmaFacts> {
+) -> Result<DmaSide> {
     let info = read_info(src)?
-        .ok_or_else(|| Error::Other(format!("{file}: empty NTFF, no DMA pass to run")))?;
+        .ok_or_else(|| Error::Other(format!("{file}: empty NTFF, no DMA side to decode")))?;
     let window = match (info.executions.first(), origin_fs) {
         (Some(x), _) => Window {
             t0: x.start as i128 * 1000,
@@ -712,34 +757,42 @@ pub fn dma_side<S: ByteSource + ?Sized>(
         (None, Some(t0)) => Window { t0, t1: None },
         (None, None) => {
             return Err(Error::Other(format!(
-                "{file}: no execution record (NTFF v{}): the DMA pass needs the instruction side's time origin",
+                "{file}: no execution record (NTFF v{}): the DMA side needs the instruction side's time origin",
                 info.version
             )))
         }
     };
     let first_core = info.subgraphs.first().map_or(0, |s| s.core);
-    let total = super::dma::dma_buffer_bytes(&info).saturating_mul(2);
+    let total = super::dma::dma_buffer_bytes(&info);
     let mut done = 0u64;
-    let mut times = Vec::with_capacity(info.subgraphs.len());
-    for (pcore, sg) in info.subgraphs.iter().enumerate() {
-        let plan = super::dma::dma_plan(src, &info, sg, pcore, first_core, window, file)?;
-        // The plan scan read the core's DMA buffers once.
-        let scanned = super::dma::dma_buffers(sg)
-            .map(|b| b.size)
-            .fold(0u64, u64::saturating_add);
-        done = done.saturating_add(scanned);
+    let mut prog = |n: u64| {
+        done = done.saturating_add(n);
         progress(done.min(total), total);
-        let mut prog = |n: u64| {
-            done = done.saturating_add(n);
-            progress(done.min(total), total);
+    };
+    let (mut next_id, mut next_agg) = (first_dma_id, 0i64);
+    let mut cores = Vec::with_capacity(info.subgraphs.len());
+    for (pcore, sg) in info.subgraphs.iter().enumerate() {
+        let mut stats = DmaCoreStats::default();
+        let mut problems = Vec::new();
+        let io = NtffIo {
+            src,
+            info: &info,
+            window,
+            file,
+            problems: &mut problems,
+            progress: &mut prog,
+            sink: &mut *sink,
         };
-        times.push(super::dma::dma_times(
-            src, &info, sg, &plan, sink, &mut prog,
-        )?);
+        let ids = DmaIds {
+            packet: &mut next_id,
+            aggregated: &mut next_agg,
+        };
+        super::dma::dma_rows(io, sg, pcore, first_core, ids, &mut stats)?;
+        cores.push((stats, problems));
     }
     // Buffers cut short read fewer bytes than their descriptors say.
-    progress(total, total);
-    Ok(crate::summary::DmaFacts::of(times.iter()))
+    prog(total);
+    Ok(DmaSide { cores })
 }
 
 fn decode_with<S: ByteSource + ?Sized>(
@@ -806,12 +859,9 @@ fn decode_with<S: ByteSource + ?Sized>(
         .saturating_add(ev_bytes)
         .saturating_add(if v6 { 0 } else { ins_bytes })
         .saturating_add(dma_bytes_total(&info))
-        // The time-ordered pass reads the DMA buffers once more (unless another worker does).
-        .saturating_add(if ctx.times_elsewhere {
-            0
-        } else {
-            super::dma::dma_buffer_bytes(&info)
-        })
+        // The time-ordered pass reads the DMA buffers once more (with the rows elsewhere, its plan
+        // scan stands for the row pass).
+        .saturating_add(super::dma::dma_buffer_bytes(&info))
         .saturating_add(err_bytes);
     let mut done = 0u64;
     // Bytes the DMA row thread has read (split decode only).
@@ -1125,6 +1175,16 @@ fn decode_with<S: ByteSource + ?Sized>(
             }
             if threads.is_some() {
                 dma_at.push(problems.len());
+            } else if ctx.dma_elsewhere {
+                // The rows are another worker's; the time-ordered pass plans from its own scan.
+                dma_at.push(problems.len());
+                let plan = super::dma::dma_plan(src, &info, sg, pcore, first_core, window, file)?;
+                prog(
+                    super::dma::dma_buffers(sg)
+                        .map(|b| b.size)
+                        .fold(0u64, u64::saturating_add),
+                );
+                cs.dma.times = super::dma::dma_times(src, &info, sg, &plan, out.sink, &mut prog)?;
             } else {
                 let io = NtffIo {
                     src,
@@ -1139,11 +1199,7 @@ fn decode_with<S: ByteSource + ?Sized>(
                     packet: &mut next_dma_id,
                     aggregated: &mut next_agg_id,
                 };
-                if ctx.times_elsewhere {
-                    super::dma::dma_rows(io, sg, pcore, first_core, ids, &mut cs.dma)?;
-                } else {
-                    decode_dma_core(io, sg, pcore, first_core, ids, &mut cs.dma)?;
-                }
+                decode_dma_core(io, sg, pcore, first_core, ids, &mut cs.dma)?;
             }
             last_ends.push(last_end_fs);
             if let Some(le) = last_end_fs {
@@ -1234,7 +1290,11 @@ fn decode_with<S: ByteSource + ?Sized>(
     }
     super::dma::write_dma_queues_info(&info, sink)?;
     report.cores = cores;
+    debug_assert!(report.problems.is_empty());
     report.problems.append(&mut problem_list);
+    if ctx.dma_elsewhere {
+        report.dma_at = dma_at;
+    }
     write_metadata(&info, ctx, &report, hw, sink)?;
     write_execution_info(&info, &report, window, sink)?;
     report.info = info;

@@ -7,7 +7,7 @@
 //! phase-1 records per (engine, queue) stream and [`MAX_OPEN_DMA`] per core.
 //!
 //! After the rows, a second, time-ordered pass over the same records (a k-way merge of the
-//! buffer's runs, each read in [`RUN_CHUNK`]-byte pieces) writes `DmaUsage` online
+//! buffer's runs, each read in pieces of [`RUN_BUDGET`] ÷ runs bytes) writes `DmaUsage` online
 //! ([`crate::derived::DmaUsageSeries`]) and gathers the Summary's DMA fields
 //! ([`crate::summary::DmaTimes`] in [`DmaCoreStats::times`]), so neither keeps a list of the
 //! packets (docs/formats.md "Derived tables" → "Memory").
@@ -38,7 +38,7 @@ pub const PHASE_START: u32 = 1;
 pub const PHASE_END: u32 = 5;
 
 /// Per-core DMA and throttle numbers (for `Summary`, ntff.md §5.2).
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DmaCoreStats {
     /// `DmaPacket` rows written.
     pub packets: u64,
@@ -484,8 +484,17 @@ impl<'a> Pairing<'a> {
 /// Runs of a core's DMA records: the time-ordered pass merges at most this many; a core with
 /// more is handled by sorting its packets instead (memory ∝ packets).
 pub const MAX_RUNS: usize = 64;
-/// Bytes each run's reader holds while the runs are merged.
+/// Bytes each run's reader holds at least while the runs are merged.
 pub const RUN_CHUNK: usize = 64 * 1024;
+/// Bytes all run readers of a core hold together: each reads `RUN_BUDGET / runs` (≥
+/// [`RUN_CHUNK`], ≤ 1 MiB) at a time. In the page each read is a `Blob.slice` + `FileReaderSync`
+/// call (≈ 11 000 of 64 KiB for the 700 MB of DMA buffers of a 1 GB real-mix NTFF), so the budget
+/// is 16 MiB there; natively a read is a `pread` and it stays [`MAX_RUNS`] × [`RUN_CHUNK`].
+pub const RUN_BUDGET: usize = if cfg!(target_arch = "wasm32") {
+    16 << 20
+} else {
+    MAX_RUNS * RUN_CHUNK
+};
 /// A record more than this much (fs, = 1 µs) earlier than the latest one before it starts a new
 /// run; smaller steps back stay in the run and count in its drop ([`Runs::drop`]).
 pub const RUN_CUT_FS: i128 = 1_000_000_000;
@@ -898,7 +907,7 @@ struct Pending {
     usage: bool,
 }
 
-/// Reads one [`Run`] through the source in [`RUN_CHUNK`]-byte pieces.
+/// Reads one [`Run`] through the source in pieces of [`RUN_BUDGET`] ÷ runs bytes.
 struct Cursor {
     /// Absolute offset of record 0 of the run's buffer.
     base: u64,
@@ -914,6 +923,8 @@ struct Cursor {
     read: u64,
     /// Latest time read so far: the run's records still to come are ≥ this − its drop.
     max: i128,
+    /// Records per read.
+    per: u64,
 }
 
 impl Cursor {
@@ -924,7 +935,7 @@ impl Cursor {
         sg: &SubgraphInfo,
     ) -> Option<(u64, Rec, DmaRec)> {
         while self.next < self.end && !self.failed {
-            let per = (RUN_CHUNK / 16) as u64;
+            let per = self.per;
             let have = (self.chunk.len() / 16) as u64;
             if self.next < self.chunk_first || self.next >= self.chunk_first + have {
                 let n = (self.end - self.next).min(per) as usize;
@@ -967,7 +978,7 @@ impl Cursor {
 /// file order (the row pass checked it), so the packets are the rows' packets. A packet is
 /// final at its end record but `DmaUsage` wants start order, so packets wait in a reorder heap
 /// until no packet still to come can start earlier — the earliest open start, or the merge
-/// head (records not read yet). State: [`MAX_RUNS`] × [`RUN_CHUNK`] bytes, the open starts and
+/// head (records not read yet). State: [`RUN_BUDGET`] (at most [`MAX_RUNS`] × [`RUN_CHUNK`]) bytes, the open starts and
 /// the packets overlapping them in time.
 ///
 /// When the records are not mergeable (a stream out of time order, more than [`MAX_RUNS`] runs,
@@ -999,6 +1010,7 @@ impl TimePass<'_> {
             bufs.get(buf)
                 .and_then(|b| self.info.blob_offset.checked_add(b.offset))
         };
+        let per = (RUN_BUDGET / runs.len().max(1)).clamp(RUN_CHUNK, 1 << 20) as u64 / 16;
         let mut cursors: Vec<Cursor> = runs
             .iter()
             .filter_map(|r| {
@@ -1012,6 +1024,7 @@ impl TimePass<'_> {
                     failed: false,
                     read: 0,
                     max: i128::MIN,
+                    per,
                 })
             })
             .collect();

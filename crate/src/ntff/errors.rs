@@ -71,7 +71,7 @@ pub(super) fn decode_errors<S: ByteSource + ?Sized>(
 
 /// Records of one kind the decoder set aside instead of turning into rows: how many, and the
 /// absolute file offset (bytes) of the first, so a report can point at the damage.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Tally {
     /// Records set aside.
     pub count: u64,
@@ -113,7 +113,7 @@ pub struct InsSetAside {
 }
 
 /// Per core: the DMA records of each kind the decoder set aside (ntff.md §4.4).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DmaSetAside {
     /// Records of a phase other than start (1) and end (5).
     pub other_phase: Tally,

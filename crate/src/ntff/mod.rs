@@ -16,7 +16,9 @@ pub mod raw;
 mod split;
 pub mod write;
 
-pub use decode::{decode, decode_split, dma_side, DecodeContext, DecodeReport, TimeOrigin};
+pub use decode::{
+    decode, decode_split, dma_side, DecodeContext, DecodeReport, DmaSide, TimeOrigin,
+};
 
 use prost::Message;
 

@@ -1381,7 +1381,7 @@ mod tests {
             semaphore_names: vec![names],
             first_instruction_id: 1000,
             attribution: None,
-            times_elsewhere: false,
+            dma_elsewhere: false,
         };
         let r = decode(&SliceSource(&bytes), &ctx, &mut t, &mut |_, _| {}).unwrap();
         (bytes, s, t, r)

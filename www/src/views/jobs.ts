@@ -57,7 +57,7 @@ export function jobText(job: Job, now: number): string {
       if (job.error !== null) return `${name}: failed after ${duration(took)} (${job.error}) · ${int(job.rows)} rows kept`;
       return [`${name}: done in ${duration(took)}`, `${int(job.rows)} rows`, job.cleared === true ? 'tables cleared' : `${bytes(job.storedBytes)} stored`,
         `${(job.bytes / 1e6 / Math.max(took, 1e-3)).toFixed(1)} MB/s`, job.wasmMemory > 0 ? `wasm memory ${bytes(job.wasmMemory)}` : '',
-        (job.helper ?? null) === null ? '' : (job.helperError ?? null) === null ? `DMA pass on worker ${(job.helper ?? 0) + 1}` : `DMA pass redone on worker ${job.worker + 1} (${job.helperError})`]
+        (job.helper ?? null) === null ? '' : (job.helperError ?? null) === null ? `DMA side on worker ${(job.helper ?? 0) + 1}` : `DMA side redone on worker ${job.worker + 1} (${job.helperError})`]
         .filter((x) => x !== '')
         .join(' · ');
     case 'cancelled':
