@@ -63,7 +63,7 @@ test(`a ${MB} MB synthetic NTFF decodes with the worker's wasm memory under 256 
   }
 });
 
-test('a decode cancelled mid-way ends as cancelled, its worker (and the one running its DMA pass) is replaced, and the replacement takes the next decode', async () => {
+test('a decode cancelled mid-way ends as cancelled, its worker (and the one decoding its DMA rows) is replaced, and the replacement takes the next decode', async () => {
   const b = await launch();
   try {
     const { page } = b;
