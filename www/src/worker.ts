@@ -130,6 +130,11 @@ function post(msg: FromWorker, transfer: Transferable[] = []): void {
   scope.postMessage(msg, transfer);
 }
 
+/** The core's progress callback for request `id`: each report posted to the page. */
+function progressTo(id: number): ProgressFn {
+  return (stage, done, total, rows) => post({ kind: 'progress', id, stage, done: Number(done), total: Number(total), rows: Number(rows ?? 0) });
+}
+
 function describe(e: unknown): string {
   if (e instanceof Error) return e.message || e.name;
   if (typeof e === 'string') return e;
@@ -255,9 +260,7 @@ async function handle(msg: Envelope): Promise<void> {
       // Test hook only: the core fails at its next NTFF progress report, inside this call.
       core().arm_test_fault?.(faultFor(msg.profileId, msg.deviceIndex), 'process');
       shownNtff = '';
-      const result = s.process(msg.profileId, msg.deviceIndex, (stage: string, done: number, total: number, rows?: number) => {
-        post({ kind: 'progress', id, stage, done: Number(done), total: Number(total), rows: Number(rows ?? 0) });
-      });
+      const result = s.process(msg.profileId, msg.deviceIndex, progressTo(id));
       shown = result.key;
       shownNtff = ntffOf(msg.profileId, msg.deviceIndex);
       // The decode's spill is read back by then (Summary and derived tables written).
@@ -272,9 +275,7 @@ async function handle(msg: Envelope): Promise<void> {
       await prepareStore(inputBytes([ntffOf(msg.profileId, msg.deviceIndex)]));
       core().arm_test_fault?.(faultFor(msg.profileId, msg.deviceIndex), 'process');
       shownNtff = '';
-      const result = s.process_split(msg.profileId, msg.deviceIndex, (stage, done, total, rows) => {
-        post({ kind: 'progress', id, stage, done: Number(done), total: Number(total), rows: Number(rows ?? 0) });
-      });
+      const result = s.process_split(msg.profileId, msg.deviceIndex, progressTo(id));
       pendingSplits++;
       post({ kind: 'reply', id, ok: true, value: withFiles(result) });
       return;
@@ -286,9 +287,7 @@ async function handle(msg: Envelope): Promise<void> {
       await prepareStore(inputBytes([ntffOf(msg.profileId, msg.deviceIndex)]));
       const armed = fault !== null && fault.step === 'dmaSide' && ntffOf(msg.profileId, msg.deviceIndex).includes(fault.on);
       core().arm_test_fault?.(armed ? fault!.kind : '', 'dmaSide');
-      const result = s.dma_side(msg.profileId, msg.deviceIndex, (stage, done, total, rows) => {
-        post({ kind: 'progress', id, stage, done: Number(done), total: Number(total), rows: Number(rows ?? 0) });
-      });
+      const result = s.dma_side(msg.profileId, msg.deviceIndex, progressTo(id));
       const raw = (result.stored ?? []) as (StoredTable & { file?: unknown; rows?: number })[];
       const tables = raw.map((t) => ({
         name: t.name,
@@ -321,9 +320,7 @@ async function handle(msg: Envelope): Promise<void> {
       const tables = msg.side === null ? [] : msg.tables.map((t, i) => ({ name: t.name, rows: t.rows, file: ids[i]?.id ?? -1, bytes: ids[i]?.bytes ?? 0 }));
       let result: ProcessResult & StoredInfo;
       try {
-        result = s.finish_split(msg.key, msg.side ?? undefined, msg.lod ?? undefined, tables, (stage, done, total, rows) => {
-          post({ kind: 'progress', id, stage, done: Number(done), total: Number(total), rows: Number(rows ?? 0) });
-        });
+        result = s.finish_split(msg.key, msg.side ?? undefined, msg.lod ?? undefined, tables, progressTo(id));
       } finally {
         pendingSplits = Math.max(0, pendingSplits - 1);
       }
@@ -338,9 +335,7 @@ async function handle(msg: Envelope): Promise<void> {
       if (s.process_system === undefined) throw new Error('this build of the core cannot decode system traces');
       releaseShown(s);
       await prepareStore(inputBytes(scanned?.profiles.find((p) => p.id === msg.profileId)?.system_files ?? []));
-      const result = s.process_system(msg.profileId, (stage: string, done: number, total: number, rows?: number) => {
-        post({ kind: 'progress', id, stage, done: Number(done), total: Number(total), rows: Number(rows ?? 0) });
-      });
+      const result = s.process_system(msg.profileId, progressTo(id));
       shown = result.key;
       post({ kind: 'reply', id, ok: true, value: withFiles(result) });
       return;
