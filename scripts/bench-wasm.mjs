@@ -4,13 +4,17 @@
 // paired and decoded into Parquet tables that stream to each worker's OPFS directory
 // (Session.process / process_system through the worker protocol, www/src/protocol.ts).
 //
-// usage: node scripts/bench-wasm.mjs [--pool N] [--store opfs|memory] [--no-spill] [--trace] DIR [DIR...]
+// usage: node scripts/bench-wasm.mjs [--pool N] [--store opfs|memory] [--no-spill] [--trace] [--repeat N] DIR [DIR...]
 //   (needs `npm run build` first)
 // --pool N: N workers (default 1), each with its own wasm instance; the NTFFs of a folder are
 //   dealt round-robin to them and decoded concurrently.
 // --store memory: tables kept in wasm memory (the fallback without OPFS) instead of OPFS.
 // --no-spill: the core keeps its growing decode state in wasm memory instead of spilling full
 //   chunks of it to an OPFS file (crate/src/store.rs `Spill`): the before of an A/B.
+// --repeat N: decode each input N times in a row on its worker ("file (run k)"): the first run
+//   includes the browser's tier-up of the wasm code (Chromium starts every function in its
+//   baseline compiler and optimizes the hot ones while they run), later runs are steady state,
+//   as the native figures are (and as a returning user's cached code is).
 // --trace: after each file, its memory trace (crate/src/wasm.rs `MemoryTrace`): a line each time
 //   the wasm memory grew, with the stage and its progress, the live heap bytes and their peak.
 //
@@ -36,16 +40,18 @@ let pool = 1;
 let store = 'opfs';
 let spill = true;
 let trace = false;
+let repeat = 1;
 const dirs = [];
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '--pool') pool = Math.max(1, Number(args[++i]));
   else if (args[i] === '--store') store = args[++i];
   else if (args[i] === '--no-spill') spill = false;
   else if (args[i] === '--trace') trace = true;
+  else if (args[i] === '--repeat') repeat = Math.max(1, Math.floor(Number(args[++i])));
   else dirs.push(resolve(args[i]));
 }
-if (dirs.length === 0 || !Number.isFinite(pool) || !['opfs', 'memory'].includes(store)) {
-  console.error('usage: node scripts/bench-wasm.mjs [--pool N] [--store opfs|memory] [--no-spill] [--trace] DIR [DIR...]');
+if (dirs.length === 0 || !Number.isFinite(pool) || !Number.isFinite(repeat) || !['opfs', 'memory'].includes(store)) {
+  console.error('usage: node scripts/bench-wasm.mjs [--pool N] [--store opfs|memory] [--no-spill] [--trace] [--repeat N] DIR [DIR...]');
   process.exit(2);
 }
 
@@ -113,7 +119,7 @@ try {
     });
     await page.setInputFiles('#nscope-bench', dir);
     const cpu0 = childCpuSeconds();
-    const r = await page.evaluate(async ({ origin, workerUrl, pool, store, spill }) => {
+    const r = await page.evaluate(async ({ origin, workerUrl, pool, store, spill, repeat }) => {
       const files = Array.from(document.querySelector('#nscope-bench').files);
       const picked = files.map((f) => ({ path: f.webkitRelativePath || f.name, file: f }));
       // Read-only pass (the limit): every NTFF through Blob slices of the decoder's window size.
@@ -178,7 +184,7 @@ try {
         const out = [];
         const t0 = performance.now();
         await Promise.all(workers.map(async (w, wi) => {
-          for (let j = wi; j < jobs.length; j += pool) {
+          for (let j = wi; j < jobs.length; j += pool) for (let run = 1; run <= repeat; run++) {
             const job = jobs[j];
             const t = performance.now();
             const res = await w.call(job.req);
@@ -186,7 +192,7 @@ try {
             const own = job.files ?? [job.file];
             const readMs = own.reduce((n, f) => n + (read.per[f] ?? 0), 0);
             out.push({
-              file: job.file,
+              file: repeat > 1 ? `${job.file} (run ${run})` : job.file,
               readMs,
               worker: wi,
               bytes: job.files ? job.files.reduce((n, f) => n + size(f), 0) : size(job.file),
@@ -208,7 +214,7 @@ try {
       } finally {
         for (const w of workers) w.w.terminate();
       }
-    }, { origin: server.origin, workerUrl: `${server.origin}/assets/${workerAsset}`, pool, store, spill });
+    }, { origin: server.origin, workerUrl: `${server.origin}/assets/${workerAsset}`, pool, store, spill, repeat });
     const cpu = childCpuSeconds() - cpu0;
     if (r.error) throw new Error(`${dir}: ${r.error}`);
     const nb = await ntffBytes(dir);
