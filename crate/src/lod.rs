@@ -31,7 +31,7 @@
 //! Times are int64 ns as in the tables (device: ns from the execution start; system: Unix ns,
 //! docs/format/README.md "Time rules").
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, RecordBatch};
@@ -227,9 +227,14 @@ impl Grid {
         let j = (idx - self.base) as usize;
         let len = self.buckets.len();
         if j >= len {
-            // Grow by doubling but never past the cap: capacity is the memory bound.
-            let want = (j + 1).max(len * 2).min(self.cap.max(j + 1));
-            self.buckets.reserve_exact(want - len);
+            // Grow by doubling the capacity (not the length: a bucket appended past a full
+            // vector would reallocate every time) but never past the cap: capacity is the
+            // memory bound.
+            let have = self.buckets.capacity();
+            if j >= have {
+                let want = (j + 1).max(have * 2).min(self.cap.max(j + 1));
+                self.buckets.reserve_exact(want - len);
+            }
             self.buckets.resize(j + 1, Bucket::EMPTY);
         }
         &mut self.buckets[j]
@@ -308,9 +313,10 @@ struct Track {
 #[derive(Debug, Clone, Default)]
 pub struct Lod {
     tracks: Vec<Track>,
-    index: HashMap<(TrackKind, i64, String), u32>,
+    /// Tracks by grouping value, then (kind, pcore): looked up by `&str`, no key allocated.
+    index: FxHashMap<String, Vec<(TrackKind, i64, u32)>>,
     names: Vec<String>,
-    name_index: HashMap<String, u32>,
+    name_index: FxHashMap<String, u32>,
     /// Axis time 0 of [`Lod::query`] and [`TrackInfo::start`], in the tables' ns.
     pub origin: i64,
 }
@@ -352,7 +358,11 @@ impl Lod {
     }
 
     fn track(&mut self, kind: TrackKind, table: &'static str, pcore: i64, name: &str) -> usize {
-        if let Some(&i) = self.index.get(&(kind, pcore, name.to_string())) {
+        if let Some(&(_, _, i)) = self
+            .index
+            .get(name)
+            .and_then(|v| v.iter().find(|&&(k, p, _)| k == kind && p == pcore))
+        {
             return i as usize;
         }
         let id = self.tracks.len() as u32;
@@ -378,7 +388,10 @@ impl Lod {
             hi: i64::MIN,
             grid: Grid::new(kind.cap()),
         });
-        self.index.insert((kind, pcore, name.to_string()), id);
+        self.index
+            .entry(name.to_string())
+            .or_default()
+            .push((kind, pcore, id));
         id as usize
     }
 
@@ -432,21 +445,43 @@ impl Lod {
                 } else {
                     TrackKind::Engine
                 };
+                // Per dictionary key of this batch: the track last found for it (with its
+                // pcore) and the dominant name's code, so most rows hash and compare no text.
+                let mut key_track: Vec<Option<(i64, usize)>> = vec![None; dict_len(&key)];
+                let mut dom_code: Vec<Option<u32>> = vec![None; dict_len(&dom)];
                 let mut last: Option<(i64, &str, usize)> = None;
                 for i in 0..n {
                     let Some(s) = get(st, i) else { continue };
                     let e = get(en, i).unwrap_or(s);
-                    let (p, k) = (pc(i), sget(&key, i));
-                    let t = match last {
-                        Some((lp, lk, t)) if lp == p && lk == k => t,
-                        _ => {
-                            let t = self.track(kind, def.name, p, k);
-                            last = Some((p, k, t));
+                    let p = pc(i);
+                    let t = match dict_slot(&key, &mut key_track, i) {
+                        Some(Some((kp, t))) if *kp == p => *t,
+                        Some(slot) => {
+                            let t = self.track(kind, def.name, p, sget(&key, i));
+                            *slot = Some((p, t));
                             t
                         }
+                        None => {
+                            let k = sget(&key, i);
+                            match last {
+                                Some((lp, lk, t)) if lp == p && lk == k => t,
+                                _ => {
+                                    let t = self.track(kind, def.name, p, k);
+                                    last = Some((p, k, t));
+                                    t
+                                }
+                            }
+                        }
                     };
-                    let d = sget(&dom, i);
-                    let code = self.name_code(if dma && d.is_empty() { "dma" } else { d });
+                    let code_of = |lod: &mut Lod| {
+                        let d = sget(&dom, i);
+                        lod.name_code(if dma && d.is_empty() { "dma" } else { d })
+                    };
+                    let code = match dict_slot(&dom, &mut dom_code, i) {
+                        Some(Some(c)) => *c,
+                        Some(slot) => *slot.insert(code_of(self)),
+                        None => code_of(self),
+                    };
                     self.add(t, s, e, code, f64::NAN);
                 }
             }
@@ -460,9 +495,20 @@ impl Lod {
                 } else {
                     TrackKind::Pending
                 };
+                // As above: the track of each dictionary key of the batch, found once per pcore.
+                let mut key_track: Vec<Option<(i64, usize)>> = vec![None; dict_len(&id)];
                 for i in 0..n {
                     let Some(s) = get(ts, i) else { continue };
-                    let t = self.track(kind, def.name, pc(i), if sem { sget(&id, i) } else { "" });
+                    let p = pc(i);
+                    let t = match dict_slot(&id, &mut key_track, i).filter(|_| sem) {
+                        Some(Some((kp, t))) if *kp == p => *t,
+                        Some(slot) => {
+                            let t = self.track(kind, def.name, p, sget(&id, i));
+                            *slot = Some((p, t));
+                            t
+                        }
+                        None => self.track(kind, def.name, p, if sem { sget(&id, i) } else { "" }),
+                    };
                     self.add(t, s, s, u32::MAX, numv(&val, i));
                 }
             }
@@ -684,6 +730,20 @@ impl Lod {
         }
         out
     }
+}
+
+/// Distinct values of a dictionary string column (0: plain or absent).
+fn dict_len(c: &Option<StrCol<'_>>) -> usize {
+    c.as_ref().map_or(0, StrCol::dict_len)
+}
+
+/// The entry of `memo` (indexed by dictionary key, [`dict_len`] long) for row `i` of `c`; `None`
+/// when the row has no dictionary key (plain column, null row).
+#[inline]
+fn dict_slot<'m, T>(c: &Option<StrCol<'_>>, memo: &'m mut [T], i: usize) -> Option<&'m mut T> {
+    c.as_ref()
+        .and_then(|c| c.key(i))
+        .and_then(|k| memo.get_mut(k))
 }
 
 /// A numeric column as Float64 (integers and floats), `None` for another type.
