@@ -200,25 +200,30 @@ impl Grid {
         let first = s.div_euclid(self.width);
         if first < self.base {
             let add = (self.base - first) as usize;
-            let mut grown = Vec::with_capacity((self.buckets.len() + add).min(self.cap));
-            grown.extend(std::iter::repeat_n(Bucket::EMPTY, add));
-            grown.append(&mut self.buckets);
-            self.buckets = grown;
+            // Exact: the loop above keeps len + add within the cap (the memory bound).
+            self.buckets.reserve_exact(add);
+            self.buckets
+                .splice(0..0, std::iter::repeat_n(Bucket::EMPTY, add));
             self.base = first;
         }
     }
 
+    /// Doubles the width, merging bucket pairs in place: output bucket `j` comes from inputs
+    /// `i >= j` only, so each input is read before its slot is reused, in the same order as a
+    /// fresh vector would merge them; the vector keeps its capacity (no regrowth after).
     fn coarsen(&mut self) {
         let nb = self.base.div_euclid(2);
-        let mut out: Vec<Bucket> = Vec::with_capacity(self.buckets.len() / 2 + 1);
-        for (i, b) in self.buckets.iter().enumerate() {
+        let mut out = 0usize;
+        for i in 0..self.buckets.len() {
+            let b = self.buckets[i];
             let j = ((self.base + i as i64).div_euclid(2) - nb) as usize;
-            if j >= out.len() {
-                out.resize(j + 1, Bucket::EMPTY);
+            if j >= out {
+                self.buckets[j] = Bucket::EMPTY;
+                out = j + 1;
             }
-            out[j].merge(b);
+            self.buckets[j].merge(&b);
         }
-        self.buckets = out;
+        self.buckets.truncate(out);
         self.base = nb;
         self.width = self.width.saturating_mul(2);
     }

@@ -149,7 +149,9 @@ pub fn throughput(bytes: u64, duration_fs: i128) -> Option<f32> {
     if duration_fs <= 0 {
         return None;
     }
-    let secs = (duration_fs as f64 * 1e-15) as f32;
+    // i64 → f64 when it fits (the same rounding as i128 → f64, which wasm32 does in a libcall).
+    let fs = i64::try_from(duration_fs).map_or(duration_fs as f64, |d| d as f64);
+    let secs = (fs * 1e-15) as f32;
     (secs > 0.0).then(|| bytes as f32 / secs)
 }
 
@@ -1808,5 +1810,36 @@ mod tests {
         assert_eq!(throughput(4096, 0), None);
         let t = throughput(4096, 156_470_000).unwrap();
         assert!((t / 2.6177542e10 - 1.0).abs() < 1e-3, "{t}");
+    }
+
+    /// The 64-bit fast paths (throughput's conversion, identity calibration) give the i128
+    /// results on both sides of the i64 range.
+    #[test]
+    fn fast_paths_equal_i128() {
+        let big = i128::from(i64::MAX);
+        for d in [
+            1i128,
+            999,
+            156_470_000,
+            big - 1,
+            big,
+            big + 1,
+            i128::MAX / 2,
+        ] {
+            let secs = (d as f64 * 1e-15) as f32;
+            assert_eq!(throughput(4096, d), Some(4096f32 / secs), "{d}");
+        }
+        let id = crate::ntff::ClockCal::IDENTITY;
+        let edge = (i64::MAX / 1000) as u64;
+        for ts in [0u64, 1, edge, edge + 1, i64::MAX as u64, u64::MAX] {
+            assert_eq!(id.fs(ts), i128::from(ts) * 1000, "{ts}");
+        }
+        let late = crate::ntff::ClockCal {
+            init: 5,
+            actual: 1,
+            expected: 1,
+        };
+        assert_eq!(late.fs(2), -3000);
+        assert_eq!(late.fs(0), -5000);
     }
 }

@@ -193,7 +193,10 @@ fn dictionary_pays(a: &dyn arrow_array::Array, max: usize) -> bool {
         width * 3.0 <= delta_bits(&v) * 2.0
     }
     match a.data_type() {
-        DataType::Int64 => ints(a.as_primitive::<Int64Type>().iter().flatten().collect(), max),
+        DataType::Int64 => ints(
+            a.as_primitive::<Int64Type>().iter().flatten().collect(),
+            max,
+        ),
         DataType::Int32 => ints(
             a.as_primitive::<Int32Type>()
                 .iter()
