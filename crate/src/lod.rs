@@ -261,8 +261,8 @@ impl Grid {
             return;
         }
         for i in i0..=i1 {
-            let lo = s.max(i.saturating_mul(w));
-            let hi = e.min((i + 1).saturating_mul(w));
+            let lo = s.max(mul_sat(i, w));
+            let hi = e.min(mul_sat(i + 1, w));
             let d = (hi - lo).max(0) as f64;
             let b = self.slot(i);
             b.busy += d;
@@ -737,6 +737,17 @@ impl Lod {
     }
 }
 
+/// `a.saturating_mul(b)`, without its overflow check when both fit in 32 bits (the check is a
+/// 128-bit multiply, a library call on wasm32; this runs per bucket of every event).
+#[inline]
+fn mul_sat(a: i64, b: i64) -> i64 {
+    if i64::from(a as i32) == a && i64::from(b as i32) == b {
+        a * b
+    } else {
+        a.saturating_mul(b)
+    }
+}
+
 /// Distinct values of a dictionary string column (0: plain or absent).
 fn dict_len(c: &Option<StrCol<'_>>) -> usize {
     c.as_ref().map_or(0, StrCol::dict_len)
@@ -1062,6 +1073,23 @@ pub fn window_rows<R: parquet::file::reader::ChunkReader + 'static>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mul_sat_saturates_like_i64() {
+        let m = i64::from(i32::MAX);
+        for (a, b) in [
+            (0, 0),
+            (3, -7),
+            (m, m),
+            (-m - 1, m),
+            (m + 1, m),
+            (i64::MAX, 2),
+            (i64::MIN, 2),
+            (-(1 << 40), 1 << 30),
+        ] {
+            assert_eq!(mul_sat(a, b), a.saturating_mul(b), "{a} × {b}");
+        }
+    }
 
     #[test]
     fn grid_doubles_and_keeps_totals() {

@@ -1068,7 +1068,7 @@ impl TimePass<'_> {
                 if p.fs1 >= self.window.t0 {
                     let bytes = r.w0 & 0xFF_FFFF;
                     let dps = ps_floor(p.fs) - ps_floor(p.fs1);
-                    let rate = throughput(u64::from(bytes), dps * 1000).unwrap_or(0.0);
+                    let rate = throughput(u64::from(bytes), ps_to_fs(dps)).unwrap_or(0.0);
                     // The Summary's interval as summary.rs took it from the row: raw ticks
                     // (trn2), else whole calibrated ps, else the ns columns × 1000.
                     let raw = (i64::try_from(p.ts1).ok(), i64::try_from(r.ts).ok());
@@ -1185,6 +1185,16 @@ fn ps_floor(fs: i128) -> i128 {
         Ok(v) => i128::from(v.div_euclid(1000)),
         Err(_) => fs.div_euclid(1000),
     }
+}
+
+/// `ps × 1000` (fs), in i64 when it fits (an i128 multiply is a library call on wasm32).
+#[inline]
+fn ps_to_fs(ps: i128) -> i128 {
+    const FITS: i128 = (i64::MAX / 1000) as i128;
+    if (-FITS..=FITS).contains(&ps) {
+        return i128::from(ps as i64 * 1000);
+    }
+    ps * 1000
 }
 
 /// Hands the packets starting before `limit` (all for `None`) to `DmaUsage` and the Summary.
@@ -1841,5 +1851,9 @@ mod tests {
         };
         assert_eq!(late.fs(2), -3000);
         assert_eq!(late.fs(0), -5000);
+        let fits = i128::from(i64::MAX / 1000);
+        for ps in [0, 1, -1, fits, fits + 1, -fits, -fits - 1, i128::MAX / 1000] {
+            assert_eq!(ps_to_fs(ps), ps * 1000, "{ps}");
+        }
     }
 }

@@ -265,11 +265,14 @@ pub struct DictCol {
     index: hashbrown::HashTable<i32>,
     hasher: rustc_hash::FxBuildHasher,
     last: Option<i32>,
+    /// Rows per batch: the keys builder of the next batch starts at this capacity.
+    cap: usize,
 }
 
 impl DictCol {
     fn new(cap: usize) -> Self {
         DictCol {
+            cap,
             keys: Int32Builder::with_capacity(cap),
             values: StringBuilder::new(),
             index: hashbrown::HashTable::new(),
@@ -322,7 +325,10 @@ impl DictCol {
         k
     }
     fn finish(&mut self) -> ArrayRef {
-        let keys = self.keys.finish();
+        // A new builder of a batch's capacity (`finish` would leave an empty one that doubles
+        // its way back up, copying every time).
+        let keys =
+            std::mem::replace(&mut self.keys, Int32Builder::with_capacity(self.cap)).finish();
         let values = Arc::new(self.values.finish());
         self.index.clear();
         self.last = None;
