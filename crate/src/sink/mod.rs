@@ -51,18 +51,19 @@ pub fn parquet_props_with(def: &TableDef, codec: Compression) -> WriterPropertie
     parquet_props_for(def, codec, None)
 }
 
-/// Distinct values in a table's first batch up to which a numeric column is dictionary-encoded
-/// (byte counts, engine and queue indices, durations of a few values: their dictionary indices
-/// bit-pack into a few bits and RLE runs, where DELTA_BINARY_PACKED pays for every jump between
-/// values; on the 200 MB real-mix NTFF `read_bytes` is 1.17 MB with a dictionary, 3.05 MB with
-/// DELTA). Above it (times, ids, raw ticks, CRCs) a dictionary is all cost.
+/// Distinct values in a table's first batch up to which a numeric column may be
+/// dictionary-encoded (`dictionary_pays` decides for integers; byte counts, durations of a few
+/// values: their dictionary indices bit-pack into a few bits and RLE runs, where
+/// DELTA_BINARY_PACKED pays for every jump between values; on the 200 MB real-mix NTFF
+/// `read_bytes` is 1.17 MB with a dictionary, 3.05 MB with DELTA). Above it (times, ids, raw
+/// ticks, CRCs) a dictionary is all cost.
 pub const DICT_MAX_DISTINCT: usize = 1024;
 
 /// [`parquet_props_with`], with each integer and float column's encoding chosen from `first`,
 /// the table's first batch: a dictionary (falling back to DELTA_BINARY_PACKED /
 /// BYTE_STREAM_SPLIT should it outgrow its page) when `first` holds at most
 /// [`DICT_MAX_DISTINCT`] distinct non-null values in that column and, for integers, the
-/// dictionary's indices are clearly narrower than DELTA's packing ([`dictionary_pays`]: every
+/// dictionary's indices are clearly narrower than DELTA's packing (`dictionary_pays`: every
 /// value of a dictionary column is hashed by the writer), else DELTA_BINARY_PACKED /
 /// BYTE_STREAM_SPLIT without one. `None`: no dictionary for numbers. Strings: no statistics, and
 /// a dictionary unless `first` holds more than [`DICT_MAX_DISTINCT`] distinct values in the
