@@ -31,7 +31,7 @@
 //! Times are int64 ns as in the tables (device: ns from the execution start; system: Unix ns,
 //! docs/format/README.md "Time rules").
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, RecordBatch};
@@ -200,25 +200,30 @@ impl Grid {
         let first = s.div_euclid(self.width);
         if first < self.base {
             let add = (self.base - first) as usize;
-            let mut grown = Vec::with_capacity((self.buckets.len() + add).min(self.cap));
-            grown.extend(std::iter::repeat_n(Bucket::EMPTY, add));
-            grown.append(&mut self.buckets);
-            self.buckets = grown;
+            // Exact: the loop above keeps len + add within the cap (the memory bound).
+            self.buckets.reserve_exact(add);
+            self.buckets
+                .splice(0..0, std::iter::repeat_n(Bucket::EMPTY, add));
             self.base = first;
         }
     }
 
+    /// Doubles the width, merging bucket pairs in place: output bucket `j` comes from inputs
+    /// `i >= j` only, so each input is read before its slot is reused, in the same order as a
+    /// fresh vector would merge them; the vector keeps its capacity (no regrowth after).
     fn coarsen(&mut self) {
         let nb = self.base.div_euclid(2);
-        let mut out: Vec<Bucket> = Vec::with_capacity(self.buckets.len() / 2 + 1);
-        for (i, b) in self.buckets.iter().enumerate() {
+        let mut out = 0usize;
+        for i in 0..self.buckets.len() {
+            let b = self.buckets[i];
             let j = ((self.base + i as i64).div_euclid(2) - nb) as usize;
-            if j >= out.len() {
-                out.resize(j + 1, Bucket::EMPTY);
+            if j >= out {
+                self.buckets[j] = Bucket::EMPTY;
+                out = j + 1;
             }
-            out[j].merge(b);
+            self.buckets[j].merge(&b);
         }
-        self.buckets = out;
+        self.buckets.truncate(out);
         self.base = nb;
         self.width = self.width.saturating_mul(2);
     }
@@ -227,9 +232,14 @@ impl Grid {
         let j = (idx - self.base) as usize;
         let len = self.buckets.len();
         if j >= len {
-            // Grow by doubling but never past the cap: capacity is the memory bound.
-            let want = (j + 1).max(len * 2).min(self.cap.max(j + 1));
-            self.buckets.reserve_exact(want - len);
+            // Grow by doubling the capacity (not the length: a bucket appended past a full
+            // vector would reallocate every time) but never past the cap: capacity is the
+            // memory bound.
+            let have = self.buckets.capacity();
+            if j >= have {
+                let want = (j + 1).max(have * 2).min(self.cap.max(j + 1));
+                self.buckets.reserve_exact(want - len);
+            }
             self.buckets.resize(j + 1, Bucket::EMPTY);
         }
         &mut self.buckets[j]
@@ -251,8 +261,8 @@ impl Grid {
             return;
         }
         for i in i0..=i1 {
-            let lo = s.max(i.saturating_mul(w));
-            let hi = e.min((i + 1).saturating_mul(w));
+            let lo = s.max(mul_sat(i, w));
+            let hi = e.min(mul_sat(i + 1, w));
             let d = (hi - lo).max(0) as f64;
             let b = self.slot(i);
             b.busy += d;
@@ -308,9 +318,10 @@ struct Track {
 #[derive(Debug, Clone, Default)]
 pub struct Lod {
     tracks: Vec<Track>,
-    index: HashMap<(TrackKind, i64, String), u32>,
+    /// Tracks by grouping value, then (kind, pcore): looked up by `&str`, no key allocated.
+    index: FxHashMap<String, Vec<(TrackKind, i64, u32)>>,
     names: Vec<String>,
-    name_index: HashMap<String, u32>,
+    name_index: FxHashMap<String, u32>,
     /// Axis time 0 of [`Lod::query`] and [`TrackInfo::start`], in the tables' ns.
     pub origin: i64,
 }
@@ -352,7 +363,11 @@ impl Lod {
     }
 
     fn track(&mut self, kind: TrackKind, table: &'static str, pcore: i64, name: &str) -> usize {
-        if let Some(&i) = self.index.get(&(kind, pcore, name.to_string())) {
+        if let Some(&(_, _, i)) = self
+            .index
+            .get(name)
+            .and_then(|v| v.iter().find(|&&(k, p, _)| k == kind && p == pcore))
+        {
             return i as usize;
         }
         let id = self.tracks.len() as u32;
@@ -378,7 +393,10 @@ impl Lod {
             hi: i64::MIN,
             grid: Grid::new(kind.cap()),
         });
-        self.index.insert((kind, pcore, name.to_string()), id);
+        self.index
+            .entry(name.to_string())
+            .or_default()
+            .push((kind, pcore, id));
         id as usize
     }
 
@@ -432,21 +450,43 @@ impl Lod {
                 } else {
                     TrackKind::Engine
                 };
+                // Per dictionary key of this batch: the track last found for it (with its
+                // pcore) and the dominant name's code, so most rows hash and compare no text.
+                let mut key_track: Vec<Option<(i64, usize)>> = vec![None; dict_len(&key)];
+                let mut dom_code: Vec<Option<u32>> = vec![None; dict_len(&dom)];
                 let mut last: Option<(i64, &str, usize)> = None;
                 for i in 0..n {
                     let Some(s) = get(st, i) else { continue };
                     let e = get(en, i).unwrap_or(s);
-                    let (p, k) = (pc(i), sget(&key, i));
-                    let t = match last {
-                        Some((lp, lk, t)) if lp == p && lk == k => t,
-                        _ => {
-                            let t = self.track(kind, def.name, p, k);
-                            last = Some((p, k, t));
+                    let p = pc(i);
+                    let t = match dict_slot(&key, &mut key_track, i) {
+                        Some(Some((kp, t))) if *kp == p => *t,
+                        Some(slot) => {
+                            let t = self.track(kind, def.name, p, sget(&key, i));
+                            *slot = Some((p, t));
                             t
                         }
+                        None => {
+                            let k = sget(&key, i);
+                            match last {
+                                Some((lp, lk, t)) if lp == p && lk == k => t,
+                                _ => {
+                                    let t = self.track(kind, def.name, p, k);
+                                    last = Some((p, k, t));
+                                    t
+                                }
+                            }
+                        }
                     };
-                    let d = sget(&dom, i);
-                    let code = self.name_code(if dma && d.is_empty() { "dma" } else { d });
+                    let code_of = |lod: &mut Lod| {
+                        let d = sget(&dom, i);
+                        lod.name_code(if dma && d.is_empty() { "dma" } else { d })
+                    };
+                    let code = match dict_slot(&dom, &mut dom_code, i) {
+                        Some(Some(c)) => *c,
+                        Some(slot) => *slot.insert(code_of(self)),
+                        None => code_of(self),
+                    };
                     self.add(t, s, e, code, f64::NAN);
                 }
             }
@@ -460,9 +500,20 @@ impl Lod {
                 } else {
                     TrackKind::Pending
                 };
+                // As above: the track of each dictionary key of the batch, found once per pcore.
+                let mut key_track: Vec<Option<(i64, usize)>> = vec![None; dict_len(&id)];
                 for i in 0..n {
                     let Some(s) = get(ts, i) else { continue };
-                    let t = self.track(kind, def.name, pc(i), if sem { sget(&id, i) } else { "" });
+                    let p = pc(i);
+                    let t = match dict_slot(&id, &mut key_track, i).filter(|_| sem) {
+                        Some(Some((kp, t))) if *kp == p => *t,
+                        Some(slot) => {
+                            let t = self.track(kind, def.name, p, sget(&id, i));
+                            *slot = Some((p, t));
+                            t
+                        }
+                        None => self.track(kind, def.name, p, if sem { sget(&id, i) } else { "" }),
+                    };
                     self.add(t, s, s, u32::MAX, numv(&val, i));
                 }
             }
@@ -684,6 +735,31 @@ impl Lod {
         }
         out
     }
+}
+
+/// `a.saturating_mul(b)`, without its overflow check when both fit in 32 bits (the check is a
+/// 128-bit multiply, a library call on wasm32; this runs per bucket of every event).
+#[inline]
+fn mul_sat(a: i64, b: i64) -> i64 {
+    if i64::from(a as i32) == a && i64::from(b as i32) == b {
+        a * b
+    } else {
+        a.saturating_mul(b)
+    }
+}
+
+/// Distinct values of a dictionary string column (0: plain or absent).
+fn dict_len(c: &Option<StrCol<'_>>) -> usize {
+    c.as_ref().map_or(0, StrCol::dict_len)
+}
+
+/// The entry of `memo` (indexed by dictionary key, [`dict_len`] long) for row `i` of `c`; `None`
+/// when the row has no dictionary key (plain column, null row).
+#[inline]
+fn dict_slot<'m, T>(c: &Option<StrCol<'_>>, memo: &'m mut [T], i: usize) -> Option<&'m mut T> {
+    c.as_ref()
+        .and_then(|c| c.key(i))
+        .and_then(|k| memo.get_mut(k))
 }
 
 /// A numeric column as Float64 (integers and floats), `None` for another type.
@@ -997,6 +1073,23 @@ pub fn window_rows<R: parquet::file::reader::ChunkReader + 'static>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mul_sat_saturates_like_i64() {
+        let m = i64::from(i32::MAX);
+        for (a, b) in [
+            (0, 0),
+            (3, -7),
+            (m, m),
+            (-m - 1, m),
+            (m + 1, m),
+            (i64::MAX, 2),
+            (i64::MIN, 2),
+            (-(1 << 40), 1 << 30),
+        ] {
+            assert_eq!(mul_sat(a, b), a.saturating_mul(b), "{a} × {b}");
+        }
+    }
 
     #[test]
     fn grid_doubles_and_keeps_totals() {

@@ -149,7 +149,9 @@ pub fn throughput(bytes: u64, duration_fs: i128) -> Option<f32> {
     if duration_fs <= 0 {
         return None;
     }
-    let secs = (duration_fs as f64 * 1e-15) as f32;
+    // i64 → f64 when it fits (the same rounding as i128 → f64, which wasm32 does in a libcall).
+    let fs = i64::try_from(duration_fs).map_or(duration_fs as f64, |d| d as f64);
+    let secs = (fs * 1e-15) as f32;
     (secs > 0.0).then(|| bytes as f32 / secs)
 }
 
@@ -1079,7 +1081,7 @@ impl TimePass<'_> {
                 if p.fs1 >= self.window.t0 {
                     let bytes = r.w0 & 0xFF_FFFF;
                     let dps = ps_floor(p.fs) - ps_floor(p.fs1);
-                    let rate = throughput(u64::from(bytes), dps * 1000).unwrap_or(0.0);
+                    let rate = throughput(u64::from(bytes), ps_to_fs(dps)).unwrap_or(0.0);
                     // The Summary's interval as summary.rs took it from the row: raw ticks
                     // (trn2), else whole calibrated ps, else the ns columns × 1000.
                     let raw = (i64::try_from(p.ts1).ok(), i64::try_from(r.ts).ok());
@@ -1196,6 +1198,16 @@ fn ps_floor(fs: i128) -> i128 {
         Ok(v) => i128::from(v.div_euclid(1000)),
         Err(_) => fs.div_euclid(1000),
     }
+}
+
+/// `ps × 1000` (fs), in i64 when it fits (an i128 multiply is a library call on wasm32).
+#[inline]
+fn ps_to_fs(ps: i128) -> i128 {
+    const FITS: i128 = (i64::MAX / 1000) as i128;
+    if (-FITS..=FITS).contains(&ps) {
+        return i128::from(ps as i64 * 1000);
+    }
+    ps * 1000
 }
 
 /// Hands the packets starting before `limit` (all for `None`) to `DmaUsage` and the Summary.
@@ -1821,5 +1833,40 @@ mod tests {
         assert_eq!(throughput(4096, 0), None);
         let t = throughput(4096, 156_470_000).unwrap();
         assert!((t / 2.6177542e10 - 1.0).abs() < 1e-3, "{t}");
+    }
+
+    /// The 64-bit fast paths (throughput's conversion, identity calibration) give the i128
+    /// results on both sides of the i64 range.
+    #[test]
+    fn fast_paths_equal_i128() {
+        let big = i128::from(i64::MAX);
+        for d in [
+            1i128,
+            999,
+            156_470_000,
+            big - 1,
+            big,
+            big + 1,
+            i128::MAX / 2,
+        ] {
+            let secs = (d as f64 * 1e-15) as f32;
+            assert_eq!(throughput(4096, d), Some(4096f32 / secs), "{d}");
+        }
+        let id = crate::ntff::ClockCal::IDENTITY;
+        let edge = (i64::MAX / 1000) as u64;
+        for ts in [0u64, 1, edge, edge + 1, i64::MAX as u64, u64::MAX] {
+            assert_eq!(id.fs(ts), i128::from(ts) * 1000, "{ts}");
+        }
+        let late = crate::ntff::ClockCal {
+            init: 5,
+            actual: 1,
+            expected: 1,
+        };
+        assert_eq!(late.fs(2), -3000);
+        assert_eq!(late.fs(0), -5000);
+        let fits = i128::from(i64::MAX / 1000);
+        for ps in [0, 1, -1, fits, fits + 1, -fits, -fits - 1, i128::MAX / 1000] {
+            assert_eq!(ps_to_fs(ps), ps * 1000, "{ps}");
+        }
     }
 }

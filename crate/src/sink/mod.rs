@@ -51,17 +51,20 @@ pub fn parquet_props_with(def: &TableDef, codec: Compression) -> WriterPropertie
     parquet_props_for(def, codec, None)
 }
 
-/// Distinct values in a table's first batch up to which a numeric column is dictionary-encoded
-/// (byte counts, engine and queue indices, durations of a few values: their dictionary indices
-/// bit-pack into a few bits and RLE runs, where DELTA_BINARY_PACKED pays for every jump between
-/// values; on the 200 MB real-mix NTFF `read_bytes` is 1.17 MB with a dictionary, 3.05 MB with
-/// DELTA). Above it (times, ids, raw ticks, CRCs) a dictionary is all cost.
+/// Distinct values in a table's first batch up to which a numeric column may be
+/// dictionary-encoded (`dictionary_pays` decides for integers; byte counts, durations of a few
+/// values: their dictionary indices bit-pack into a few bits and RLE runs, where
+/// DELTA_BINARY_PACKED pays for every jump between values; on the 200 MB real-mix NTFF
+/// `read_bytes` is 1.17 MB with a dictionary, 3.05 MB with DELTA). Above it (times, ids, raw
+/// ticks, CRCs) a dictionary is all cost.
 pub const DICT_MAX_DISTINCT: usize = 1024;
 
 /// [`parquet_props_with`], with each integer and float column's encoding chosen from `first`,
 /// the table's first batch: a dictionary (falling back to DELTA_BINARY_PACKED /
 /// BYTE_STREAM_SPLIT should it outgrow its page) when `first` holds at most
-/// [`DICT_MAX_DISTINCT`] distinct non-null values in that column, else DELTA_BINARY_PACKED /
+/// [`DICT_MAX_DISTINCT`] distinct non-null values in that column and, for integers, the
+/// dictionary's indices are clearly narrower than DELTA's packing (`dictionary_pays`: every
+/// value of a dictionary column is hashed by the writer), else DELTA_BINARY_PACKED /
 /// BYTE_STREAM_SPLIT without one. `None`: no dictionary for numbers. Strings: no statistics, and
 /// a dictionary unless `first` holds more than [`DICT_MAX_DISTINCT`] distinct values in the
 /// column and more than one per two rows (then PLAIN); every other column has min/max statistics (row groups skip by time range). Deterministic in the
@@ -122,7 +125,7 @@ pub fn parquet_props_for(
         };
         let dict = first
             .and_then(|batch| batch.columns().get(i))
-            .is_some_and(|a| low_cardinality(a.as_ref(), DICT_MAX_DISTINCT));
+            .is_some_and(|a| dictionary_pays(a.as_ref(), DICT_MAX_DISTINCT));
         b = b
             .set_column_dictionary_enabled(path.clone(), dict)
             .set_column_encoding(path, fallback);
@@ -154,24 +157,55 @@ fn many_strings(a: &dyn arrow_array::Array, max: usize) -> bool {
     distinct > max && distinct > a.len() / 2
 }
 
-/// True when `a` (int32/int64/float32/float64; anything else: false) has at least one and at
-/// most `max` distinct non-null values (floats compared by bits).
-fn low_cardinality(a: &dyn arrow_array::Array, max: usize) -> bool {
+/// Whether the numeric column `a` (a table's first batch) is dictionary-encoded: it has at
+/// least one and at most `max` distinct non-null values (floats compared by bits) and, for
+/// integers, its dictionary indices take at most two thirds of the bits DELTA_BINARY_PACKED
+/// would spend on it ([`delta_bits`]). The writer hashes every value of a dictionary column
+/// (arrow-rs's interner; ≈ 13 % of the page's decode in wasm for the real-mix NTFF's
+/// ten such columns), so a dictionary must clearly pay in bytes: engine and queue indices that
+/// DELTA packs nearly as tightly (`DmaPacket.engine_idx`: 1.67 MB with a dictionary, 2.13 MB
+/// without on the 200 MB real-mix NTFF) do not get one; byte counts and durations do
+/// (`read_bytes` 1.16 MB vs 3.02 MB). Floats keep the distinct-count rule alone
+/// (BYTE_STREAM_SPLIT: `DmaUsage.current_throughput` 3.1 MB vs 8.3 MB). Anything else: false.
+fn dictionary_pays(a: &dyn arrow_array::Array, max: usize) -> bool {
     use arrow_array::cast::AsArray;
     use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type};
     use arrow_schema::DataType;
-    fn few<T: std::hash::Hash + Eq>(it: impl Iterator<Item = T>, max: usize) -> bool {
+    /// Distinct values of `it` when between 1 and `max`, else `None`.
+    fn distinct<T: std::hash::Hash + Eq>(it: impl Iterator<Item = T>, max: usize) -> Option<usize> {
         let mut seen = rustc_hash::FxHashSet::default();
         for v in it {
             if seen.insert(v) && seen.len() > max {
-                return false;
+                return None;
             }
         }
-        !seen.is_empty()
+        (!seen.is_empty()).then_some(seen.len())
+    }
+    fn few<T: std::hash::Hash + Eq>(it: impl Iterator<Item = T>, max: usize) -> bool {
+        distinct(it, max).is_some()
+    }
+    /// Integers: the distinct-count rule, then dictionary index width against DELTA.
+    fn ints(v: Vec<i64>, max: usize) -> bool {
+        let Some(n) = distinct(v.iter(), max) else {
+            return false;
+        };
+        // The RLE/bit-packed hybrid's index width for `n` dictionary entries.
+        let width = f64::from(usize::BITS - (n - 1).leading_zeros());
+        width * 3.0 <= delta_bits(&v) * 2.0
     }
     match a.data_type() {
-        DataType::Int64 => few(a.as_primitive::<Int64Type>().iter().flatten(), max),
-        DataType::Int32 => few(a.as_primitive::<Int32Type>().iter().flatten(), max),
+        DataType::Int64 => ints(
+            a.as_primitive::<Int64Type>().iter().flatten().collect(),
+            max,
+        ),
+        DataType::Int32 => ints(
+            a.as_primitive::<Int32Type>()
+                .iter()
+                .flatten()
+                .map(i64::from)
+                .collect(),
+            max,
+        ),
         DataType::Float32 => few(
             a.as_primitive::<Float32Type>()
                 .iter()
@@ -188,6 +222,30 @@ fn low_cardinality(a: &dyn arrow_array::Array, max: usize) -> bool {
         ),
         _ => false,
     }
+}
+
+/// Mean bits per value that DELTA_BINARY_PACKED spends on `v` (parquet format Encodings.md:
+/// blocks of 128 values, each delta minus its block's smallest delta, bit-packed in miniblocks of
+/// 32 at the width of the miniblock's largest; block headers not counted). 0 for fewer than
+/// two values. Values as the writer sees them: INT32 deltas wrap in 32 bits there, here they
+/// are exact in i128 (a wider estimate only for columns spanning more than 2³¹).
+fn delta_bits(v: &[i64]) -> f64 {
+    if v.len() < 2 {
+        return 0.0;
+    }
+    let deltas: Vec<i128> = v
+        .windows(2)
+        .map(|w| i128::from(w[1]) - i128::from(w[0]))
+        .collect();
+    let mut bits = 0u64;
+    for block in deltas.chunks(128) {
+        let min = block.iter().copied().min().unwrap_or(0);
+        for mini in block.chunks(32) {
+            let top = mini.iter().map(|&d| d - min).max().unwrap_or(0) as u128;
+            bits += u64::from(128 - top.leading_zeros()) * mini.len() as u64;
+        }
+    }
+    bits as f64 / v.len() as f64
 }
 
 /// Encodes one table as a Parquet file in memory (Explorer's `<Table>.parquet`).
@@ -623,9 +681,13 @@ mod tests {
         const TS: C<kind::I64> = C::of(&explorer::DMA_PACKET, "start_ts");
         const BY: C<kind::I64> = C::of(&explorer::DMA_PACKET, "read_bytes");
         const TP: C<kind::F32> = C::of(&explorer::DMA_PACKET, "throughput");
+        const EN: C<kind::I64> = C::of(&explorer::DMA_PACKET, "engine_idx");
         for i in 0..5000i64 {
             b.set(TS, i * 37);
             b.set(BY, [64, 2048, 4][i as usize % 3]);
+            // 16 engines in a scrambled order: 4-bit dictionary indices, 5-bit DELTA
+            // (steps +7 and −9): too close for a dictionary to pay for its hashing.
+            b.set(EN, (i * 7) % 16);
             b.set(TP, i as f32 * 0.5);
             assert!(b.end_row().unwrap().is_none());
         }
@@ -644,6 +706,8 @@ mod tests {
         assert!(enc("start_ts").contains(&Encoding::DELTA_BINARY_PACKED));
         assert!(!enc("start_ts").contains(&Encoding::RLE_DICTIONARY));
         assert!(enc("throughput").contains(&Encoding::BYTE_STREAM_SPLIT));
+        assert!(enc("engine_idx").contains(&Encoding::DELTA_BINARY_PACKED));
+        assert!(!enc("engine_idx").contains(&Encoding::RLE_DICTIONARY));
         // Same values back.
         let (_, got) = read_parquet(bytes::Bytes::from(pq), None, 0, None).unwrap();
         assert_eq!(got.len(), 1);
@@ -655,6 +719,25 @@ mod tests {
             got[0].column(TS.idx()).as_ref(),
             batch.column(TS.idx()).as_ref()
         );
+        assert_eq!(
+            got[0].column(EN.idx()).as_ref(),
+            batch.column(EN.idx()).as_ref()
+        );
+    }
+
+    /// DELTA's bits per value: a constant step packs in 0 bits; a 0/15 alternation's deltas
+    /// ±15, less the block's smallest (−15), are 0 and 30: 5 bits each.
+    #[test]
+    fn delta_bits_of_known_columns() {
+        assert_eq!(delta_bits(&[]), 0.0);
+        assert_eq!(delta_bits(&[5]), 0.0);
+        let steps: Vec<i64> = (0..1000).map(|i| i * 7).collect();
+        assert_eq!(delta_bits(&steps), 0.0);
+        let alt: Vec<i64> = (0..129).map(|i| if i % 2 == 0 { 0 } else { 15 }).collect();
+        assert_eq!(delta_bits(&alt), 5.0 * 128.0 / 129.0);
+        // Extremes do not overflow: deltas 2⁶³ − 1 and −(2⁶⁴ − 1), less the smaller, are
+        // 2⁶⁴ + 2⁶³ − 2 and 0: 65 bits each (arrow-rs wraps them in 64).
+        assert_eq!(delta_bits(&[0, i64::MAX, i64::MIN]), 65.0 * 2.0 / 3.0);
     }
 
     /// A string column with more distinct values than rows / 2 (and > DICT_MAX_DISTINCT) is

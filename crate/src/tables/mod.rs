@@ -215,6 +215,33 @@ impl<'a> StrCol<'a> {
             }
         }
     }
+    /// The dictionary key of row `i` (a dictionary column, the row valid and its key in range:
+    /// [`Self::get`] is then a function of the key alone), else `None`. Lets a reader resolve
+    /// each distinct value of a batch once.
+    #[inline]
+    pub fn key(&self, i: usize) -> Option<usize> {
+        use arrow_array::Array;
+        match self {
+            StrCol::Plain(_) => None,
+            StrCol::Dict(k, v) => {
+                if i >= k.len() || k.is_null(i) {
+                    return None;
+                }
+                usize::try_from(k.value(i))
+                    .ok()
+                    .filter(|&key| key < v.len())
+            }
+        }
+    }
+    /// Distinct values of a dictionary column (the length of its values array), 0 for a plain
+    /// one: the size of a table indexed by [`Self::key`].
+    pub fn dict_len(&self) -> usize {
+        use arrow_array::Array;
+        match self {
+            StrCol::Plain(_) => 0,
+            StrCol::Dict(_, v) => v.len(),
+        }
+    }
     /// Rows.
     pub fn len(&self) -> usize {
         use arrow_array::Array;
@@ -238,11 +265,14 @@ pub struct DictCol {
     index: hashbrown::HashTable<i32>,
     hasher: rustc_hash::FxBuildHasher,
     last: Option<i32>,
+    /// Rows per batch: the keys builder of the next batch starts at this capacity.
+    cap: usize,
 }
 
 impl DictCol {
     fn new(cap: usize) -> Self {
         DictCol {
+            cap,
             keys: Int32Builder::with_capacity(cap),
             values: StringBuilder::new(),
             index: hashbrown::HashTable::new(),
@@ -295,7 +325,10 @@ impl DictCol {
         k
     }
     fn finish(&mut self) -> ArrayRef {
-        let keys = self.keys.finish();
+        // A new builder of a batch's capacity (`finish` would leave an empty one that doubles
+        // its way back up, copying every time).
+        let keys =
+            std::mem::replace(&mut self.keys, Int32Builder::with_capacity(self.cap)).finish();
         let values = Arc::new(self.values.finish());
         self.index.clear();
         self.last = None;
