@@ -1189,7 +1189,11 @@ impl Lod {
                     t.table
                 ))
             })?;
-            if self.index.contains_key(&(t.kind, t.pcore, t.name.clone())) {
+            let known = self
+                .index
+                .get(t.name.as_str())
+                .is_some_and(|v| v.iter().any(|&(k, p, _)| k == t.kind && p == t.pcore));
+            if known {
                 return Err(Error::Other(format!(
                     "level-of-detail summaries: track {} {} of core {} twice",
                     t.table, t.name, t.pcore
