@@ -99,6 +99,26 @@ test('a decode cancelled mid-way ends as cancelled, its worker (and the one deco
     }, null, { timeout: 120_000 });
     await job(page, 1).locator('[data-testid=job-cancel]').click();
     await page.waitForFunction(() => document.querySelectorAll('[data-testid=job]')[1]?.getAttribute('data-state') === 'cancelled', null, { timeout: 30_000 });
+    // A cancel is the user's choice: no error bar.
+    assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready');
+    // What the terminated workers had written is deleted (files of this page only: a sweep of
+    // each worker's directory once its files unlock, and "Clear stored profiles").
+    await page.click('[data-testid=clear-stored]');
+    await page.waitForFunction(() => /cleared|0 B/.test(document.querySelector('[data-testid=jobs-store]')?.textContent ?? ''), null, { timeout: 30_000 }).catch(() => {});
+    let left = -1;
+    for (let i = 0; i < 30 && left !== 0; i++) {
+      left = await page.evaluate(async () => {
+        let n = 0;
+        const top = await (await navigator.storage.getDirectory()).getDirectoryHandle('neuronscope', { create: true });
+        for await (const [, d] of top.entries()) {
+          if (d.kind !== 'directory') continue;
+          for await (const [, f] of d.entries()) if (f.kind === 'file') n += (await f.getFile()).size;
+        }
+        return n;
+      });
+      if (left !== 0) await page.waitForTimeout(500);
+    }
+    assert.equal(left, 0, 'no stored bytes left after the cancels and Clear');
     assert.deepEqual(b.errors, [], 'no uncaught page errors');
     assert.deepEqual(foreignRequests(b.requests, server.origin), [], 'no request left 127.0.0.1');
   } finally {

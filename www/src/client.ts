@@ -17,7 +17,7 @@
 
 import type { CrashInfo, FaultSpec, FromWorker, InitInfo, PickedFile, ReplyMap, Request, StoreInfo, StoredInfo, StoreKind } from './protocol.ts';
 import type { ColumnFilter, ConformReport, DeviceEntry, Inventory, LodListing, LodWindow, MemoryResult, Problem, ProcessResult, RangeSummary, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SearchResult, SystemResult, TableViewInfo } from './api.ts';
-import { clearStale, opfsListable, STORE_DIR } from './opfs.ts';
+import { clearStale, opfsListable, STORE_DIR, sweepDir } from './opfs.ts';
 
 type Progress = (stage: string, done: number, total: number) => void;
 
@@ -383,6 +383,8 @@ export class CoreClient {
       slot.lost.clear();
       this.onFatal(`the capture could not be registered with the restarted worker (${e instanceof Error ? e.message : String(e)}); pick it again`);
     });
+    // The terminated worker's partial tables and free files stay in the directory otherwise.
+    this.sweepLater(slot.dir, Date.now(), 10);
     if (crash === null) {
       for (const p of queued) {
         void slot.ready
@@ -515,6 +517,38 @@ export class CoreClient {
     }
   }
 
+  /** Files (`<dir>/<name>`) handed from one worker to another and not yet re-opened. */
+  private readonly handing = new Set<string>();
+
+  /** Names of the files in this page's directory `dir` that stored profiles (or a hand-over in flight) still use. */
+  private keepIn(dir: string): Set<string> {
+    const keep = new Set<string>();
+    const add = (owner: string | undefined, file: string) => {
+      const cut = file.lastIndexOf('/');
+      if ((cut < 0 ? owner : file.slice(0, cut)) === dir) keep.add(file.slice(cut + 1));
+    };
+    for (const p of this.produced.values()) {
+      const owner = this.slots[p.slot]?.dir;
+      for (const t of (p.result as StoredInfo | undefined)?.stored ?? []) if (t.file !== undefined) add(owner, t.file);
+    }
+    for (const f of this.handing) add(undefined, f);
+    return keep;
+  }
+
+  /** Deletes what a worker terminated before `before` left in `dir` (its files unlock a moment after it goes: tried `tries` times, a second apart). */
+  private sweepLater(dir: string, before: number, tries: number): void {
+    if (!opfsListable() || this.store !== 'opfs') return;
+    setTimeout(() => {
+      void sweepDir(dir, this.keepIn(dir), before)
+        .catch(() => 0)
+        .then((locked) => {
+          if (locked > 0 && tries > 1) this.sweepLater(dir, before, tries - 1);
+        });
+    }, 1000);
+  }
+
+  /** Counts captures picked (load, demo): a split decode begun under an older one is superseded. */
+  private generation = 0;
   /** Minimum NTFF bytes for a split decode (`?split=`). */
   private readonly splitFrom = splitMin();
   /** Job id → the worker running the DMA side of its split decode (a cancel stops it too). */
@@ -542,6 +576,7 @@ export class CoreClient {
       job.helper = helper.index;
     }
     const { profileId, deviceIndex } = req;
+    const generation = this.generation;
     // Each half's span, for scripts/bench-lod.mjs ("page spans").
     const t0 = performance.now();
     const side = this.raw(helper, { op: 'dmaSide', profileId, deviceIndex })
@@ -556,12 +591,20 @@ export class CoreClient {
       performance.measure('split: the rest (owner)', { start: t0 });
       const key = first.key;
       const other = await side;
+      // Another capture was picked meanwhile: both workers' sessions were replaced.
+      if (generation !== this.generation) throw new Cancelled(this.fileOf(req));
       const t1 = performance.now();
       const handed = other instanceof Error || other.tables.some((t) => t.file === '') ? null : other;
+      // Closed in the second worker and not yet re-opened here: no sweep may delete them.
+      for (const t of handed?.tables ?? []) this.handing.add(t.file);
       if (job !== undefined && handed === null) job.helperError = other instanceof Error ? other.message : 'its table stayed in memory';
-      const done = await this.raw(slot, { op: 'finishSplit', key, side: handed?.side ?? null, lod: handed?.lod ?? null, tables: handed?.tables ?? [] }, progress, job);
-      performance.measure('split: finish (owner)', { start: t1 });
-      return done;
+      try {
+        const done = await this.raw(slot, { op: 'finishSplit', key, side: handed?.side ?? null, lod: handed?.lod ?? null, tables: handed?.tables ?? [] }, progress, job);
+        performance.measure('split: finish (owner)', { start: t1 });
+        return done;
+      } finally {
+        for (const t of handed?.tables ?? []) this.handing.delete(t.file);
+      }
     } catch (e) {
       // This worker failed: the other one's files are not needed.
       void side.then((o) => (o instanceof Error ? undefined : this.raw(helper, { op: 'dropHanded', tables: o.tables }))).catch(() => {});
@@ -740,6 +783,8 @@ export class CoreClient {
     return this.everywhere({ op: 'demo' });
   }
   private async everywhere(req: Request & ({ op: 'load' } | { op: 'demo' })): Promise<Inventory> {
+    // Split decodes of the previous capture cannot be finished (its sessions go): they end as cancelled.
+    this.generation++;
     // A new capture: the previous one's stored tables go.
     if (this.produced.size > 0) await this.clearStored().catch(() => {});
     const first = this.slots[0];
@@ -853,6 +898,9 @@ export class CoreClient {
       s.lost.clear();
     }));
     this.produced.clear();
+    // Files no live worker knows (a cancelled or crashed worker's) are deleted too.
+    const now = Date.now();
+    if (opfsListable() && this.store === 'opfs') for (const s of this.slots) await sweepDir(s.dir, this.keepIn(s.dir), now).catch(() => 0);
     for (const j of this.jobList) if (j.state === 'done') j.cleared = true;
     this.onJobs(this.jobList);
     if (opfsListable()) await clearStale(new Set(this.slots.map((s) => s.dir))).catch(() => {});

@@ -7,7 +7,7 @@
 
 import { tableFromArrays, tableFromIPC, type Table } from 'apache-arrow';
 import type { Inventory, MemoryResult, Problem, ProcessResult, ProfileEntry, RangeSummary, SystemResult, TableInfo } from './api.ts';
-import { CoreClient, CoreCrash } from './client.ts';
+import { Cancelled, CoreClient, CoreCrash } from './client.ts';
 import { byId, download, h, nodes } from './dom.ts';
 import { bytes, cell, count, int, ns } from './format.ts';
 import { mountJobs } from './views/jobs.ts';
@@ -542,9 +542,16 @@ async function openProfile<R extends Result>(o: {
   try {
     result = await o.process((stage, done, total) => progress(`Decoding ${stage}`, done, total));
   } catch (e) {
+    // An open superseded by another (or by a newly picked capture) ends quietly.
+    if (!o.isCurrent()) return;
     progress(null);
     clearWorkspace();
     renderInventory();
+    // A cancel is the user's choice, not a failure: the jobs strip says "cancelled".
+    if (e instanceof Cancelled) {
+      setState('ready');
+      return;
+    }
     showError(`${o.what} failed: ${message(e)}`, e);
     return;
   }

@@ -92,6 +92,28 @@ export async function clearStale(keep: Set<string> = new Set()): Promise<number>
   return locked;
 }
 
+/**
+ * Deletes the files of this page's directory `dir` (under STORE_DIR) whose names are not in
+ * `keep` and that a store made before `before` (ms since the epoch; the name's stamp, see
+ * FileStore): what a terminated worker (cancelled, crashed) left there, which no live store
+ * knows. Open files (a live worker's) are locked and stay; returns how many stayed.
+ */
+export async function sweepDir(dir: string, keep: Set<string>, before: number): Promise<number> {
+  const root = await navigator.storage.getDirectory();
+  const top = await root.getDirectoryHandle(STORE_DIR, { create: true });
+  const d = await top.getDirectoryHandle(dir).catch(() => null);
+  if (d === null) return 0;
+  const files: string[] = [];
+  for await (const f of (d as unknown as Keys).keys()) files.push(f);
+  let locked = 0;
+  for (const f of files) {
+    const made = parseInt(f.slice(0, f.indexOf('-')), 36);
+    if (keep.has(f) || !(made < before)) continue;
+    await d.removeEntry(f).catch(() => { locked++; });
+  }
+  return locked;
+}
+
 export class FileStore {
   private readonly free: Slot[] = [];
   private readonly files = new Map<number, Entry>();
