@@ -186,6 +186,16 @@ test('KevGomes: sort, filter, last of 25 510 rows, row ↔ timeline, search step
     await page.click('[data-testid=table-clear]');
     await settled(page);
     assert.equal(await page.locator('[data-testid=download-note]').isVisible(), false, 'no download note without sort and filters');
+    // A refused filter as the only one: "Clear sort & filters" still gets out of it.
+    assert.equal(await page.locator('[data-testid=table-clear]').isDisabled(), true, 'nothing to clear');
+    await page.fill('input.col-filter[data-col=duration_ns]', '>= 0x10');
+    await page.press('input.col-filter[data-col=duration_ns]', 'Enter');
+    await page.waitForFunction(() => /0x10/.test(document.querySelector('[data-testid=table-note]')?.textContent ?? ''));
+    assert.match(await page.locator('[data-testid=table-note]').innerText(), /is not a number.*; the view stays as it was$/);
+    assert.equal(await page.locator('[data-testid=table-clear]').isDisabled(), false, 'Clear is usable with a refused filter');
+    await page.click('[data-testid=table-clear]');
+    await settled(page);
+    assert.equal(await page.inputValue('input.col-filter[data-col=duration_ns]'), '', 'the refused filter is cleared');
     // Headers name a unit once: "duration_ns", not "duration_ns ns"; a name without it keeps it.
     const head = async (c) => (await page.locator(`[data-testid=table-grid] th[data-col=${c}]`).innerText()).trim();
     assert.equal(await head('duration_ns'), 'duration_ns');

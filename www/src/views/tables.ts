@@ -270,8 +270,10 @@ export class TableBrowser {
     for (const f of filters) {
       const err = numericFilterError(f.column, this.columns.find((c) => c.name === f.column)?.type ?? '', f.text);
       if (err === null) continue;
-      this.note.textContent = err;
+      this.note.textContent = `${err}; the view stays as it was`;
       this.note.classList.add('error-inline');
+      // The fields hold text: "Clear sort & filters" must be usable to get out.
+      this.updateHeadState();
       return;
     }
     const seq = ++this.seq;
@@ -303,9 +305,10 @@ export class TableBrowser {
         if (seq !== this.seq) return;
         this.building = false;
         // Errors are the user's input most of the time (a comparison on a text column): say so, keep the last view.
-        this.note.textContent = e instanceof Error ? e.message : String(e);
+        this.note.textContent = `${e instanceof Error ? e.message : String(e)}; the view stays as it was`;
         this.note.classList.add('error-inline');
         this.info.textContent = '';
+        this.updateHeadState();
         return;
       }
     }
