@@ -40,6 +40,14 @@ export function jobName(file: string): string {
 }
 
 /** One job as text (also the line's `title`). */
+/** Which worker decoded the DMA side of a split decode ('' when not split); a failed one's reason, shortened (the error bar has it whole). */
+function splitText(job: Job): string {
+  if ((job.helper ?? null) === null) return '';
+  const why = job.helperError ?? null;
+  if (why === null) return `DMA side on worker ${(job.helper ?? 0) + 1}`;
+  return `DMA side redone on worker ${job.worker + 1} (${why.length > 120 ? `${why.slice(0, 119)}…` : why})`;
+}
+
 export function jobText(job: Job, now: number): string {
   const name = jobName(job.file);
   const took = ((job.ended ?? now) - job.started) / 1000;
@@ -54,10 +62,9 @@ export function jobText(job: Job, now: number): string {
     }
     case 'done':
       // Ended, but with errors: what was decoded before the fault is kept and shown.
-      if (job.error !== null) return `${name}: failed after ${duration(took)} (${job.error}) · ${int(job.rows)} rows kept`;
+      if (job.error !== null) return [`${name}: failed after ${duration(took)} (${job.error})`, `${int(job.rows)} rows kept`, splitText(job)].filter((x) => x !== '').join(' · ');
       return [`${name}: done in ${duration(took)}`, `${int(job.rows)} rows`, job.cleared === true ? 'tables cleared' : `${bytes(job.storedBytes)} stored`,
-        `${(job.bytes / 1e6 / Math.max(took, 1e-3)).toFixed(1)} MB/s`, job.wasmMemory > 0 ? `wasm memory ${bytes(job.wasmMemory)}` : '',
-        (job.helper ?? null) === null ? '' : (job.helperError ?? null) === null ? `DMA side on worker ${(job.helper ?? 0) + 1}` : `DMA side redone on worker ${job.worker + 1} (${job.helperError})`]
+        `${(job.bytes / 1e6 / Math.max(took, 1e-3)).toFixed(1)} MB/s`, job.wasmMemory > 0 ? `wasm memory ${bytes(job.wasmMemory)}` : '', splitText(job)]
         .filter((x) => x !== '')
         .join(' · ');
     case 'cancelled':
