@@ -623,34 +623,32 @@ impl Session {
         progress: &js_sys::Function,
     ) -> std::result::Result<JsValue, JsError> {
         let key = format!("{profile_id}#{device_index}");
-        let inv = self.inventory()?;
-        let mut sink = store_sink(&key);
-        let rows = std::cell::Cell::new(0);
-        let trace = RefCell::new(MemoryTrace::default());
-        let mut cb = progress_cb(progress, &rows, &trace);
-        let mut lod = crate::lod::LodCollector::new(&mut sink);
-        let side = crate::profile::dma_side_device(
-            inv,
-            &profile_id,
-            device_index,
-            &|p: &str| self.open(p),
-            &mut RowCount {
-                inner: &mut lod,
-                rows: &rows,
-            },
-            &mut cb,
-        )
-        .map_err(js_err)?;
-        let lod = lod.lod.to_bytes();
-        drop(cb);
-        let js = to_js(&serde_json::json!({ "key": key, "side": side.to_json() }))?;
+        self.results.remove(&key);
+        self.lods.remove(&key);
+        let js = self.decode_stored(&key, progress, Some(0), |s, sink, cb| {
+            let inv = s.inventory()?;
+            let side = crate::profile::dma_side_device(
+                inv,
+                &profile_id,
+                device_index,
+                &|p: &str| s.open(p),
+                sink,
+                cb,
+            )
+            .map_err(js_err)?;
+            to_js(&serde_json::json!({ "key": key, "side": side.to_json() }))
+        })?;
+        // The summaries go with the files; this worker keeps neither.
+        let lod = self
+            .lods
+            .remove(&key)
+            .map(|l| l.to_bytes())
+            .unwrap_or_default();
         let _ = js_sys::Reflect::set(
             &js,
             &"lod".into(),
             &js_sys::Uint8Array::from(lod.as_slice()),
         );
-        self.results.remove(&key);
-        self.store(&key, sink, &js)?;
         Ok(js)
     }
     /// Completes a [`Session::process_split`] of `key`: registers `tables` (`[{name, rows, file,

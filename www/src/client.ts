@@ -31,6 +31,17 @@ export const MAX_WORKERS = 8;
  */
 export const SPLIT_MIN_BYTES = 64 << 20;
 
+/** Runs `remove` (a deletion returning how many files stayed locked) in a second, again each second while some stay, at most `tries` times. */
+function retryLocked(remove: () => Promise<number>, tries: number): void {
+  setTimeout(() => {
+    void remove()
+      .catch(() => 0)
+      .then((locked) => {
+        if (locked > 0 && tries > 1) retryLocked(remove, tries - 1);
+      });
+  }, 1000);
+}
+
 /** `?split=`: the smallest NTFF split over two workers (0: every v6 NTFF; Infinity: none). */
 function splitMin(): number {
   const q = new URLSearchParams(globalThis.location?.search ?? '').get('split');
@@ -384,7 +395,7 @@ export class CoreClient {
       this.onFatal(`the capture could not be registered with the restarted worker (${e instanceof Error ? e.message : String(e)}); pick it again`);
     });
     // The terminated worker's partial tables and free files stay in the directory otherwise.
-    this.sweepLater(slot.dir, Date.now(), 10);
+    this.sweepLater(slot.dir, Date.now());
     if (crash === null) {
       for (const p of queued) {
         void slot.ready
@@ -535,16 +546,10 @@ export class CoreClient {
     return keep;
   }
 
-  /** Deletes what a worker terminated before `before` left in `dir` (its files unlock a moment after it goes: tried `tries` times, a second apart). */
-  private sweepLater(dir: string, before: number, tries: number): void {
+  /** Deletes what a worker terminated before `before` left in `dir` (its files unlock a moment after it goes). */
+  private sweepLater(dir: string, before: number): void {
     if (!opfsListable() || this.store !== 'opfs') return;
-    setTimeout(() => {
-      void sweepDir(dir, this.keepIn(dir), before)
-        .catch(() => 0)
-        .then((locked) => {
-          if (locked > 0 && tries > 1) this.sweepLater(dir, before, tries - 1);
-        });
-    }, 1000);
+    retryLocked(() => sweepDir(dir, this.keepIn(dir), before), 10);
   }
 
   /** Counts captures picked (load, demo): a split decode begun under an older one is superseded. */
@@ -766,7 +771,7 @@ export class CoreClient {
     if (opfsListable()) {
       const locked = await clearStale().catch(() => 0);
       // A reloaded page's worker may still hold its files for a moment: try again later.
-      if (locked > 0) this.retryClearStale(10);
+      if (locked > 0) retryLocked(() => clearStale(new Set(this.slots.map((s) => s.dir))), 10);
     }
     const slot = this.slots[0] ?? this.addSlot();
     const v: InitInfo = await this.raw(slot, { op: 'init', pkgUrl, fault, storeDir: this.storeDir(slot) });
@@ -878,16 +883,6 @@ export class CoreClient {
   /** Field-by-field comparison of processed profile `key` with an AWS JSON export's bytes. */
   conform(key: string, exportJson: Uint8Array): Promise<ConformReport> {
     return this.call({ op: 'conform', key, exportJson });
-  }
-  /** Deletes earlier page loads' files again in a second, up to `tries` times while some stay locked (this page's directories kept). */
-  private retryClearStale(tries: number): void {
-    setTimeout(() => {
-      void clearStale(new Set(this.slots.map((s) => s.dir)))
-        .catch(() => 0)
-        .then((locked) => {
-          if (locked > 0 && tries > 1) this.retryClearStale(tries - 1);
-        });
-    }, 1000);
   }
   /** Deletes every stored profile of every worker (OPFS files and the tables in memory); they are processed again when opened. */
   async clearStored(): Promise<void> {

@@ -64,6 +64,18 @@ export function opfsListable(): boolean {
 
 type Keys = { keys(): AsyncIterable<string> };
 
+/** Deletes the entries of `dir` that `skip` does not name; returns how many could not be (open files are locked). */
+async function removeEntries(dir: FileSystemDirectoryHandle, skip: (name: string) => boolean): Promise<number> {
+  const names: string[] = [];
+  for await (const f of (dir as unknown as Keys).keys()) names.push(f);
+  let locked = 0;
+  for (const f of names) {
+    if (skip(f)) continue;
+    await dir.removeEntry(f, { recursive: true }).catch(() => { locked++; });
+  }
+  return locked;
+}
+
 /**
  * Deletes what earlier page loads left under STORE_DIR, except the directories in `keep` and the
  * files still open (locked: another tab's, or a reloaded page's worker not yet gone). File by
@@ -82,11 +94,7 @@ export async function clearStale(keep: Set<string> = new Set()): Promise<number>
       await top.removeEntry(name, { recursive: true }).catch(() => {});
       continue;
     }
-    const files: string[] = [];
-    for await (const f of (dir as unknown as Keys).keys()) files.push(f);
-    for (const f of files) {
-      await dir.removeEntry(f, { recursive: true }).catch(() => { locked++; });
-    }
+    locked += await removeEntries(dir, () => false);
     await top.removeEntry(name, { recursive: true }).catch(() => {});
   }
   return locked;
@@ -103,15 +111,7 @@ export async function sweepDir(dir: string, keep: Set<string>, before: number): 
   const top = await root.getDirectoryHandle(STORE_DIR, { create: true });
   const d = await top.getDirectoryHandle(dir).catch(() => null);
   if (d === null) return 0;
-  const files: string[] = [];
-  for await (const f of (d as unknown as Keys).keys()) files.push(f);
-  let locked = 0;
-  for (const f of files) {
-    const made = parseInt(f.slice(0, f.indexOf('-')), 36);
-    if (keep.has(f) || !(made < before)) continue;
-    await d.removeEntry(f).catch(() => { locked++; });
-  }
-  return locked;
+  return removeEntries(d, (f) => keep.has(f) || !(FileStore.madeAt(f) < before));
 }
 
 export class FileStore {
@@ -127,6 +127,11 @@ export class FileStore {
     private readonly dir: FileSystemDirectoryHandle,
     readonly dirName: string,
   ) {}
+
+  /** When the store instance that named file `name` was made (ms since the epoch; NaN: not one of its names). */
+  static madeAt(name: string): number {
+    return parseInt(name.slice(0, name.indexOf('-')), 36);
+  }
 
   /** The store in `neuronscope/<dirName>` (created if missing). */
   static async open(dirName: string): Promise<FileStore> {

@@ -280,6 +280,14 @@ pub(super) struct Window {
 }
 
 impl Window {
+    /// The window of a v6 execution record (info field 15.2 – 15.3, ntff.md §5.3), in fs.
+    pub(super) fn of_execution(x: &super::ExecutionRecord) -> Window {
+        Window {
+            t0: x.start as i128 * 1000,
+            t1: Some(x.end as i128 * 1000),
+        }
+    }
+
     /// ns from t0 of a calibrated time, taken in whole calibrated picoseconds first:
     /// ⌊(⌊fs⌋ps − ⌊t0⌋ps) / 1000⌋, as the DMA decoder does. The inf2 exports floor calibrated
     /// times to whole ps (SemaphoreUpdate 2 966/2 966, Summary times 9/9); on v6 (identity
@@ -750,10 +758,7 @@ pub fn dma_side<S: ByteSource + ?Sized>(
     let info = read_info(src)?
         .ok_or_else(|| Error::Other(format!("{file}: empty NTFF, no DMA side to decode")))?;
     let window = match (info.executions.first(), origin_fs) {
-        (Some(x), _) => Window {
-            t0: x.start as i128 * 1000,
-            t1: Some(x.end as i128 * 1000),
-        },
+        (Some(x), _) => Window::of_execution(x),
         (None, Some(t0)) => Window { t0, t1: None },
         (None, None) => {
             return Err(Error::Other(format!(
@@ -762,34 +767,13 @@ pub fn dma_side<S: ByteSource + ?Sized>(
             )))
         }
     };
-    let first_core = info.subgraphs.first().map_or(0, |s| s.core);
     let total = super::dma::dma_buffer_bytes(&info);
     let mut done = 0u64;
     let mut prog = |n: u64| {
         done = done.saturating_add(n);
         progress(done.min(total), total);
     };
-    let (mut next_id, mut next_agg) = (first_dma_id, 0i64);
-    let mut cores = Vec::with_capacity(info.subgraphs.len());
-    for (pcore, sg) in info.subgraphs.iter().enumerate() {
-        let mut stats = DmaCoreStats::default();
-        let mut problems = Vec::new();
-        let io = NtffIo {
-            src,
-            info: &info,
-            window,
-            file,
-            problems: &mut problems,
-            progress: &mut prog,
-            sink: &mut *sink,
-        };
-        let ids = DmaIds {
-            packet: &mut next_id,
-            aggregated: &mut next_agg,
-        };
-        super::dma::dma_rows(io, sg, pcore, first_core, ids, &mut stats)?;
-        cores.push((stats, problems));
-    }
+    let cores = super::dma::dma_rows_all(src, &info, window, file, first_dma_id, sink, &mut prog)?;
     // Buffers cut short read fewer bytes than their descriptors say.
     prog(total);
     Ok(DmaSide { cores })
@@ -882,13 +866,7 @@ fn decode_with<S: ByteSource + ?Sized>(
 
     // Time origin and window (ntff.md §5.3).
     let (window, origin) = match info.executions.first() {
-        Some(x) => (
-            Window {
-                t0: x.start as i128 * 1000,
-                t1: Some(x.end as i128 * 1000),
-            },
-            TimeOrigin::ExecutionRecord,
-        ),
+        Some(x) => (Window::of_execution(x), TimeOrigin::ExecutionRecord),
         None => {
             let (t0, o) = find_v5_origin(src, &info, &codes, file, problems, &mut prog)?;
             (Window { t0, t1: None }, o)

@@ -716,6 +716,45 @@ pub(super) fn dma_plan<S: ByteSource + ?Sized>(
     Ok(runs.plan(pairing.mergeable(), pcore, first_core, window))
 }
 
+/// Every core's `DmaPacket` and `DmaPacketAggregated` rows ([`dma_rows`], core after core, ids
+/// from `first_dma_id`), with per core the row statistics and problems: the DMA row thread of the
+/// native split decode and the page's second worker (`super::decode::dma_side`). The first
+/// core's physical index (`engine_idx` base, [`decode_dma_core`]) is the first subgraph's;
+/// `progress` gets the DMA-buffer bytes read.
+pub(super) fn dma_rows_all<S: ByteSource + ?Sized>(
+    src: &S,
+    info: &NtffInfo,
+    window: Window,
+    file: &str,
+    first_dma_id: i64,
+    sink: &mut dyn TableSink,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Vec<(DmaCoreStats, Vec<Problem>)>> {
+    let first_core = info.subgraphs.first().map_or(0, |s| s.core);
+    let (mut next_id, mut next_agg) = (first_dma_id, 0i64);
+    let mut out = Vec::with_capacity(info.subgraphs.len());
+    for (pcore, sg) in info.subgraphs.iter().enumerate() {
+        let mut stats = DmaCoreStats::default();
+        let mut problems = Vec::new();
+        let io = NtffIo {
+            src,
+            info,
+            window,
+            file,
+            problems: &mut problems,
+            progress: &mut *progress,
+            sink: &mut *sink,
+        };
+        let ids = DmaIds {
+            packet: &mut next_id,
+            aggregated: &mut next_agg,
+        };
+        dma_rows(io, sg, pcore, first_core, ids, &mut stats)?;
+        out.push((stats, problems));
+    }
+    Ok(out)
+}
+
 /// The `DmaPacket` and `DmaPacketAggregated` rows of one core (the first half of
 /// [`decode_dma_core`]); returns the plan of its time-ordered pass.
 pub(super) fn dma_rows<S: ByteSource + ?Sized>(

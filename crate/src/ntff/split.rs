@@ -11,7 +11,7 @@ use std::thread::{Scope, ScopedJoinHandle};
 use arrow_array::RecordBatch;
 
 use super::decode::Window;
-use super::dma::{dma_plan, dma_rows, dma_times, DmaCoreStats, DmaIds, NtffIo};
+use super::dma::{dma_plan, dma_rows_all, dma_times, DmaCoreStats};
 use super::NtffInfo;
 use crate::error::{Error, Problem, Result};
 use crate::source::ByteSource;
@@ -136,32 +136,18 @@ pub(super) fn start<'scope, 's>(
     } = job;
     let rows = scope.spawn(move || {
         catch(|| {
-            let mut sink = Forward(tx);
-            let (mut next_id, mut next_agg) = (first_dma_id, 0i64);
-            let mut out = Vec::new();
-            for (pcore, sg) in info.subgraphs.iter().enumerate() {
-                let mut stats = DmaCoreStats::default();
-                let mut problems = Vec::new();
-                let mut prog = |n: u64| {
-                    done.fetch_add(n, Ordering::Relaxed);
-                };
-                let io = NtffIo {
-                    src,
-                    info,
-                    window,
-                    file,
-                    problems: &mut problems,
-                    progress: &mut prog,
-                    sink: &mut sink,
-                };
-                let ids = DmaIds {
-                    packet: &mut next_id,
-                    aggregated: &mut next_agg,
-                };
-                dma_rows(io, sg, pcore, first_core, ids, &mut stats)?;
-                out.push((stats, problems));
-            }
-            Ok(out)
+            let mut prog = |n: u64| {
+                done.fetch_add(n, Ordering::Relaxed);
+            };
+            dma_rows_all(
+                src,
+                info,
+                window,
+                file,
+                first_dma_id,
+                &mut Forward(tx),
+                &mut prog,
+            )
         })
     });
     let times = scope.spawn(move || {
