@@ -91,6 +91,17 @@ struct SynthArgs {
     /// Write a System capture whose ntrace.pb is N MB (the sample's record mix) instead.
     #[arg(long, value_name = "N", conflicts_with = "ntff_mb")]
     ntrace_mb: Option<u64>,
+    /// Record mix of the --ntff-mb NTFF: `v6` (the v6 samples' mix, mostly DMA records) or
+    /// `dense` (instruction-dense: the demo's matmul-like mix on both cores).
+    #[arg(long, value_name = "SHAPE", default_value = "v6", requires = "ntff_mb")]
+    shape: ShapeArg,
+}
+
+/// `synth --shape` values.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum ShapeArg {
+    V6,
+    Dense,
 }
 
 #[derive(clap::Args, Debug)]
@@ -244,7 +255,11 @@ fn cmd_synth(args: &SynthArgs) -> Result<()> {
         return Ok(());
     }
     if let Some(mb) = args.ntff_mb {
-        for p in neuronscope::synth::write_large_capture(out, mb * 1_000_000)? {
+        let shape = match args.shape {
+            ShapeArg::V6 => neuronscope::synth::Shape::V6Mix,
+            ShapeArg::Dense => neuronscope::synth::Shape::Dense,
+        };
+        for p in neuronscope::synth::write_large_capture(out, mb * 1_000_000, shape)? {
             let n = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
             note!("{} ({n} bytes)", p.display());
         }

@@ -294,18 +294,35 @@ fn dma_queue(name: &str, kind: &str, owner: &str, n: u64, sems: &[u64]) -> DmaQu
     }
 }
 
+/// The record mix of a large synthetic NTFF (`neuronscope synth --shape`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Shape {
+    /// Shaped like the v6 samples ([`NtffSpec::v6_mix`]): per instruction 4.3 DMA packets and
+    /// 1.43 semaphore updates, one busy core; most bytes are DMA records.
+    #[default]
+    V6Mix,
+    /// Instruction-dense: the demo's matmul-like mix ([`NtffSpec::demo`]) repeated on both
+    /// cores, ≈ 0.055 DMA packets and ≈ 0.011 semaphore updates per instruction; most bytes are
+    /// instruction records (the worst case for rows per byte: 60 columns a row). The shape the
+    /// first benchmarks used (issues 9 and 10's "synthetic").
+    Dense,
+}
+
 /// NEFF and NTFF specs of a synthetic LNC=2 kernel whose NTFF pairs with the NEFF by uuid.
 /// `ntff_bytes` = 0: the demo (a matmul-like mix, [`NtffSpec::demo`]); otherwise a capture of at
-/// least `ntff_bytes` shaped like the v6 samples ([`NtffSpec::v6_mix`], docs/formats.md
-/// "Synthetic captures"). The NEFF's engine streams are the NTFF spec's own opcode bytes.
-fn specs(kernel: &str, ntff_bytes: u64) -> (NeffSpec, NtffSpec) {
+/// least `ntff_bytes` of `shape` (docs/formats.md "Synthetic captures"). The NEFF's engine
+/// streams are the NTFF spec's own opcode bytes.
+fn specs(kernel: &str, ntff_bytes: u64, shape: Shape) -> (NeffSpec, NtffSpec) {
     let neff_name = format!("{kernel}.neff");
-    let ntff = if ntff_bytes > 0 {
+    let v6 = ntff_bytes > 0 && shape == Shape::V6Mix;
+    let ntff = if v6 {
         NtffSpec::v6_mix(&neff_name, DEMO_UUID, 1).with_min_bytes(ntff_bytes)
+    } else if ntff_bytes > 0 {
+        NtffSpec::demo(&neff_name, DEMO_UUID, &DEMO_SLOTS, 1).with_min_bytes(ntff_bytes)
     } else {
         NtffSpec::demo(&neff_name, DEMO_UUID, &DEMO_SLOTS, 6)
     };
-    let dma_queues = if ntff_bytes > 0 {
+    let dma_queues = if v6 {
         // The queue sets the v6 mix moves packets on (ntff::write::mix_dma_queues), two
         // completion semaphores each among the ids 8 – 19 its DMA-source updates use.
         vec![
@@ -356,7 +373,7 @@ fn specs(kernel: &str, ntff_bytes: u64) -> (NeffSpec, NtffSpec) {
 }
 
 fn capture(kernel: &str, ntff_bytes: u64) -> Result<Vec<(String, Vec<u8>)>> {
-    let (neff, ntff) = specs(kernel, ntff_bytes);
+    let (neff, ntff) = specs(kernel, ntff_bytes, Shape::V6Mix);
     let mut ntff_bytes_out = Vec::new();
     write_ntff(&ntff, &mut ntff_bytes_out)
         .map_err(|e| Error::Other(format!("synthetic NTFF: {e}")))?;
@@ -386,15 +403,16 @@ pub fn large_capture(ntff_bytes: u64) -> Result<Vec<(String, Vec<u8>)>> {
     capture("matmul_large", ntff_bytes)
 }
 
-/// Writes a capture whose NTFF is at least `ntff_bytes` long and shaped like the v6 samples
-/// into `dir`, streaming the NTFF to disk (memory independent of `ntff_bytes`; 10 GB files
-/// are fine). Returns the written paths.
+/// Writes a capture whose NTFF is at least `ntff_bytes` long and of `shape` into `dir`,
+/// streaming the NTFF to disk (memory independent of `ntff_bytes`; 10 GB files are fine).
+/// Returns the written paths.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn write_large_capture(
     dir: &std::path::Path,
     ntff_bytes: u64,
+    shape: Shape,
 ) -> Result<Vec<std::path::PathBuf>> {
-    let (neff, ntff) = specs("matmul_large", ntff_bytes);
+    let (neff, ntff) = specs("matmul_large", ntff_bytes, shape);
     let d = dir.join(DEMO_DIR);
     std::fs::create_dir_all(&d)?;
     let neff_path = d.join("matmul_large.neff");

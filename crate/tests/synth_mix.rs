@@ -457,3 +457,45 @@ fn synthetic_mix_matches_the_samples() {
         );
     }
 }
+
+/// `synth --shape dense`: the instruction-dense benchmark shape (the first benchmarks' mix,
+/// issues 9 and 10): both cores busy, ≈ 0.055 DMA packets and ≈ 0.011 semaphore updates per
+/// instruction, against 4.3 and 1.43 for the v6 mix; decodes without a problem.
+#[test]
+fn dense_shape_is_instruction_dense() {
+    let dir = std::env::temp_dir().join(format!("ns-dense-shape-{}", std::process::id()));
+    let paths =
+        neuronscope::synth::write_large_capture(&dir, 4_000_000, neuronscope::synth::Shape::Dense)
+            .unwrap();
+    let ntff = paths
+        .iter()
+        .find(|p| p.extension().is_some_and(|e| e == "ntff"))
+        .expect("an NTFF");
+    let bytes = std::fs::metadata(ntff).unwrap().len();
+    let (m, report) = mix_of(&FileSource::open(ntff).unwrap(), "dense.ntff");
+    std::fs::remove_dir_all(&dir).unwrap();
+    print_mix("dense sg00", &m[0]);
+    print_mix("dense sg01", &m[1]);
+    assert!((4_000_000..4_200_000).contains(&bytes), "{bytes} bytes");
+    assert!(report.problems.is_empty(), "{:#?}", report.problems);
+    let ins = (m[0].total() + m[1].total()) as f64;
+    for (core, c) in m.iter().enumerate() {
+        let share = c.total() as f64 / ins;
+        assert!((0.4..0.6).contains(&share), "core {core} share {share:.3}");
+    }
+    let dma = (m[0].dma_packets + m[1].dma_packets) as f64 / ins;
+    let sem = (m[0].semaphore_updates + m[1].semaphore_updates) as f64 / ins;
+    assert!(
+        (0.04..0.07).contains(&dma),
+        "DMA packets per instruction {dma:.4}"
+    );
+    assert!(
+        (0.005..0.02).contains(&sem),
+        "semaphore updates per instruction {sem:.4}"
+    );
+    // Instruction records (32 B a pair) are most of the file.
+    assert!(
+        ins * 32.0 > 0.8 * bytes as f64,
+        "{ins} instructions in {bytes} B"
+    );
+}

@@ -46,7 +46,11 @@ pub fn run(args: &BenchArgs) -> Result<u64> {
             tmp = std::env::temp_dir().join(format!("neuronscope-bench-v6mix-{mb}mb"));
             if !tmp.join(".complete").exists() {
                 std::fs::create_dir_all(&tmp)?;
-                neuronscope::synth::write_large_capture(&tmp, mb * 1_000_000)?;
+                neuronscope::synth::write_large_capture(
+                    &tmp,
+                    mb * 1_000_000,
+                    neuronscope::synth::Shape::V6Mix,
+                )?;
                 std::fs::write(tmp.join(".complete"), b"")?;
             }
             tmp.clone()
