@@ -5,7 +5,7 @@
 import { tableFromArrays, type Table } from 'apache-arrow';
 import type { LodListing } from '../../api.ts';
 import { addDeviceRowsYielding, DMA_COLUMNS, PENDING_DMA_COLUMNS, SEMAPHORE_COLUMNS, THROTTLE_COLUMNS } from '../device-rows.ts';
-import { buildTimelineYielding, type TimelineModel, type Track } from '../timeline-model.ts';
+import { buildTimelineYielding, groupOf, isGroupHeader, isStepTrack, type TimelineModel, type Track } from '../timeline-model.ts';
 import { LodController, span, type LodApi, type LodState, type LodTable, type WindowTables } from './lod.ts';
 
 /** The tables of the device timeline and the columns a window reads of each. */
@@ -26,7 +26,13 @@ function tableOf(t: Track): string {
 
 /** A track's identity across models (labels, grouping and kind are the builders'). */
 function keyOf(t: Track): string {
-  return `${t.kind}|${t.pcore}|${t.header ?? ''}|${t.group ?? ''}|${t.label}`;
+  return `${t.kind}|${t.pcore}|${isGroupHeader(t) ? t.header : ''}|${groupOf(t) ?? ''}|${t.label}`;
+}
+
+/** `t` with no marks (idle in the window), kind and everything else kept. */
+function emptied(t: Track): Track {
+  const none = { starts: new Float64Array(0), ends: new Float64Array(0), rows: new Uint32Array(0), busy: new Float64Array(1), maxDur: 0 };
+  return isStepTrack(t) ? { ...t, ...none, values: new Float64Array(0) } : { ...t, ...none, ops: new Uint16Array(0) };
 }
 
 function emptyInstructions(): Table {
@@ -63,7 +69,7 @@ async function build(skeleton: { model: TimelineModel | null }, tables: WindowTa
     const got = now.get(keyOf(t));
     if (got !== undefined) return got;
     if (!fromRows.has(tableOf(t))) return t;
-    return { ...t, starts: new Float64Array(0), ends: new Float64Array(0), rows: new Uint32Array(0), ops: new Uint16Array(0), busy: new Float64Array(1), maxDur: 0, values: new Float64Array(0) };
+    return emptied(t);
   });
   return model;
 }
