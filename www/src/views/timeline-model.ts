@@ -256,6 +256,12 @@ export function codeColumn(table: Table, name: string, dict: string[], index: Ma
   return out;
 }
 
+/**
+ * Instruction columns the device timeline reads: what buildTimeline groups and draws (start_ts,
+ * end_ts, engine, pcore_idx, opcode) and what a hover shows before the whole row loads.
+ */
+export const INSTRUCTION_COLUMNS: readonly string[] = ['start_ts', 'end_ts', 'engine', 'pcore_idx', 'opcode', 'pc', 'evt_wait_time_ns', 'bir_instruction_name'];
+
 /** Builds the model from an Instruction table (columns start_ts, end_ts, engine, pcore_idx, opcode). */
 export function buildTimeline(table: Table): TimelineModel {
   const steps = timelineSteps(table);

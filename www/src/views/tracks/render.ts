@@ -12,6 +12,7 @@
 // A large profile's rows hold summary buckets or a window's rows (lod.ts); the renderers draw both.
 
 import { lowerBound, type Counter, type GroupHeaderTrack, type RowKind, type SliceTrack, type StepTrack, type Track, type TrackKind, type TrackOf } from '../timeline-model.ts';
+import { LOD_SOURCES, type LodSource } from './lod.ts';
 import { dmaTooltip, instantTooltip, stepTooltip, throttleTooltip, type TrackTooltip } from './tooltips.ts';
 
 /** What every renderer needs of the frame being drawn. */
@@ -353,6 +354,8 @@ export interface TrackKindSpec<T extends Track> {
   noun: string | null;
   /** The kind tools and tests read in the view's probe rows (a group header counts as its rows' kind). */
   family: RowKind | 'system';
+  /** The table its rows come from and how a large profile's window reads it (tracks/lod.ts). */
+  source: LodSource;
 }
 
 /** One spec per kind, each over its own row type. */
@@ -360,17 +363,31 @@ type TrackKindSpecs = { [K in TrackKind]: TrackKindSpec<TrackOf<K>> };
 
 /** The renderer and wording of each row kind: the view never looks a kind's drawing up itself. */
 export const TRACK_KINDS: TrackKindSpecs = {
-  engine: { render: drawTrack, color: nameColor, tooltip: null, noun: null, family: 'engine' },
-  system: { render: drawTrack, color: nameColor, tooltip: null, noun: null, family: 'system' },
-  dma: { render: drawDma, color: dmaColor, tooltip: dmaTooltip, noun: 'DMA packet', family: 'dma' },
+  engine: { render: drawTrack, color: nameColor, tooltip: null, noun: null, family: 'engine', source: LOD_SOURCES.Instruction },
+  system: { render: drawTrack, color: nameColor, tooltip: null, noun: null, family: 'system', source: LOD_SOURCES.SystemProfileEvents },
+  dma: { render: drawDma, color: dmaColor, tooltip: dmaTooltip, noun: 'DMA packet', family: 'dma', source: LOD_SOURCES.DmaPacket },
   // A core's DMA group header: every packet of its queues merged by start.
-  'dma-group': { render: drawDma, color: dmaColor, tooltip: dmaTooltip, noun: 'DMA packet', family: 'dma' },
-  throttle: { render: drawTrack, color: throttleColor, tooltip: throttleTooltip, noun: 'throttle record', family: 'throttle' },
-  semaphore: { render: drawStep, color: nameColor, tooltip: stepTooltip, noun: 'semaphore update', family: 'semaphore' },
+  'dma-group': { render: drawDma, color: dmaColor, tooltip: dmaTooltip, noun: 'DMA packet', family: 'dma', source: LOD_SOURCES.DmaPacket },
+  throttle: { render: drawTrack, color: throttleColor, tooltip: throttleTooltip, noun: 'throttle record', family: 'throttle', source: LOD_SOURCES.Throttle },
+  semaphore: { render: drawStep, color: nameColor, tooltip: stepTooltip, noun: 'semaphore update', family: 'semaphore', source: LOD_SOURCES.SemaphoreUpdate },
   // A semaphore group's header: every update of its core as an instant (its colour: the merged bars').
-  'semaphore-group': { render: drawTrack, color: nameColor, tooltip: instantTooltip, noun: 'semaphore update', family: 'semaphore' },
-  pending: { render: drawStep, color: nameColor, tooltip: stepTooltip, noun: 'pending-DMA sample', family: 'pending' },
+  'semaphore-group': { render: drawTrack, color: nameColor, tooltip: instantTooltip, noun: 'semaphore update', family: 'semaphore', source: LOD_SOURCES.SemaphoreUpdate },
+  pending: { render: drawStep, color: nameColor, tooltip: stepTooltip, noun: 'pending-DMA sample', family: 'pending', source: LOD_SOURCES.PendingDma },
 };
+
+/**
+ * The tables a timeline draws through the level-of-detail store, in kind order: its kinds'
+ * distinct sources (the System timeline: System spans; the device timeline: every other kind).
+ */
+export function lodSources(timeline: 'device' | 'system'): LodSource[] {
+  const out: LodSource[] = [];
+  // TRACK_KINDS has exactly the TrackKind keys (TrackKindSpecs).
+  for (const kind of Object.keys(TRACK_KINDS) as TrackKind[]) {
+    const spec = TRACK_KINDS[kind];
+    if ((spec.family === 'system') === (timeline === 'system') && !out.includes(spec.source)) out.push(spec.source);
+  }
+  return out;
+}
 
 /** Draws `tr` with the renderer of kind `kind` (its own: the kind and row are one row's). */
 function renderAs<K extends TrackKind>(kind: K, tr: TrackOf<K>, f: Frame, y: number, hgt: number, t0: number, t1: number): number {
