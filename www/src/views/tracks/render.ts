@@ -343,7 +343,7 @@ const throttleColor: SliceColor = (engine, name, op) => {
   return `hsl(2 68% ${24 + 36 * Math.min(1, Math.max(0, f))}%)`;
 };
 
-/** What a kind of row is (T its row type): how it draws, and how the view words it. */
+/** What a kind of row is (T its row type): how it draws, how the view words it, where its rows come from. */
 export interface TrackKindSpec<T extends Track> {
   render: TrackRenderer<T>;
   /** Slice colours (the view caches them and dims what the opcode filter leaves out). */
@@ -361,7 +361,7 @@ export interface TrackKindSpec<T extends Track> {
 /** One spec per kind, each over its own row type. */
 type TrackKindSpecs = { [K in TrackKind]: TrackKindSpec<TrackOf<K>> };
 
-/** The renderer and wording of each row kind: the view never looks a kind's drawing up itself. */
+/** The renderer, wording and table of each row kind: adding a kind is one entry here (and its row type in timeline-model.ts TrackKinds). */
 export const TRACK_KINDS: TrackKindSpecs = {
   engine: { render: drawTrack, color: nameColor, tooltip: null, noun: null, family: 'engine', source: LOD_SOURCES.Instruction },
   system: { render: drawTrack, color: nameColor, tooltip: null, noun: null, family: 'system', source: LOD_SOURCES.SystemProfileEvents },
@@ -389,7 +389,10 @@ export function lodSources(timeline: 'device' | 'system'): LodSource[] {
   return out;
 }
 
-/** Draws `tr` with the renderer of kind `kind` (its own: the kind and row are one row's). */
+/**
+ * Draws `tr` with the renderer of `kind`: one generic over the kind, so the strict checker pairs
+ * each renderer with its own row type (the caller passes a row's own kind and the row).
+ */
 function renderAs<K extends TrackKind>(kind: K, tr: TrackOf<K>, f: Frame, y: number, hgt: number, t0: number, t1: number): number {
   return TRACK_KINDS[kind].render(f, tr, y, hgt, t0, t1);
 }
@@ -399,6 +402,7 @@ export function renderTrack(f: Frame, tr: Track, y: number, hgt: number, t0: num
   return renderAs(tr.kind, tr, f, y, hgt, t0, t1);
 }
 
+/** trackTooltip's dispatch, generic over the kind as renderAs. */
 function tooltipAs<K extends TrackKind>(kind: K, tr: TrackOf<K>, o: Record<string, unknown>, k: number, name: string): (Node | string)[] | null {
   const tip = TRACK_KINDS[kind].tooltip;
   return tip === null ? null : tip(o, tr, k, name);
