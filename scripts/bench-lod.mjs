@@ -1,7 +1,7 @@
 // Timeline frame times and page memory on a large capture, in headless Chromium: picks DIR in the
 // built page (www/dist), waits for the device timeline (or, with --system, the System timeline),
 // then draws it fitted, zoomed in step by step (W key, each zoom waiting for the window's data)
-// and panned, and prints per phase the frame draw times (canvas data-draw-ms, ms), how each table
+// and panned, and prints per phase the frame draw times (the view's probe drawMs, ms), how each table
 // was drawn (summaries or the window's rows; views/tracks/lod.ts), and after a forced GC the
 // page's JS heap.
 //
@@ -205,7 +205,7 @@ try {
   await page.waitForTimeout(500);
   const canvas = page.locator(`[data-testid=${testid}]`);
   // "Drawn": the canvas reports a frame with marks on it.
-  await page.waitForFunction((id) => Number(document.querySelector(`[data-testid=${id}]`)?.dataset.drawn ?? 0) > 0, testid, { timeout: 60_000 }).catch(() => {});
+  await page.waitForFunction((id) => (window.__neuronscope?.timeline?.(id)?.drawn ?? 0) > 0, testid, { timeout: 60_000 }).catch(() => {});
   const drawnS = (Date.now() - t0) / 1000;
   const pt1 = await pageNow();
   const cpu1 = childCpuSeconds();
@@ -219,7 +219,8 @@ try {
     await page.waitForFunction(([r, b]) => (document.querySelector(r)?.dataset.lod ?? '') !== b, [root, before], { timeout: 20_000 }).catch(() => {});
     await page.waitForTimeout(100);
   };
-  const drawMs = async () => Number(await canvas.getAttribute('data-draw-ms'));
+  const probe = () => page.evaluate((id) => window.__neuronscope.timeline(id), testid);
+  const drawMs = async () => (await probe()).drawMs;
   const frames = async (n) => {
     // Redraws without moving: hover across the plot (each move requests a frame).
     const box = await canvas.boundingBox();
@@ -235,7 +236,7 @@ try {
     const ms = await frames(8);
     const lodState = await page.evaluate((r) => document.querySelector(r)?.dataset.lod ?? null, root);
     const modes = lodState === null ? 'all rows' : Object.entries(JSON.parse(lodState).tables).map(([t, v]) => `${t}:${v.mode}(${v.rows})`).join(' ');
-    console.log(`${phase}\tmax ${Math.max(...ms).toFixed(1)} ms\tmedian ${ms.sort((a, c) => a - c)[ms.length >> 1].toFixed(1)} ms\tdrawn ${await canvas.getAttribute('data-drawn')}\t${modes}`);
+    console.log(`${phase}\tmax ${Math.max(...ms).toFixed(1)} ms\tmedian ${ms.sort((a, c) => a - c)[ms.length >> 1].toFixed(1)} ms\tdrawn ${(await probe()).drawn}\t${modes}`);
   };
   const fmtTasks = (t) => `longest task ${t.max.toFixed(0)} ms\t${t.n} over 50 ms\t${t.over200} over 200 ms\ttop ${t.top.map((x) => x.ms.toFixed(0)).join(',') || '-'}`;
   console.log(`input ${dir}\topened in ${openS.toFixed(1)} s, timeline drawn at ${drawnS.toFixed(1)} s${lod === null ? '' : ` (lod=${lod})`}`);

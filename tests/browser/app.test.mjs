@@ -19,6 +19,7 @@ import {
   serve,
   showView,
   timelineColouredPixels,
+  timelineProbe,
   waitReady,
   zipEntryNames,
 } from './harness.mjs';
@@ -189,12 +190,12 @@ test('demo capture (?demo) renders a timeline', async () => {
     await canvas.scrollIntoViewIfNeeded();
     const box = await canvas.boundingBox();
     await page.mouse.move(box.x + box.width * 0.6, box.y + 60);
-    const scaleBefore = Number(await canvas.getAttribute('data-ns-per-px'));
+    const scaleBefore = (await timelineProbe(page)).nsPerPx;
     await page.keyboard.down('Control');
     for (let i = 0; i < 5; i++) await page.mouse.wheel(0, -240);
     await page.keyboard.up('Control');
-    await page.waitForFunction((b) => Number(document.querySelector('[data-testid=timeline-canvas]')?.dataset.nsPerPx) < b, scaleBefore);
-    const scaleAfter = Number(await canvas.getAttribute('data-ns-per-px'));
+    await page.waitForFunction((b) => window.__neuronscope.timeline('timeline-canvas').nsPerPx < b, scaleBefore);
+    const scaleAfter = (await timelineProbe(page)).nsPerPx;
     assert.ok(scaleAfter < scaleBefore / 2, `wheel zoomed in (${scaleBefore} → ${scaleAfter} ns/px)`);
     assert.ok((await timelineColouredPixels(page)) > 0, 'still drawn after zoom');
 

@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SHOTS, foreignRequests, fullJsonExport, launch, requireBuild, revealBand, sample, serve, showView, waitReady } from './harness.mjs';
+import { SHOTS, foreignRequests, fullJsonExport, launch, requireBuild, revealBand, sample, serve, showView, timelineProbe, waitReady } from './harness.mjs';
 
 let server;
 
@@ -28,9 +28,9 @@ async function openFolder(page, dir) {
   await waitReady(page);
 }
 
-/** The visible timeline rows (label, kind, top, height, header, collapsed, group) from data-rows. */
+/** The visible timeline rows (label, kind, top, height, header, collapsed, group) from the view's probe. */
 async function timelineRows(page) {
-  return JSON.parse((await page.locator('[data-testid=timeline-canvas]').getAttribute('data-rows')) ?? '[]');
+  return (await timelineProbe(page))?.rows ?? [];
 }
 
 /** CSS coordinates of a slice-coloured pixel inside a row band, or null. */
@@ -72,9 +72,10 @@ test('fused_bf16_s512: DMA queue, semaphore and throttle rows match the JSON exp
     const canvas = page.locator('[data-testid=timeline-canvas]');
     await canvas.scrollIntoViewIfNeeded();
 
-    assert.equal(Number(await canvas.getAttribute('data-dma-rows')), queues.size, 'one DMA row per queue of the export');
-    assert.equal(Number(await canvas.getAttribute('data-semaphore-rows')), semaphores.size, 'one semaphore row per (core, id) of the export');
-    assert.equal(Number(await canvas.getAttribute('data-throttle-rows')), throttleCores.size, 'one throttle row per throttled core');
+    const counts = await timelineProbe(page);
+    assert.equal(counts.dmaRows, queues.size, 'one DMA row per queue of the export');
+    assert.equal(counts.semaphoreRows, semaphores.size, 'one semaphore row per (core, id) of the export');
+    assert.equal(counts.throttleRows, throttleCores.size, 'one throttle row per throttled core');
 
     // Group headers per core: "sg00 DMA (35 queues)"; the big group starts collapsed.
     let rows = await timelineRows(page);
@@ -99,7 +100,7 @@ test('fused_bf16_s512: DMA queue, semaphore and throttle rows match the JSON exp
     // The track list scrolls under the pinned axis: bring each band on screen before pointing at it.
     let box = await revealBand(page, big.top, big.height);
     await page.mouse.click(box.x + 30, box.y + big.top + big.height / 2);
-    await page.waitForFunction((label) => JSON.parse(document.querySelector('[data-testid=timeline-canvas]').dataset.rows)
+    await page.waitForFunction((label) => window.__neuronscope.timeline('timeline-canvas').rows
       .some((r) => r.label === label && r.collapsed === false), big.label);
     rows = await timelineRows(page);
     const children = rows.filter((r) => r.group === big.header);
@@ -128,14 +129,14 @@ test('fused_bf16_s512: DMA queue, semaphore and throttle rows match the JSON exp
     // Collapsing hides the rows again.
     box = await revealBand(page, big.top, big.height);
     await page.mouse.click(box.x + 30, box.y + big.top + big.height / 2);
-    await page.waitForFunction((label) => JSON.parse(document.querySelector('[data-testid=timeline-canvas]').dataset.rows)
+    await page.waitForFunction((label) => window.__neuronscope.timeline('timeline-canvas').rows
       .some((r) => r.label === label && r.collapsed === true), big.label);
 
     // Expand the first semaphore group: its rows are drawn.
     const sem = semHeaders[0];
     box = await revealBand(page, sem.top, sem.height);
     await page.mouse.click(box.x + 30, box.y + sem.top + sem.height / 2);
-    await page.waitForFunction((label) => JSON.parse(document.querySelector('[data-testid=timeline-canvas]').dataset.rows)
+    await page.waitForFunction((label) => window.__neuronscope.timeline('timeline-canvas').rows
       .some((r) => r.label === label && r.collapsed === false), sem.label);
     rows = await timelineRows(page);
     assert.equal(rows.filter((r) => r.group === sem.header).length, sem.count, 'one row per semaphore');
@@ -157,11 +158,11 @@ test('every allenkchau capture: DMA queue, semaphore and throttle row counts equ
       const dir = sample(`allenkchau-trainium-kernel-fusion/profiling/artifacts/${name}`);
       const doc = JSON.parse(readFileSync(await fullJsonExport(dir), 'utf8'));
       await openFolder(page, dir);
-      const canvas = page.locator('[data-testid=timeline-canvas]');
+      const probe = await timelineProbe(page);
       const got = {
-        dma: Number(await canvas.getAttribute('data-dma-rows')),
-        semaphores: Number(await canvas.getAttribute('data-semaphore-rows')),
-        throttle: Number(await canvas.getAttribute('data-throttle-rows')),
+        dma: probe.dmaRows,
+        semaphores: probe.semaphoreRows,
+        throttle: probe.throttleRows,
         packets: (await timelineRows(page)).filter((r) => r.kind === 'dma' && r.header).reduce((a, r) => a + r.items, 0),
       };
       const want = {
@@ -261,25 +262,25 @@ test('demo capture (?demo): DMA, throttle and semaphore rows under the engines',
     const { page } = b;
     await page.goto(`${server.origin}/?demo`);
     await waitReady(page);
-    const canvas = page.locator('[data-testid=timeline-canvas]');
     const rows = await timelineRows(page);
     // synth: 5 DMA queues per core (4 named by the NEFF + instruction queue 14), 2 cores.
-    assert.equal(Number(await canvas.getAttribute('data-dma-rows')), 10, 'one DMA row per (core, queue)');
+    const probe = await timelineProbe(page);
+    assert.equal(probe.dmaRows, 10, 'one DMA row per (core, queue)');
     const dmaHeaders = rows.filter((r) => r.kind === 'dma' && r.header);
     assert.deepEqual(dmaHeaders.map((r) => r.label), ['sg00 DMA (5 queues)', 'sg01 DMA (5 queues)']);
     assert.ok(rows.some((r) => r.kind === 'throttle' && !r.header), 'a throttle row is shown');
     const kinds = rows.filter((r) => r.pcore === 0 && !r.group).map((r) => r.kind);
     assert.deepEqual([...new Set(kinds)], ['engine', 'dma', 'pending', 'throttle', 'semaphore'], 'row order within a core');
-    assert.ok(Number(await canvas.getAttribute('data-semaphore-rows')) > 0, 'semaphore rows');
+    assert.ok(probe.semaphoreRows > 0, 'semaphore rows');
     const header = rows.find((r) => r.kind === 'semaphore' && r.header);
     assert.ok(header !== undefined && header.collapsed, 'a collapsed semaphore group');
     assert.ok(rows.findIndex((r) => r.kind === 'semaphore') > rows.findIndex((r) => r.kind === 'engine'), 'semaphores under the engines');
     // The collapsed group draws every update of its core as ticks.
     await showView(page, 'timeline');
     const box = await revealBand(page, header.top, header.height);
-    const drawnBefore = Number(await canvas.getAttribute('data-drawn'));
+    const drawnBefore = (await timelineProbe(page)).drawn;
     await page.mouse.click(box.x + 30, box.y + header.top + header.height / 2);
-    await page.waitForFunction((d) => Number(document.querySelector('[data-testid=timeline-canvas]').dataset.drawn) > d, drawnBefore);
+    await page.waitForFunction((d) => window.__neuronscope.timeline('timeline-canvas').drawn > d, drawnBefore);
     await page.screenshot({ path: join(SHOTS, 'device-demo.png'), fullPage: true });
     assert.deepEqual(b.errors, [], 'no uncaught page errors');
   } finally {

@@ -177,6 +177,15 @@ export async function timelineColouredPixels(page, testid = 'timeline-canvas', f
   }, [testid, fromCss]);
 }
 
+/**
+ * What the timeline with canvas `testid` reports of itself (www/src/views/timeline.ts
+ * TimelineProbe: rows, the last frame's window and busy %, …), read when asked; null when the page
+ * has no such view.
+ */
+export function timelineProbe(page, testid = 'timeline-canvas') {
+  return page.evaluate((id) => window.__neuronscope?.timeline?.(id) ?? null, testid);
+}
+
 /** Instruction rows of a profiler JSON export (`neuron-profile view --output-format json`). */
 export function jsonInstructionCount(path) {
   const doc = JSON.parse(readFileSync(path, 'utf8'));

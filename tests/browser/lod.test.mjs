@@ -5,7 +5,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { foreignRequests, launch, sample, showView, timelineColouredPixels, waitReady, useServer } from './harness.mjs';
+import { foreignRequests, launch, sample, showView, timelineColouredPixels, timelineProbe, waitReady, useServer } from './harness.mjs';
 
 const server = useServer();
 
@@ -16,7 +16,7 @@ async function open(page, dir, lod) {
   await waitReady(page);
 }
 
-const rowsOf = (page, testid = 'timeline-canvas') => page.locator(`[data-testid=${testid}]`).getAttribute('data-rows').then((r) => JSON.parse(r ?? '[]'));
+const rowsOf = (page, testid = 'timeline-canvas') => timelineProbe(page, testid).then((p) => p?.rows ?? []);
 const lodState = (page, testid = 'timeline-canvas') => page.evaluate((t) => {
   const s = document.querySelector(`[data-testid=${t}]`)?.closest('.timeline')?.dataset.lod;
   return s === undefined ? null : JSON.parse(s);
@@ -32,14 +32,16 @@ test('fused_bf16_s512 through the level-of-detail store: same tracks as every ro
     const strip = (rows) => rows.map((r) => ({ label: r.label, kind: r.kind, pcore: r.pcore, header: r.header, count: r.count, collapsed: r.collapsed, group: r.group }));
     const every = strip(await rowsOf(page));
     const counts = {};
-    for (const a of ['data-dma-rows', 'data-semaphore-rows', 'data-throttle-rows', 'data-pending-rows']) counts[a] = await canvas.getAttribute(a);
+    const rowCounts = (p) => ({ dma: p.dmaRows, semaphore: p.semaphoreRows, throttle: p.throttleRows, pending: p.pendingRows });
+    Object.assign(counts, rowCounts(await timelineProbe(page)));
     assert.equal(await lodState(page), null, 'lod=0 reads every row');
 
     await open(page, dir, 1);
     await showView(page, 'timeline');
     await canvas.scrollIntoViewIfNeeded();
     assert.deepEqual(strip(await rowsOf(page)), every, 'the same rows, labels, groups and order');
-    for (const [a, v] of Object.entries(counts)) assert.equal(await canvas.getAttribute(a), v, a);
+    const lodCounts = rowCounts(await timelineProbe(page));
+    for (const [a, v] of Object.entries(counts)) assert.equal(lodCounts[a], v, `${a} rows`);
     const fitted = await lodState(page);
     assert.ok(fitted !== null, 'drawn through the store');
     assert.equal(fitted.tables.Instruction.mode, 'summary', 'fitted: Instruction from summaries');
@@ -56,7 +58,7 @@ test('fused_bf16_s512 through the level-of-detail store: same tracks as every ro
       const want = summaryPct.find(([e]) => e === engine)?.[1];
       assert.ok(want !== undefined && Math.abs(pct - want) < 1e-9, `${engine}: busy line ${pct} % = Summary ${want} % at Fit through summaries`);
     }
-    assert.deepEqual(JSON.parse(await canvas.getAttribute('data-busy')).filter((r) => r.kind === 'engine'), [], 'no row % from summaries');
+    assert.deepEqual((await timelineProbe(page)).busy.filter((r) => r.kind === 'engine'), [], 'no row % from summaries');
 
     // Hovering a summarised slice names how many instructions it stands for.
     const rows = await rowsOf(page);
@@ -131,7 +133,8 @@ test('fused_bf16_s512 through the level-of-detail store: same tracks as every ro
     const row = Number(/ row (\d+)(?:Show in table)?$/.exec(head ?? '')?.[1]);
     assert.ok(Number.isInteger(row), `details name the table row (${head})`);
     const start = Number((await page.locator('[data-testid=instruction-details] [data-field=start_ts]').first().textContent()).replace(/[^\d-].*$/, '').replace(/[^\d-]/g, ''));
-    const view = [Number(await canvas.getAttribute('data-view-start')), Number(await canvas.getAttribute('data-view-end'))];
+    const probe = await timelineProbe(page);
+    const view = [probe.viewStart, probe.viewEnd];
     const span = view[1] - view[0];
     assert.ok(start >= view[0] - span && start <= view[1] + span, `the clicked row (start ${start}) is in the view ${view}`);
     assert.deepEqual(foreignRequests(b.requests, server.origin), [], 'no request left 127.0.0.1');
@@ -154,15 +157,14 @@ test('KevGomes system trace through the level-of-detail store: runtime and Neuro
     await canvas.scrollIntoViewIfNeeded();
     // The fitted window's data may be refined once after the first frame: let it settle.
     await page.waitForTimeout(1500);
-    const labels = JSON.parse((await canvas.getAttribute('data-track-labels')) ?? '[]');
+    const { trackLabels: labels, counterTop, counterLabels } = await timelineProbe(page, 'system-canvas');
     assert.ok(labels.some((l) => /^pid \d+ · tid \d+$/.test(l)), `a runtime thread row (${labels.join(' | ')})`);
     assert.ok(labels.some((l) => l.startsWith('NeuronCore')), 'a NeuronCore row');
     const st = await lodState(page, 'system-canvas');
     assert.ok(['summary', 'rows'].includes(st?.tables.SystemProfileEvents.mode), JSON.stringify(st));
-    const counterTop = Number(await canvas.getAttribute('data-counter-top'));
     const slicePixels = (await timelineColouredPixels(page, 'system-canvas')) - (await timelineColouredPixels(page, 'system-canvas', counterTop));
     assert.ok(slicePixels > 200, `slice rows coloured (${slicePixels} pixels)`);
-    assert.ok(JSON.parse((await canvas.getAttribute('data-counter-labels')) ?? '[]').includes('CPU average'));
+    assert.ok(counterLabels.includes('CPU average'));
     assert.deepEqual(b.errors, [], 'no uncaught page errors');
   } finally {
     await b.close();

@@ -15,7 +15,7 @@ import { linkSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, wr
 import { join } from 'node:path';
 import { parquetReadObjects } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
-import { REPO, SHOTS, foreignRequests, launch, requireBuild, revealBand, sample, serve, showView, waitReady } from './harness.mjs';
+import { REPO, SHOTS, foreignRequests, launch, requireBuild, revealBand, sample, serve, showView, timelineProbe, waitReady } from './harness.mjs';
 
 const CAPTURE = 'KevGomes-nki-moe-megakernel/output/i-0af76a70a6d3864dd_pid_713479';
 const REL = 'nki-moe/kernels/moe_tkg/agents/v5_token_parallel_tkg.py';
@@ -103,8 +103,7 @@ async function slicePoints(page, row) {
 /** Clicks instruction slices until one's details offer "Open source line"; returns its location. */
 async function clickAttributedInstruction(page) {
   await showView(page, 'timeline');
-  const canvas = page.locator('[data-testid=timeline-canvas]');
-  const rows = JSON.parse((await canvas.getAttribute('data-track-labels')) ?? '[]').length;
+  const rows = (await timelineProbe(page)).trackLabels.length;
   for (let r = 0; r < rows; r++) {
     for (const p of (await slicePoints(page, r)).slice(0, 6)) {
       const box = await revealBand(page, p.y - 4, 8);

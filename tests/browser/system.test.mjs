@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
-import { SHOTS, foreignRequests, launch, requireBuild, revealBand, sample, serve, showView, timelineColouredPixels, waitReady } from './harness.mjs';
+import { SHOTS, foreignRequests, launch, requireBuild, revealBand, sample, serve, showView, timelineColouredPixels, timelineProbe, waitReady } from './harness.mjs';
 
 let server;
 
@@ -86,38 +86,40 @@ test('KevGomes capture: system trace opens, timeline + CPU/memory drawn, event c
 
     // The system timeline drew slices, with runtime thread rows and NeuronCore rows.
     const canvas = page.locator('[data-testid=system-canvas]');
-    const drawn = Number(await canvas.getAttribute('data-drawn'));
+    const probe = await timelineProbe(page, 'system-canvas');
+    const drawn = probe.drawn;
     assert.ok(drawn > 0, `system timeline drew ${drawn} slices`);
-    const labels = JSON.parse((await canvas.getAttribute('data-track-labels')) ?? '[]');
+    const labels = probe.trackLabels;
     assert.ok(labels.some((l) => /^pid \d+ · tid \d+$/.test(l)), `a runtime thread row (${labels.filter(Boolean).join(' | ')})`);
     const ncRows = labels.flatMap((l, i) => (l.startsWith('NeuronCore') ? [i] : []));
     assert.ok(ncRows.length > 0, 'a NeuronCore row');
-    const counterTop = Number(await canvas.getAttribute('data-counter-top'));
+    const counterTop = probe.counterTop;
     const slicePixels = (await timelineColouredPixels(page, 'system-canvas')) - (await timelineColouredPixels(page, 'system-canvas', counterTop));
     assert.ok(slicePixels > 200, `slice rows coloured (${slicePixels} pixels)`);
 
     // CPU utilisation and host memory rows drew on the same canvas (same time axis).
-    const counters = JSON.parse((await canvas.getAttribute('data-counter-labels')) ?? '[]');
+    const counters = probe.counterLabels;
     assert.ok(counters.includes('CPU average'), `CPU average row (${counters.join(', ')})`);
     assert.ok(counters.includes('Host memory'), 'host memory row');
     assert.ok(counters.some((c) => /^cpu \d+$/.test(c)), 'per-core CPU rows');
-    assert.ok(Number(await canvas.getAttribute('data-counter-points')) > 0, 'counter samples drawn');
+    assert.ok(probe.counterPoints > 0, 'counter samples drawn');
     const counterPixels = await timelineColouredPixels(page, 'system-canvas', counterTop);
     assert.ok(counterPixels > 500, `CPU / memory charts coloured (${counterPixels} pixels)`);
 
     // Zoom with Ctrl+wheel (the plain wheel scrolls): the counters share the axis, so they redraw at the new scale.
     await showView(page, 'system');
     let box = await canvas.boundingBox();
-    const before = Number(await canvas.getAttribute('data-ns-per-px'));
+    const nsPerPx = async () => (await timelineProbe(page, 'system-canvas')).nsPerPx;
+    const before = await nsPerPx();
     await page.mouse.move(box.x + box.width * 0.5, box.y + 100);
     await page.keyboard.down('Control');
     for (let i = 0; i < 3; i++) await page.mouse.wheel(0, -240);
     await page.keyboard.up('Control');
-    await page.waitForFunction((b) => Number(document.querySelector('[data-testid=system-canvas]')?.dataset.nsPerPx) < b, before);
-    const zoomed = Number(await canvas.getAttribute('data-ns-per-px'));
+    await page.waitForFunction((b) => window.__neuronscope?.timeline?.('system-canvas')?.nsPerPx < b, before);
+    const zoomed = await nsPerPx();
     await page.click('[data-testid=system-panel] .timeline-bar button:has-text("Fit")');
-    await page.waitForFunction((z) => Number(document.querySelector('[data-testid=system-canvas]')?.dataset.nsPerPx) > z, zoomed);
-    const refit = Number(await canvas.getAttribute('data-ns-per-px'));
+    await page.waitForFunction((z) => window.__neuronscope?.timeline?.('system-canvas')?.nsPerPx > z, zoomed);
+    const refit = await nsPerPx();
     assert.ok(Math.abs(refit - before) / before < 1e-6, `Fit returns to the first view (${before} vs ${refit} ns/px)`);
 
     // Hover the NeuronCore row until the tooltip names nc_exec_running, then click it.
@@ -155,8 +157,7 @@ test('KevGomes capture: system trace opens, timeline + CPU/memory drawn, event c
 
     // The device timeline shows that execution: visible range = its ExecutionInfo range (read back
     // from the ExecutionInfo Parquet export, not from the view's own attributes).
-    const dev = page.locator('[data-testid=timeline-canvas]');
-    await page.waitForFunction(() => document.querySelector('[data-testid=timeline-canvas]')?.dataset.zoomStart !== undefined && document.querySelector('[data-testid=timeline-canvas]')?.dataset.viewStart !== undefined);
+    await page.waitForFunction(() => document.querySelector('[data-testid=timeline-canvas]')?.dataset.zoomStart !== undefined && (window.__neuronscope?.timeline?.('timeline-canvas')?.viewStart ?? null) !== null);
     const [xdl] = await (async () => {
       await selectTable(page, 'ExecutionInfo');
       return Promise.all([page.waitForEvent('download'), page.click('[data-testid=download-parquet]')]);
@@ -168,8 +169,7 @@ test('KevGomes capture: system trace opens, timeline + CPU/memory drawn, event c
     const zoomIdx = Number(zoomAttr);
     const ex = execs.find((r) => Number(r.execution_index) === zoomIdx);
     assert.ok(ex !== undefined, `execution ${zoomIdx} is an ExecutionInfo row (${JSON.stringify(execs, (_, v) => (typeof v === 'bigint' ? String(v) : v))})`);
-    const vs = Number(await dev.getAttribute('data-view-start'));
-    const ve = Number(await dev.getAttribute('data-view-end'));
+    const { viewStart: vs, viewEnd: ve } = await timelineProbe(page);
     const es = Number(ex.execution_start_ts);
     const ee = Number(ex.execution_end_ts);
     const tol = (ee - es) * 1e-6 + 1;
@@ -226,8 +226,7 @@ test('synthetic capture with a Kineto trace.json: framework rows above the runti
     await page.waitForFunction(() => document.body.classList.contains('has-system') && document.body.dataset.state === 'ready', null, { timeout: 120_000 });
     await waitReady(page);
 
-    const canvas = page.locator('[data-testid=system-canvas]');
-    const labels = JSON.parse((await canvas.getAttribute('data-track-labels')) ?? '[]');
+    const labels = (await timelineProbe(page, 'system-canvas')).trackLabels;
     const fw = labels.flatMap((l, i) => (l.startsWith('fw ') ? [i] : []));
     const rt = labels.flatMap((l, i) => (/^pid \d+ · tid \d+$/.test(l) ? [i] : []));
     const hw = labels.flatMap((l, i) => (l.startsWith('NeuronCore') ? [i] : []));

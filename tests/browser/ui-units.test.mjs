@@ -90,7 +90,7 @@ test('engineActiveIn: the union over every core\'s rows of one engine, as the Su
   }
   assert.equal(model.engineActiveIn(m, 'sync', 0, 1e9), 0, 'no row of that engine');
   // A group header repeats its rows' slices: it is not counted.
-  const header = { ...t0, header: 'g', engine: 'tensor' };
+  const header = { ...t0, kind: 'dma-group', header: 'g', count: 1, collapsed: false, engine: 'tensor' };
   const withHeader = { ...m, tracks: [...m.tracks, header] };
   assert.ok(Math.abs(model.engineActiveIn(withHeader, 'tensor', 0, 1e9) - bruteUnion([t0, t1], 0, 1e9)) < 1e-6);
 });

@@ -13,7 +13,7 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
 import { dirname, join } from 'node:path';
-import { REPO, foreignRequests, launch, sample, showView, waitReady, useServer } from './harness.mjs';
+import { REPO, foreignRequests, launch, sample, showView, timelineProbe, waitReady, useServer } from './harness.mjs';
 
 const SHOTS = '/tmp/shots';
 const TMP = join(REPO, 'tests', '.tmp', 'ui');
@@ -273,14 +273,15 @@ test('keyboard: Tab reaches every profile, the tabs and the canvas with a focus 
     // <engine>_active_time_percent; each row's % is its core alone = the Selection's per-core busy.
     await page.keyboard.press('0');
     await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
-    const total = await canvas.evaluate((c) => Number(c.dataset.fitEnd) - Number(c.dataset.fitStart));
+    const fitted = await timelineProbe(page);
+    const total = fitted.fitEnd - fitted.fitStart;
     const line = await page.locator('[data-testid=timeline-busy] [data-engine]').evaluateAll((els) => els.map((e) => ({ engine: e.dataset.engine, pct: Number(e.dataset.percent), text: e.textContent })));
     const summary = await page.locator('[data-testid=summary-groups] tr[data-field$=_engine_active_time_percent] td[data-value]').evaluateAll((els) =>
       els.map((e) => [e.closest('tr').dataset.field.replace('_engine_active_time_percent', ''), Number(e.dataset.value)]));
     assert.equal(summary.length, 5, 'five engine active-time percents in the Summary');
     const tensor = line.find((l) => l.engine === 'tensor');
     assert.match(tensor.text, /^Tensor 41\.6\d % \(busiest\)$/, `fused_bf16_s512: Tensor ≈ 41.67 % (the export), the busiest (${tensor.text})`);
-    const rowsBusy = JSON.parse(await canvas.getAttribute('data-busy')).filter((r) => r.kind === 'engine');
+    const rowsBusy = fitted.busy.filter((r) => r.kind === 'engine');
     // The Selection over the whole execution (through the URL, as a shared link sets it).
     const hash = await page.evaluate(() => location.hash);
     await page.evaluate(([h, t]) => { location.hash = `${h.replace(/&range=[^&]*/, '')}&range=0,${Math.ceil(t)}`; }, [hash, total]);
@@ -350,10 +351,10 @@ test('keyboard: Tab reaches every profile, the tabs and the canvas with a focus 
       const p = await page.evaluate(() => {
         const c = document.querySelector('[data-testid=timeline-canvas]');
         const d = c.dataset;
-        const rows = JSON.parse(d.rows);
+        const p = window.__neuronscope.timeline('timeline-canvas');
         const lbl = d.cursorLabel;
-        const row = rows.find((r) => r.label === lbl || `sg0${r.pcore} ${r.label}` === lbl);
-        return { x: Number(d.gutter) + (Number(d.cursorStart) - Number(d.viewStart)) / Number(d.nsPerPx) + 1, y: row.top + row.height / 2 };
+        const row = p.rows.find((r) => r.label === lbl || `sg0${r.pcore} ${r.label}` === lbl);
+        return { x: p.gutter + (Number(d.cursorStart) - p.viewStart) / p.nsPerPx + 1, y: row.top + row.height / 2 };
       });
       const bb = await canvas.boundingBox();
       await page.mouse.move(bb.x + p.x, bb.y + p.y);
@@ -394,11 +395,12 @@ test('System view: "Time span" and what Fit shows are named and agree; the jobs 
     await canvas.focus();
     await page.keyboard.press('0');
     await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
-    const fit = await canvas.evaluate((c) => Number(c.dataset.fitEnd) - Number(c.dataset.fitStart));
-    const shown = await canvas.evaluate((c) => Number(c.dataset.viewEnd) - Number(c.dataset.viewStart));
+    const extent = async (a, b) => { const p = await timelineProbe(page, 'system-canvas'); return p[b] - p[a]; };
+    const fit = await extent('fitStart', 'fitEnd');
+    const shown = await extent('viewStart', 'viewEnd');
     await shoot(page, 'system');
     // The page was resized (1000 px and back): a fitted view fits again rather than keeping its scale.
-    const after = await canvas.evaluate((c) => Number(c.dataset.viewEnd) - Number(c.dataset.viewStart));
+    const after = await extent('viewStart', 'viewEnd');
     assert.ok(Math.abs(after - shown) <= shown * 1e-6, `still fitted after a resize (${after} vs ${shown})`);
     await showView(page, 'summary');
     const fitCard = Number(await page.locator('[data-testid=system-fit-span]').getAttribute('data-value'));
@@ -432,7 +434,7 @@ test('demo: the Summary total time is the window Fit shows on the timeline', asy
     await c.focus();
     await page.keyboard.press('0');
     await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
-    const d = await c.evaluate((el) => ({ ...el.dataset }));
+    const d = await timelineProbe(page);
     assert.equal(Number(d.fitStart), 0, 'Fit starts at the execution start');
     assert.ok(Math.abs(Number(d.fitEnd) - total) < 1e-6 * total, `Fit ends at total_time (${d.fitEnd} vs ${total})`);
     assert.ok(Number(d.viewStart) <= 0 && Number(d.viewEnd) >= total, 'the fitted view holds the whole execution');

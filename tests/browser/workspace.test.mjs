@@ -11,7 +11,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parquetReadObjects } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
-import { SHOTS, foreignRequests, launch, sample, showView, waitReady, useServer } from './harness.mjs';
+import { SHOTS, foreignRequests, launch, sample, showView, timelineProbe, waitReady, useServer } from './harness.mjs';
 
 const server = useServer(() => {
   mkdirSync(SHOTS, { recursive: true });
@@ -26,11 +26,10 @@ async function open(page, dir) {
   await waitReady(page);
 }
 
-/** The timeline canvas's view: start, end, ns per px. */
+/** The timeline's last frame: start, end, ns per px. */
 async function view(page) {
-  return page.locator('[data-testid=timeline-canvas]').evaluate((c) => ({
-    start: Number(c.dataset.viewStart), end: Number(c.dataset.viewEnd), npp: Number(c.dataset.nsPerPx),
-  }));
+  const p = await timelineProbe(page);
+  return { start: p.viewStart, end: p.viewEnd, npp: p.nsPerPx };
 }
 
 /** Rows of table `name` as downloaded from the Tables view (its Parquet file), `columns` only. */
@@ -79,14 +78,14 @@ test('fused_bf16_s512 at 1000×800: wheel scrolls, Ctrl+wheel and keys zoom and 
     assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), 'timeline-canvas', 'the canvas has the focus after the tab click');
     const before = await view(page);
     await page.keyboard.press('w');
-    await page.waitForFunction((n) => Number(document.querySelector('[data-testid=timeline-canvas]').dataset.nsPerPx) < n, before.npp);
+    await page.waitForFunction((n) => window.__neuronscope.timeline('timeline-canvas').nsPerPx < n, before.npp);
     await page.keyboard.press('0');
     // Expand a DMA group so the tracks are taller than the window.
-    const rows = JSON.parse(await canvas.getAttribute('data-rows'));
+    const { rows } = await timelineProbe(page);
     const header = rows.find((r) => r.kind === 'dma' && r.header && r.collapsed);
     let box = await canvas.boundingBox();
     await page.mouse.click(box.x + 30, box.y + header.top + header.height / 2);
-    await page.waitForFunction((l) => JSON.parse(document.querySelector('[data-testid=timeline-canvas]').dataset.rows).some((r) => r.label === l && !r.collapsed), header.label);
+    await page.waitForFunction((l) => window.__neuronscope.timeline('timeline-canvas').rows.some((r) => r.label === l && !r.collapsed), header.label);
     const scroller = await canvas.evaluate((c) => ({ h: c.parentElement.scrollHeight, v: c.parentElement.clientHeight }));
     assert.ok(scroller.h > scroller.v, `tracks (${scroller.h} px) taller than their pane (${scroller.v} px)`);
 
@@ -108,7 +107,7 @@ test('fused_bf16_s512 at 1000×800: wheel scrolls, Ctrl+wheel and keys zoom and 
     await page.keyboard.down('Control');
     for (let i = 0; i < 4; i++) await page.mouse.wheel(0, -240);
     await page.keyboard.up('Control');
-    await page.waitForFunction((n) => Number(document.querySelector('[data-testid=timeline-canvas]').dataset.nsPerPx) < n, v0.npp);
+    await page.waitForFunction((n) => window.__neuronscope.timeline('timeline-canvas').nsPerPx < n, v0.npp);
     assert.ok((await view(page)).npp < v0.npp / 2, 'Ctrl+wheel zoomed in');
 
     // A pans left, at most to the data's edge (+2 %); D the other way; S zooms out no wider than the data.
@@ -117,8 +116,7 @@ test('fused_bf16_s512 at 1000×800: wheel scrolls, Ctrl+wheel and keys zoom and 
     await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
     const left = await view(page);
     // The data's extent: every row drawn (a throttle record may run past the execution).
-    const dataLo = Number(await canvas.getAttribute('data-data-start'));
-    const dataHi = Number(await canvas.getAttribute('data-data-end'));
+    const { dataStart: dataLo, dataEnd: dataHi } = await timelineProbe(page);
     const span = dataHi - dataLo;
     assert.ok(dataLo <= 0 && dataHi >= total, `data ${dataLo}..${dataHi} covers the execution`);
     assert.ok(Math.abs(left.start - (dataLo - 0.02 * span)) < 1e-6 * span + 1e-6, `A stops 2 % before the data (view starts at ${left.start} ns, data at ${dataLo})`);
@@ -160,7 +158,7 @@ test('fused_bf16_s512 at 1000×800: wheel scrolls, Ctrl+wheel and keys zoom and 
     await canvas.focus();
     await page.keyboard.press('f');
     // The view redraws on the next animation frame.
-    await page.waitForFunction((w) => Number(document.querySelector('[data-testid=timeline-canvas]').dataset.viewEnd) - Number(document.querySelector('[data-testid=timeline-canvas]').dataset.viewStart) < w, 2 * (e - s)).catch(() => {});
+    await page.waitForFunction((w) => window.__neuronscope.timeline('timeline-canvas').viewEnd - window.__neuronscope.timeline('timeline-canvas').viewStart < w, 2 * (e - s)).catch(() => {});
     const fs = await view(page);
     assert.ok(Math.abs(fs.start - (s - 0.02 * (e - s))) < 0.005 * (e - s) + 1 && Math.abs(fs.end - (e + 0.02 * (e - s))) < 0.005 * (e - s) + 1, `F shows the selection (${fs.start}..${fs.end})`);
 

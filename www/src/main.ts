@@ -32,7 +32,7 @@ import { coreLabel, engineLabel, ENGINES, NEFF_ROWS_SHOWN, renderNeffSummary, re
 import { exportsFor, renderConform } from './views/conform.ts';
 import { TableBrowser, type TableSource } from './views/tables.ts';
 import { SEARCH_LIMIT, SearchBar } from './views/search.ts';
-import { buildTimeline } from './views/timeline-model.ts';
+import { buildTimeline, INSTRUCTION_COLUMNS } from './views/timeline-model.ts';
 import { addDeviceRows, DMA_COLUMNS, PENDING_DMA_COLUMNS, SEMAPHORE_COLUMNS, THROTTLE_COLUMNS } from './views/device-rows.ts';
 import { TimelineView } from './views/timeline.ts';
 import type { TimeRange } from './views/timeline-input.ts';
@@ -660,10 +660,10 @@ async function openDevice(profile: ProfileEntry, deviceIndex: number, zoom?: { e
       const fit = Number.isFinite(total) && total > 0 ? { start: 0, end: total } : null;
       // A large profile draws from summaries and windows, never whole columns (views/tracks/).
       const lod = wantsLod(result.tables, DEVICE_LOD_TABLES);
-      if (lod) await showDeviceLod(timeline, client, result.key, TIMELINE_COLUMNS, fit);
+      if (lod) await showDeviceLod(timeline, client, result.key, fit);
       else detachLod(timeline);
       const [instr, dma, semaphores, throttle, pending] = await Promise.all([
-        hasInstr && !lod ? source.columns('Instruction', TIMELINE_COLUMNS) : Promise.resolve(null),
+        hasInstr && !lod ? source.columns('Instruction', [...INSTRUCTION_COLUMNS]) : Promise.resolve(null),
         opt('DmaPacket', DMA_COLUMNS), opt('SemaphoreUpdate', SEMAPHORE_COLUMNS), opt('Throttle', THROTTLE_COLUMNS), opt('PendingDma', PENDING_DMA_COLUMNS),
       ]);
       if (!isCurrent()) return;
@@ -1054,9 +1054,6 @@ function renderSystemSummary(root: HTMLElement, title: string, r: SystemResult):
     foldedProblems(r.problems),
   ));
 }
-
-/** Instruction columns the timeline draws from or shows on hover (the rest load per click). */
-const TIMELINE_COLUMNS = ['start_ts', 'end_ts', 'engine', 'pcore_idx', 'opcode', 'pc', 'evt_wait_time_ns', 'bir_instruction_name'];
 
 function tableSource(result: { key: string; tables: TableInfo[] }, deviceName: string): TableSource & { columns(name: string, cols: string[]): Promise<Table> } {
   let descs: Promise<Map<string, Map<string, string>>> | null = null;

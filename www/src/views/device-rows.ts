@@ -7,7 +7,7 @@
 
 import type { Table } from 'apache-arrow';
 import { coreLabel } from './summary.ts';
-import { codeColumn, numberColumn, type RowKind, type TimelineModel, type Track } from './timeline-model.ts';
+import { codeColumn, numberColumn, type GroupHeaderTrack, type GroupKind, type RowKind, type SliceKind, type SliceTrack, type StepKind, type StepTrack, type TimelineModel, type Track } from './timeline-model.ts';
 
 /** DmaPacket columns the rows draw or show on hover (the rest load per click). */
 export const DMA_COLUMNS = [
@@ -85,7 +85,7 @@ function partition(n: number, keyOf: (i: number) => number): Map<number, Uint32A
 }
 
 /** The rows of sorted tracks merged by start (k-way merge with a binary heap): O(n log k). */
-function mergeRows(tracks: Track[]): Uint32Array {
+function mergeRows(tracks: readonly Track[]): Uint32Array {
   const total = tracks.reduce((a, t) => a + t.rows.length, 0);
   const out = new Uint32Array(total);
   const pos = new Uint32Array(tracks.length);
@@ -137,14 +137,17 @@ function mergeRows(tracks: Track[]): Uint32Array {
   return out;
 }
 
-/** A slice row from rows `idx` of a table: sorted by start, with busy prefix sums and maxDur. */
-function sliceTrack(base: Omit<Track, 'starts' | 'ends' | 'rows' | 'ops' | 'maxDur' | 'busy'>, idx: Uint32Array,
-  starts: Float64Array, ends: Float64Array, ops: Uint16Array | null, op0 = 0): Track {
+/** What a builder gives a row besides its marks. */
+type RowBase<T> = Omit<T, 'starts' | 'ends' | 'rows' | 'ops' | 'maxDur' | 'busy' | 'values' | 'maxValue'>;
+
+/** The marks of rows `idx` of a table sorted by start (idx sorted in place), with busy prefix sums and maxDur. */
+function marks(idx: Uint32Array, starts: Float64Array, ends: Float64Array, ops: Uint16Array | null, op0 = 0):
+  { starts: Float64Array; ends: Float64Array; rows: Uint32Array; ops: Uint16Array; maxDur: number; busy: Float64Array } {
   let ordered = true;
   for (let k = 1; k < idx.length && ordered; k++) if ((starts[idx[k] ?? 0] ?? 0) < (starts[idx[k - 1] ?? 0] ?? 0)) ordered = false;
   if (!ordered) idx.sort((a, b) => (starts[a] ?? 0) - (starts[b] ?? 0) || a - b);
   const m = idx.length;
-  const t: Track = { ...base, starts: new Float64Array(m), ends: new Float64Array(m), rows: idx, ops: new Uint16Array(m), maxDur: 0, busy: new Float64Array(m + 1) };
+  const t = { starts: new Float64Array(m), ends: new Float64Array(m), rows: idx, ops: new Uint16Array(m), maxDur: 0, busy: new Float64Array(m + 1) };
   for (let k = 0; k < m; k++) {
     const r = idx[k] ?? 0;
     const s = starts[r] ?? 0;
@@ -158,10 +161,20 @@ function sliceTrack(base: Omit<Track, 'starts' | 'ends' | 'rows' | 'ops' | 'maxD
   return t;
 }
 
+/** A slice row from rows `idx` of a table. */
+function sliceTrack<K extends SliceKind>(base: RowBase<SliceTrack<K>>, idx: Uint32Array, starts: Float64Array, ends: Float64Array, ops: Uint16Array | null): SliceTrack<K> {
+  return { ...base, ...marks(idx, starts, ends, ops) };
+}
+
+/** A group header over its rows' marks (`idx`: their table rows merged by start). */
+function headerTrack<K extends GroupKind>(base: RowBase<GroupHeaderTrack<K>>, idx: Uint32Array, starts: Float64Array, ends: Float64Array, ops: Uint16Array | null, op0 = 0): GroupHeaderTrack<K> {
+  return { ...base, ...marks(idx, starts, ends, ops, op0) };
+}
+
 /** A step row: value[k] holds from the k-th update to the next one (the last one to `end`). */
-function stepTrack(base: Omit<Track, 'starts' | 'ends' | 'rows' | 'ops' | 'maxDur' | 'busy'>, idx: Uint32Array,
-  times: Float64Array, values: Float64Array, end: number): Track {
-  const t = sliceTrack(base, idx, times, times, null);
+function stepTrack<K extends StepKind>(base: RowBase<StepTrack<K>>, idx: Uint32Array, times: Float64Array, values: Float64Array, end: number): StepTrack<K> {
+  // Updates are instants: the marks' ends are set to the next update below, and nothing is busy.
+  const t = marks(idx, times, times, null);
   const m = idx.length;
   const vals = new Float64Array(m);
   let max = 0;
@@ -170,14 +183,11 @@ function stepTrack(base: Omit<Track, 'starts' | 'ends' | 'rows' | 'ops' | 'maxDu
     t.ends[k] = next;
     const d = next - (t.starts[k] ?? 0);
     if (d > t.maxDur) t.maxDur = d;
-    const v = values[idx[k] ?? 0] ?? NaN;
-    vals[k] = v;
+    vals[k] = values[idx[k] ?? 0] ?? NaN;
+    const v = vals[k] ?? NaN;
     if (Number.isFinite(v)) max = Math.max(max, Math.abs(v));
-    t.busy[k + 1] = t.busy[k] ?? 0; // a counter is never "busy"
   }
-  t.values = vals;
-  t.maxValue = max;
-  return t;
+  return { ...base, starts: t.starts, ends: t.ends, rows: t.rows, maxDur: t.maxDur, busy: t.busy, values: vals, maxValue: max };
 }
 
 /** Index of `s` in the model's opcode dictionary (added when new). */
@@ -318,7 +328,7 @@ function* deviceRowSteps(model: TimelineModel, t: DeviceTables): Generator<void,
     const valid = (i: number): boolean => Number.isFinite(starts[i] ?? NaN);
     const groups = partition(dma.numRows, (i) => (valid(i) ? pcoreOf(pcores, i) * 65536 + (queues[i] ?? 0) : -1));
     yield;
-    const children = new Map<number, Track[]>();
+    const children = new Map<number, SliceTrack<'dma'>[]>();
     let work = 0;
     for (const [k, idx] of groups) {
       work += idx.length;
@@ -328,7 +338,7 @@ function* deviceRowSteps(model: TimelineModel, t: DeviceTables): Generator<void,
       }
       const pc = Math.floor(k / 65536);
       const name = qDict[k % 65536] || 'queue ?';
-      const track = sliceTrack({ label: name, pcore: pc, engine: 'dma', kind: 'dma', group: `dma:${pc}`, height: DMA_ROW_H, table: dma, source: 'DmaPacket' }, idx, starts, ends, ops);
+      const track = sliceTrack<'dma'>({ label: name, pcore: pc, engine: 'dma', kind: 'dma', group: `dma:${pc}`, height: DMA_ROW_H, table: dma, source: 'DmaPacket' }, idx, starts, ends, ops);
       added.push({ pcore: pc, order: ORDER['dma'] ?? 0, sub: 0, name, track });
       const list = children.get(pc);
       if (list === undefined) children.set(pc, [track]);
@@ -340,8 +350,8 @@ function* deviceRowSteps(model: TimelineModel, t: DeviceTables): Generator<void,
       const nQueues = list.length;
       added.push({
         pcore: pc, order: ORDER['dmaHeader'] ?? 0, sub: 0, name: '',
-        track: sliceTrack({
-          label: `${coreLabel(pc)} DMA (${nQueues} queue${nQueues === 1 ? '' : 's'})`, pcore: pc, engine: 'dma', kind: 'dma',
+        track: headerTrack<'dma-group'>({
+          label: `${coreLabel(pc)} DMA (${nQueues} queue${nQueues === 1 ? '' : 's'})`, pcore: pc, engine: 'dma', kind: 'dma-group',
           header: `dma:${pc}`, count: nQueues, collapsed: nQueues > EXPAND_DMA_UP_TO, height: HEADER_H, table: dma, source: 'DmaPacket',
         }, mergeRows(list), starts, ends, ops),
       });
@@ -355,7 +365,7 @@ function* deviceRowSteps(model: TimelineModel, t: DeviceTables): Generator<void,
     for (const [pc, idx] of partition(pend.numRows, (i) => (Number.isFinite(pendTimes[i] ?? NaN) ? pcoreOf(pcores, i) : -1))) {
       added.push({
         pcore: pc, order: ORDER['pending'] ?? 0, sub: 0, name: '',
-        track: stepTrack({ label: `${coreLabel(pc)} Pending DMA`, pcore: pc, engine: 'pending', kind: 'pending', height: SINGLE_ROW_H, table: pend, source: 'PendingDma' }, idx, pendTimes, values, hi),
+        track: stepTrack<'pending'>({ label: `${coreLabel(pc)} Pending DMA`, pcore: pc, engine: 'pending', kind: 'pending', height: SINGLE_ROW_H, table: pend, source: 'PendingDma' }, idx, pendTimes, values, hi),
       });
     }
   }
@@ -378,7 +388,7 @@ function* deviceRowSteps(model: TimelineModel, t: DeviceTables): Generator<void,
     for (const [pc, idx] of partition(thr.numRows, (i) => (Number.isFinite(starts[i] ?? NaN) ? pcoreOf(pcores, i) : -1))) {
       added.push({
         pcore: pc, order: ORDER['throttle'] ?? 0, sub: 0, name: '',
-        track: sliceTrack({ label: `${coreLabel(pc)} Throttle`, pcore: pc, engine: 'throttle', kind: 'throttle', height: SINGLE_ROW_H, table: thr, source: 'Throttle' }, idx, starts, thrEnds, ops),
+        track: sliceTrack<'throttle'>({ label: `${coreLabel(pc)} Throttle`, pcore: pc, engine: 'throttle', kind: 'throttle', height: SINGLE_ROW_H, table: thr, source: 'Throttle' }, idx, starts, thrEnds, ops),
       });
     }
   }
@@ -394,7 +404,7 @@ function* deviceRowSteps(model: TimelineModel, t: DeviceTables): Generator<void,
     const groups = partition(sem.numRows, (i) => (valid(i) ? pcoreOf(pcores, i) * 65536 + (ids[i] ?? 0) : -1));
     yield;
     const instants = dictCode(model, dictIndex, 'semaphore update');
-    const children = new Map<number, Track[]>();
+    const children = new Map<number, StepTrack<'semaphore'>[]>();
     let work = 0;
     for (const [k, idx] of groups) {
       work += idx.length;
@@ -404,7 +414,7 @@ function* deviceRowSteps(model: TimelineModel, t: DeviceTables): Generator<void,
       }
       const pc = Math.floor(k / 65536);
       const id = idDict[k % 65536] ?? '';
-      const track = stepTrack({ label: id === '' ? 'semaphore ?' : /^\d+$/.test(id) ? `sem ${id}` : id, pcore: pc, engine: 'semaphore', kind: 'semaphore', group: `sem:${pc}`, height: SEM_ROW_H, table: sem, source: 'SemaphoreUpdate' }, idx, semTimes, values, hi);
+      const track = stepTrack<'semaphore'>({ label: id === '' ? 'semaphore ?' : /^\d+$/.test(id) ? `sem ${id}` : id, pcore: pc, engine: 'semaphore', kind: 'semaphore', group: `sem:${pc}`, height: SEM_ROW_H, table: sem, source: 'SemaphoreUpdate' }, idx, semTimes, values, hi);
       // Busy semaphores first (most are set once), then by number.
       added.push({ pcore: pc, order: ORDER['semaphore'] ?? 0, sub: -idx.length * 1e6 + Math.min(semNumber(id), 1e6 - 1), name: id, track });
       const list = children.get(pc);
@@ -417,7 +427,7 @@ function* deviceRowSteps(model: TimelineModel, t: DeviceTables): Generator<void,
       const nSem = list.length;
       added.push({
         pcore: pc, order: ORDER['semHeader'] ?? 0, sub: 0, name: '',
-        track: sliceTrack({
+        track: headerTrack<'semaphore-group'>({
           label: `${coreLabel(pc)} Semaphores (${nSem})`, pcore: pc, engine: 'semaphore', kind: 'semaphore-group',
           header: `sem:${pc}`, count: nSem, collapsed: true, height: HEADER_H, table: sem, source: 'SemaphoreUpdate',
         }, mergeRows(list), semTimes, semTimes, null, instants),
@@ -439,6 +449,6 @@ function* deviceRowSteps(model: TimelineModel, t: DeviceTables): Generator<void,
 /** Row counts by kind (group headers excluded), for the page's data attributes and tests. */
 export function rowCounts(model: TimelineModel | null): Record<RowKind, number> {
   const out: Record<RowKind, number> = { engine: 0, dma: 0, semaphore: 0, pending: 0, throttle: 0 };
-  for (const t of model?.tracks ?? []) if (t.header === undefined && t.kind in out) out[t.kind as RowKind]++;
+  for (const t of model?.tracks ?? []) if (t.kind !== 'system' && t.kind !== 'dma-group' && t.kind !== 'semaphore-group') out[t.kind]++;
   return out;
 }

@@ -13,7 +13,7 @@
 
 import type { Table } from 'apache-arrow';
 import { bytes } from '../format.ts';
-import type { Counter, TimelineModel, Track } from './timeline-model.ts';
+import type { Counter, SliceTrack, TimelineModel, Track } from './timeline-model.ts';
 
 /** SystemProfileEvents columns the system timeline draws or shows on hover / click. */
 export const SYSTEM_EVENT_COLUMNS = [
@@ -161,7 +161,7 @@ export function buildSystemTimeline(events: Table, cpu: Table | null, mem: Table
     for (let l = 0; l < laneCount; l++) {
       const rows = order.filter((r) => lanes[r] === l);
       const m = rows.length;
-      const t: Track = {
+      const t: SliceTrack<'system'> = {
         label: l === 0 ? g.label : '',
         pcore: 0,
         engine: g.source,

@@ -201,12 +201,6 @@ export class TimelineInput {
       this.shade.hidden = true;
       return;
     }
-    const bounds = this.target.dataBounds();
-    if (bounds !== null) {
-      // The data's extent, for tests and tools (pan and zoom stay inside it).
-      this.canvas.dataset['dataStart'] = String(Math.min(bounds.start, bounds.fitStart));
-      this.canvas.dataset['dataEnd'] = String(Math.max(bounds.end, bounds.fitEnd));
-    }
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.fillStyle = AXIS_BG;
     ctx.fillRect(0, 0, w, v.axisH);

@@ -5,52 +5,126 @@
 import { DataType, Vector, type Table } from 'apache-arrow';
 import { coreLabel, engineLabel, engineRank } from './summary.ts';
 
-/** One row of the timeline: the instructions one engine ran on one physical core. */
-export interface Track {
+/** What every timeline row has, whatever its kind: its slices (or updates) sorted by start. */
+interface TrackBase {
   /** e.g. "sg00 Tensor". */
   label: string;
   pcore: number;
+  /** Colour key: the engine ("tensor"), the row kind under the engines ("dma", "semaphore", …) or the System source. */
   engine: string;
-  /** Slice start, ns, ascending. */
+  /** Slice start (a step row: the update's time), ns, ascending. */
   starts: Float64Array;
-  /** Slice end, ns (same order as starts). */
+  /** Slice end (a step row: the next update), ns (same order as starts). */
   ends: Float64Array;
-  /** Row index in the Instruction table (same order as starts). */
+  /** Row index in the track's table (same order as starts). */
   rows: Uint32Array;
-  /** Opcode index into TimelineModel.opcodes (same order as starts). */
-  ops: Uint16Array;
   /** Longest slice, ns: how far before a window a slice can start and still reach into it. */
   maxDur: number;
-  /** busy[k] = summed duration of slices 0..k-1, ns (length = slices + 1). */
+  /** busy[k] = summed duration of slices 0..k-1, ns (length = slices + 1; all 0 on step rows). */
   busy: Float64Array;
-  /** What the row shows; each kind has its own renderer (tracks/render.ts TRACK_KINDS). */
-  kind: TrackKind;
-  /** Step kinds (semaphore, pending): the value held from starts[k] to ends[k]. */
-  values?: Float64Array;
-  /** Largest |value| of a step row (its full height). */
-  maxValue?: number;
   /** Table that `rows` index and its name (for loading a whole row); default the model's table. */
   table?: Table;
   source?: string;
-  /** Group header row: the group key; its rows carry the same key in `group`. */
-  header?: string;
-  group?: string;
-  /** Rows in the group (header only) and whether it starts collapsed. */
-  count?: number;
-  collapsed?: boolean;
   /** Row height, CSS px (default the view's row height). */
   height?: number;
 }
 
-/** The rows under a device timeline's engines, and the engines (counted by rowCounts). */
-export type RowKind = 'engine' | 'dma' | 'semaphore' | 'pending' | 'throttle';
+/** Kinds of slice rows (each mark a named span with a busy time). */
+export type SliceKind = 'engine' | 'system' | 'dma' | 'throttle';
+/** Kinds of step rows (a value held from one update to the next). */
+export type StepKind = 'semaphore' | 'pending';
+/** Kinds of group headers (a core's DMA queues or semaphores, all their marks merged). */
+export type GroupKind = 'dma-group' | 'semaphore-group';
+
+/**
+ * Engine instructions (one engine on one core), System spans, DMA packets (one queue on one core),
+ * throttle records: named slices, a busy % beside the row.
+ */
+export interface SliceTrack<K extends SliceKind = SliceKind> extends TrackBase {
+  kind: K;
+  /** Opcode (span name, queue type, throttle limit) index into TimelineModel.opcodes (same order as starts). */
+  ops: Uint16Array;
+  /** The group the row sits in (its header's `header`; DMA queues); absent: not grouped. */
+  group?: string;
+}
+
+/** Semaphore values (one semaphore on one core), pending DMA (one core): a value held until the next update. */
+export interface StepTrack<K extends StepKind = StepKind> extends TrackBase {
+  kind: K;
+  /** The value held from starts[k] to ends[k]. */
+  values: Float64Array;
+  /** Largest |value| (the row's full height). */
+  maxValue: number;
+  /** The group the row sits in (semaphores); absent: not grouped. */
+  group?: string;
+}
+
+/**
+ * A group's header row: every mark of its rows merged by start (DMA packets as slices, semaphore
+ * updates as instants), drawn whether the group is expanded or collapsed.
+ */
+export interface GroupHeaderTrack<K extends GroupKind = GroupKind> extends TrackBase {
+  kind: K;
+  /** Queue type of each packet / the one "semaphore update" code (same order as starts). */
+  ops: Uint16Array;
+  /** The group key; its rows carry it in `group`. */
+  header: string;
+  /** Rows in the group. */
+  count: number;
+  /** Whether the group starts collapsed. */
+  collapsed: boolean;
+}
+
+/** The row of each kind; each kind has its own renderer (tracks/render.ts TRACK_KINDS). */
+export interface TrackKinds {
+  engine: SliceTrack<'engine'>;
+  system: SliceTrack<'system'>;
+  dma: SliceTrack<'dma'>;
+  throttle: SliceTrack<'throttle'>;
+  semaphore: StepTrack<'semaphore'>;
+  pending: StepTrack<'pending'>;
+  'dma-group': GroupHeaderTrack<'dma-group'>;
+  'semaphore-group': GroupHeaderTrack<'semaphore-group'>;
+}
 
 /**
  * Every kind of timeline row: engine instructions, System spans, DMA packets, throttle records
- * (slices); semaphore values and pending DMA (steps: a value held until the next update); a
- * semaphore group's header (every update of its core as an instant).
+ * (slices); semaphore values and pending DMA (steps: a value held until the next update); the
+ * headers of a core's DMA queues and semaphores.
  */
-export type TrackKind = RowKind | 'system' | 'semaphore-group';
+export type TrackKind = keyof TrackKinds;
+/** The row of kind K. */
+export type TrackOf<K extends TrackKind> = TrackKinds[K];
+/** One row of the timeline, discriminated by `kind`. */
+export type Track = TrackOf<TrackKind>;
+
+/** The rows under a device timeline's engines, and the engines (counted by rowCounts; headers not). */
+export type RowKind = 'engine' | 'dma' | 'semaphore' | 'pending' | 'throttle';
+
+/** A slice row (busy time, named marks). */
+export function isSliceTrack(t: Track): t is SliceTrack {
+  return t.kind === 'engine' || t.kind === 'system' || t.kind === 'dma' || t.kind === 'throttle';
+}
+
+/** A step row (values). */
+export function isStepTrack(t: Track): t is StepTrack {
+  return t.kind === 'semaphore' || t.kind === 'pending';
+}
+
+/** A group header. */
+export function isGroupHeader(t: Track): t is GroupHeaderTrack {
+  return t.kind === 'dma-group' || t.kind === 'semaphore-group';
+}
+
+/** The opcode-dictionary code of mark k (step rows have none: -1). */
+export function opOf(t: Track, k: number): number {
+  return isStepTrack(t) ? -1 : (t.ops[k] ?? 0);
+}
+
+/** The group key a row sits in (rows of an expanded or collapsed group), undefined for headers and ungrouped rows. */
+export function groupOf(t: Track): string | undefined {
+  return isGroupHeader(t) ? undefined : t.group;
+}
 
 /** Kinds whose busy time leaves out the semaphore waits (the Summary's active time). */
 export function waitsExcluded(kind: TrackKind): boolean {
@@ -182,6 +256,12 @@ export function codeColumn(table: Table, name: string, dict: string[], index: Ma
   return out;
 }
 
+/**
+ * Instruction columns the device timeline reads: what buildTimeline groups and draws (start_ts,
+ * end_ts, engine, pcore_idx, opcode) and what a hover shows before the whole row loads.
+ */
+export const INSTRUCTION_COLUMNS: readonly string[] = ['start_ts', 'end_ts', 'engine', 'pcore_idx', 'opcode', 'pc', 'evt_wait_time_ns', 'bir_instruction_name'];
+
 /** Builds the model from an Instruction table (columns start_ts, end_ts, engine, pcore_idx, opcode). */
 export function buildTimeline(table: Table): TimelineModel {
   const steps = timelineSteps(table);
@@ -263,7 +343,7 @@ function* timelineSteps(table: Table): Generator<void, TimelineModel, void> {
     const idx = g.rows;
     if (!sortedBy(idx, starts)) idx.sort((a, b) => (starts[a] ?? 0) - (starts[b] ?? 0) || a - b);
     const m = idx.length;
-    const t: Track = {
+    const t: SliceTrack<'engine'> = {
       label: `${coreLabel(g.pcore)} ${engineLabel(g.engine)}`,
       pcore: g.pcore,
       engine: g.engine,
@@ -343,12 +423,12 @@ interface Merged {
 }
 
 /** Merged intervals per track, built on first use (a track's arrays never change). */
-const mergedOf = new WeakMap<Track, Merged>();
+const mergedOf = new WeakMap<SliceTrack, Merged>();
 
 /** Opcode of the semaphore waits the Summary leaves out of an engine's active time (crate/src/summary.rs). */
 export const SEMAPHORE_WAIT_OPCODE = 'EVENT_SEMAPHORE';
 
-function merged(tr: Track, opcodes: readonly string[]): Merged {
+function merged(tr: SliceTrack, opcodes: readonly string[]): Merged {
   let m = mergedOf.get(tr);
   if (m !== undefined) return m;
   const skip = waitsExcluded(tr.kind) ? opcodes.indexOf(SEMAPHORE_WAIT_OPCODE) : -1;
@@ -382,7 +462,7 @@ function merged(tr: Track, opcodes: readonly string[]): Merged {
  * Summary's `<engine>_active_time` (crate/src/summary.rs), so over the execution window
  * `activeIn / total_time` is `<engine>_active_time_percent`. O(log n) after a first O(n) merge.
  */
-export function activeIn(tr: Track, opcodes: readonly string[], t0: number, t1: number): number {
+export function activeIn(tr: SliceTrack, opcodes: readonly string[], t0: number, t1: number): number {
   return clippedUnion(merged(tr, opcodes), t0, t1);
 }
 
@@ -442,7 +522,7 @@ export function engineActiveIn(m: TimelineModel, engine: string, t0: number, t1:
   let u = per.get(engine);
   if (u === undefined) {
     const parts = m.tracks
-      .filter((t) => t.kind === 'engine' && t.header === undefined && t.engine === engine)
+      .filter((t): t is SliceTrack<'engine'> => t.kind === 'engine' && t.engine === engine)
       .map((t) => merged(t, m.opcodes));
     // The cores' intervals are each sorted: merge them pairwise (O(n log cores), no comparator
     // sort of every interval on the first frame after a window arrives).
@@ -451,7 +531,7 @@ export function engineActiveIn(m: TimelineModel, engine: string, t0: number, t1:
     const n = all.starts.length;
     // One synthetic track over the sorted intervals, merged like a row (kind 'dma': no opcode is
     // left out again; the parts already exclude the semaphore waits).
-    const tr: Track = {
+    const tr: SliceTrack<'dma'> = {
       label: engine, pcore: 0, engine, starts: all.starts, ends: all.ends,
       rows: new Uint32Array(0), ops: new Uint16Array(n).fill(0xffff), maxDur: 0, busy: new Float64Array(0), kind: 'dma',
     };

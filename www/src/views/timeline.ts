@@ -15,11 +15,12 @@
 import type { Schema, Table } from 'apache-arrow';
 import { h, nodes } from '../dom.ts';
 import { cell, int, ns, tick } from '../format.ts';
-import { coreLabel, ENGINES } from './summary.ts';
-import { activeIn, engineActiveIn, lowerBound, type Counter, type TimelineModel, type Track } from './timeline-model.ts';
+import { ENGINES } from './summary.ts';
+import { activeIn, engineActiveIn, groupOf, isGroupHeader, isSliceTrack, isStepTrack, lowerBound, opOf, type Counter, type RowKind, type SliceTrack, type TimelineModel, type Track } from './timeline-model.ts';
 import { TimelineInput, type Viewport } from './timeline-input.ts';
 import { SUMMARY_COUNT } from './tracks/lod.ts';
-import { DIMMED, drawCounters, hashString, TRACK_KINDS, type Frame } from './tracks/render.ts';
+import { DIMMED, drawCounters, hashString, renderTrack, TRACK_KINDS, trackTooltip, type Frame } from './tracks/render.ts';
+import { rowName } from './tracks/tooltips.ts';
 import { opcodeCell } from './opcode.ts';
 
 /** What differs between the device timeline (instructions) and the system timeline (runtime spans). */
@@ -73,6 +74,81 @@ interface RowBox {
   h: number;
 }
 
+/** A visible row as the probe reports it (CSS px from the canvas top). */
+export interface ProbeRow {
+  label: string;
+  /** The row's kind family (a group header counts as its rows' kind: TRACK_KINDS family). */
+  kind: RowKind | 'system';
+  pcore: number;
+  top: number;
+  height: number;
+  /** Marks the row holds (slices, updates, or a summary's buckets). */
+  items: number;
+  /** Group headers: the group key, its rows and whether it is collapsed now. */
+  header?: string;
+  count?: number;
+  collapsed?: boolean;
+  /** Rows in a group: the group key. */
+  group?: string;
+}
+
+/** The % beside a slice row in the last frame (not on rows drawn from summaries). */
+export interface ProbeBusy {
+  /** "sg00 Tensor", or "sg00 Q0-E64" for a row in a group. */
+  label: string;
+  kind: RowKind | 'system';
+  pcore: number;
+  percent: number;
+}
+
+/**
+ * What tests, benchmarks and tools read of a timeline (window.__neuronscope.timeline(canvas test
+ * id)): computed when asked from what the view and its last frame keep. Times are ns on the
+ * model's axis, geometry CSS px; frame fields are null before the first frame with a model.
+ */
+export interface TimelineProbe {
+  /** Default row height, label column width, axis height (constant per view). */
+  rowH: number;
+  gutter: number;
+  axisH: number;
+  /** Visible rows top to bottom (collapsed groups hide their rows) and their labels. */
+  rows: ProbeRow[];
+  trackLabels: string[];
+  /** Counter rows (System CPU and memory) and where they begin. */
+  counterLabels: string[];
+  counterTop: number;
+  /** Rows of the model under the engines by kind (group headers not counted). */
+  dmaRows: number;
+  semaphoreRows: number;
+  throttleRows: number;
+  pendingRows: number;
+  /** What Fit shows and the data's extent (pan and zoom stay inside it); null without a model. */
+  fitStart: number | null;
+  fitEnd: number | null;
+  dataStart: number | null;
+  dataEnd: number | null;
+  /** The last frame: its window, scale (ns per CSS px), marks and counter samples drawn, the busy % beside each row. */
+  viewStart: number | null;
+  viewEnd: number | null;
+  nsPerPx: number | null;
+  drawn: number | null;
+  counterPoints: number | null;
+  busy: ProbeBusy[];
+  /** How long the last draw took, ms (benchmarks); null before one. */
+  drawMs: number | null;
+}
+
+/** The views by canvas test id, for window.__neuronscope.timeline. */
+const probes = new Map<string, TimelineView>();
+
+/** Makes `view` readable as window.__neuronscope.timeline(id): once per view, at construction. */
+function registerProbe(id: string, view: TimelineView): void {
+  probes.set(id, view);
+  const g = globalThis as { __neuronscope?: { timeline?: (key: string) => TimelineProbe | null } };
+  const hooks = (g.__neuronscope ??= {});
+  hooks.timeline ??= (key) => probes.get(key)?.probe() ?? null;
+}
+
 export class TimelineView {
   readonly root: HTMLElement;
   private readonly canvas: HTMLCanvasElement;
@@ -109,6 +185,10 @@ export class TimelineView {
   private rows: RowBox[] = [];
   /** Keys of the collapsed groups. */
   private readonly collapsed = new Set<string>();
+  /** What the last frame drawn with a model showed (read by probe()); null before one. */
+  private last: { model: TimelineModel; rows: RowBox[]; t0: number; t1: number; nsPerPx: number; drawn: number; counterPoints: number } | null = null;
+  /** How long the last draw took, ms. */
+  private drawMs: number | null = null;
 
   constructor(opts: TimelineOptions = {}) {
     this.opts = opts;
@@ -117,10 +197,11 @@ export class TimelineView {
     const ctx = this.canvas.getContext('2d', { alpha: false });
     if (ctx === null) throw new Error('canvas 2d context unavailable');
     this.ctx = ctx;
-    // Row geometry for tests and tools (constant per view: set once).
+    // Row geometry for tests and tools (constant per view: set once; also in probe()).
     this.canvas.dataset['rowH'] = String(ROW_H);
     this.canvas.dataset['gutter'] = String(this.gutter);
     this.canvas.dataset['axisH'] = String(AXIS_H);
+    registerProbe(opts.canvasTestid ?? 'timeline-canvas', this);
     this.tooltip = h('div', { class: 'tooltip', 'data-testid': 'timeline-tooltip', hidden: true });
     this.status = h('span', { class: 'muted status' });
     this.details = h('div', { class: 'details', 'data-testid': opts.detailsTestid ?? 'instruction-details' },
@@ -172,17 +253,9 @@ export class TimelineView {
   setModel(model: TimelineModel | null): void {
     this.model = model;
     this.collapsed.clear();
-    for (const t of model?.tracks ?? []) if (t.header !== undefined && t.collapsed === true) this.collapsed.add(t.header);
+    for (const t of model?.tracks ?? []) if (isGroupHeader(t) && t.collapsed) this.collapsed.add(t.header);
     delete this.canvas.dataset['zoomStart'];
     delete this.canvas.dataset['zoomEnd'];
-    this.canvas.dataset['trackLabels'] = JSON.stringify(model?.tracks.map((t) => t.label) ?? []);
-    this.canvas.dataset['counterLabels'] = JSON.stringify(model?.counters?.map((c) => c.label) ?? []);
-    // Rows under the engines, by kind (group headers not counted), for tools and tests.
-    const count = (kind: string): number => model?.tracks.filter((t) => TRACK_KINDS[t.kind].family === kind && t.header === undefined).length ?? 0;
-    this.canvas.dataset['dmaRows'] = String(count('dma'));
-    this.canvas.dataset['semaphoreRows'] = String(count('semaphore'));
-    this.canvas.dataset['throttleRows'] = String(count('throttle'));
-    this.canvas.dataset['pendingRows'] = String(count('pending'));
     this.hover = null;
     this.selected = null;
     this.announce();
@@ -227,7 +300,8 @@ export class TimelineView {
       const hit = this.findRow(table, row, start);
       if (hit !== null) {
         const tr = this.model?.tracks[hit.track];
-        if (tr?.group !== undefined && this.collapsed.has(tr.group)) this.toggleGroup(tr.group, false);
+        const group = tr === undefined ? undefined : groupOf(tr);
+        if (group !== undefined && this.collapsed.has(group)) this.toggleGroup(group, false);
         this.selected = hit;
         this.showDetails(hit);
         const box = this.rows.find((r) => r.track === hit.track);
@@ -248,7 +322,7 @@ export class TimelineView {
     if (m === null) return null;
     for (let i = 0; i < m.tracks.length; i++) {
       const tr = m.tracks[i];
-      if (tr === undefined || tr.header !== undefined || (tr.source ?? 'Instruction') !== table) continue;
+      if (tr === undefined || isGroupHeader(tr) || (tr.source ?? 'Instruction') !== table) continue;
       const tbl = tr.table ?? m.table;
       const ids = tbl.getChild('nscope_row');
       if (tbl.getChild(SUMMARY_COUNT) !== null) continue;
@@ -272,7 +346,7 @@ export class TimelineView {
   private showLegend(): void {
     const m = this.model;
     const types = new Set<number>();
-    for (const t of m?.tracks ?? []) if (t.kind === 'dma' && t.header === undefined && t.ops.length > 0) types.add(t.ops[0] ?? 0);
+    for (const t of m?.tracks ?? []) if (t.kind === 'dma' && t.ops.length > 0) types.add(t.ops[0] ?? 0);
     this.legend.hidden = types.size === 0;
     if (m === null || types.size === 0) {
       this.legend.replaceChildren();
@@ -299,25 +373,57 @@ export class TimelineView {
     this.rows = [];
     let y = AXIS_H;
     m?.tracks.forEach((t, i) => {
-      if (t.group !== undefined && this.collapsed.has(t.group)) return;
+      const group = groupOf(t);
+      if (group !== undefined && this.collapsed.has(group)) return;
       const hgt = t.height ?? ROW_H;
       this.rows.push({ track: i, y, h: hgt });
       y += hgt;
     });
-    const shown = this.rows.map((r) => m?.tracks[r.track]);
-    this.canvas.dataset['trackLabels'] = JSON.stringify(shown.map((t) => t?.label ?? ''));
-    this.canvas.dataset['rows'] = JSON.stringify(this.rows.map((r) => {
-      const t = m?.tracks[r.track];
-      return {
-        label: t?.label ?? '', kind: t === undefined ? 'engine' : TRACK_KINDS[t.kind].family, pcore: t?.pcore ?? 0, top: r.y, height: r.h, items: t?.starts.length ?? 0,
-        ...(t?.header !== undefined ? { header: t.header, count: t.count ?? 0, collapsed: this.collapsed.has(t.header) } : {}),
-        ...(t?.group !== undefined ? { group: t.group } : {}),
-      };
-    }));
-    // Where the counter rows begin (CSS px), for tests and tools; set when the rows change.
-    this.canvas.dataset['counterTop'] = String(this.rowsBottom());
     if (this.hover !== null && !this.rows.some((r) => r.track === this.hover?.track)) this.hover = null;
     this.layout();
+  }
+
+  /**
+   * What tests and tools read of this view (TimelineProbe), computed now from the model, the
+   * visible rows and what the last frame kept: a frame itself writes no DOM attribute.
+   */
+  probe(): TimelineProbe {
+    const m = this.model;
+    const last = this.last;
+    const b = this.dataBounds();
+    const count = (family: RowKind): number => m?.tracks.filter((t) => !isGroupHeader(t) && TRACK_KINDS[t.kind].family === family).length ?? 0;
+    const rows = this.rows.flatMap((r): ProbeRow[] => {
+      const t = m?.tracks[r.track];
+      if (t === undefined) return [];
+      const group = groupOf(t);
+      return [{
+        label: t.label, kind: TRACK_KINDS[t.kind].family, pcore: t.pcore, top: r.y, height: r.h, items: t.starts.length,
+        ...(isGroupHeader(t) ? { header: t.header, count: t.count, collapsed: this.collapsed.has(t.header) } : {}),
+        ...(group !== undefined ? { group } : {}),
+      }];
+    });
+    const busy: ProbeBusy[] = [];
+    for (const r of last?.rows ?? []) {
+      const t = last?.model.tracks[r.track];
+      if (last === null || t === undefined || !isSliceTrack(t)) continue;
+      const percent = rowPercent(t, last.model, last.t0, last.t1);
+      if (percent !== null) busy.push({ label: rowName(t), kind: TRACK_KINDS[t.kind].family, pcore: t.pcore, percent });
+    }
+    return {
+      rowH: ROW_H, gutter: this.gutter, axisH: AXIS_H,
+      rows, trackLabels: rows.map((r) => r.label), counterLabels: m?.counters?.map((c) => c.label) ?? [], counterTop: this.rowsBottom(),
+      dmaRows: count('dma'), semaphoreRows: count('semaphore'), throttleRows: count('throttle'), pendingRows: count('pending'),
+      fitStart: b?.fitStart ?? null, fitEnd: b?.fitEnd ?? null,
+      dataStart: b === null ? null : Math.min(b.start, b.fitStart), dataEnd: b === null ? null : Math.max(b.end, b.fitEnd),
+      viewStart: last?.t0 ?? null, viewEnd: last?.t1 ?? null, nsPerPx: last?.nsPerPx ?? null,
+      drawn: last?.drawn ?? null, counterPoints: last?.counterPoints ?? null, busy, drawMs: this.drawMs,
+    };
+  }
+
+  /** The group key of the header row at `yCss`, undefined when the row there is no header. */
+  private headerAt(yCss: number): string | undefined {
+    const t = this.model?.tracks[this.rowAt(yCss)?.track ?? -1];
+    return t !== undefined && isGroupHeader(t) ? t.header : undefined;
   }
 
   /** Bottom of the slice rows, CSS px from the canvas top. */
@@ -457,8 +563,8 @@ export class TimelineView {
       if (o.toLowerCase().includes(q)) match[i] = 1;
     });
     let count = 0;
-    // Group headers repeat their rows' slices: count each slice once.
-    for (const t of m.tracks) if (t.header === undefined) for (let k = 0; k < t.ops.length; k++) count += match[t.ops[k] ?? 0] ?? 0;
+    // Slice rows only: group headers repeat their rows' slices, step rows have no opcodes.
+    for (const t of m.tracks) if (isSliceTrack(t)) for (let k = 0; k < t.ops.length; k++) count += match[t.ops[k] ?? 0] ?? 0;
     this.match = match;
     this.filterInfo.textContent = `${int(count)} match${count === 1 ? '' : 'es'}`;
     this.filterInfo.dataset['count'] = String(count);
@@ -516,7 +622,7 @@ export class TimelineView {
       this.nsPerPx = v.nsPerPx;
     }
     this.drawFrame();
-    this.canvas.dataset['drawMs'] = (performance.now() - began).toFixed(2);
+    this.drawMs = performance.now() - began;
     this.input.drawn();
   }
 
@@ -535,7 +641,6 @@ export class TimelineView {
     const t1 = t0 + plotW * this.nsPerPx;
 
     // Rows and labels.
-    const busy: { label: string; kind: string; pcore: number; percent: number }[] = [];
     ctx.font = '12px system-ui, sans-serif';
     ctx.textBaseline = 'middle';
     this.rows.forEach((row, r) => {
@@ -543,7 +648,7 @@ export class TimelineView {
       if (tr === undefined) return;
       const y = row.y;
       const rh = row.h;
-      const isHeader = tr.header !== undefined;
+      const isHeader = isGroupHeader(tr);
       if (isHeader || r % 2 === 1) {
         ctx.fillStyle = isHeader ? HEADER_BG : ROW_ALT;
         ctx.fillRect(0, y, W, rh);
@@ -556,32 +661,19 @@ export class TimelineView {
         ctx.stroke();
       }
       ctx.fillStyle = TEXT;
-      const child = tr.group !== undefined;
+      const child = groupOf(tr) !== undefined;
       ctx.font = child ? `${rh <= 14 ? 9 : 10}px system-ui, sans-serif` : isHeader ? '11px system-ui, sans-serif' : '12px system-ui, sans-serif';
-      const label = isHeader ? `${this.collapsed.has(tr.header ?? '') ? '▸' : '▾'} ${tr.label}` : tr.label;
+      const label = isHeader ? `${this.collapsed.has(tr.header) ? '▸' : '▾'} ${tr.label}` : tr.label;
       const maxW = this.gutter - (child ? 52 : 40);
       ctx.fillText(this.fitText(label, maxW), child ? 20 : 8, y + rh / 2);
-      // Busy share of the visible execution (slice rows; counters and instants have none): the
-      // union of the row's slices, semaphore waits excluded on engine rows, over the visible part
-      // of the execution window (Fit's [fitStart, fitEnd]) — the Summary's active-time percent.
-      const spec = TRACK_KINDS[tr.kind];
-      if (spec.busy && !isHeader && isSummarised(tr, m)) {
-        // Drawn from level-of-detail buckets: a bucket's slice is its busy time with its dominant
-        // opcode, so a union over them is not the row's busy time. Say so instead of a wrong %.
+      // Busy share of the visible execution (slice rows; steps and group headers have none), or
+      // "–" on a row drawn from summaries (rowPercent).
+      if (isSliceTrack(tr)) {
+        const pct = rowPercent(tr, m, t0, t1);
         ctx.fillStyle = MUTED;
         ctx.textAlign = 'right';
         ctx.font = child ? '9px system-ui, sans-serif' : '11px system-ui, sans-serif';
-        ctx.fillText('–', this.gutter - 6, y + rh / 2);
-        ctx.textAlign = 'left';
-      } else if (spec.busy && !isHeader) {
-        const lo = Math.max(t0, m.fitStart ?? m.start);
-        const hi = Math.min(t1, m.fitEnd ?? m.end);
-        const pct = hi > lo ? Math.min(100, (100 * activeIn(tr, m.opcodes, lo, hi)) / (hi - lo)) : 0;
-        busy.push({ label: tr.group !== undefined ? `${coreLabel(tr.pcore)} ${tr.label}` : tr.label, kind: spec.family, pcore: tr.pcore, percent: pct });
-        ctx.fillStyle = MUTED;
-        ctx.textAlign = 'right';
-        ctx.font = child ? '9px system-ui, sans-serif' : '11px system-ui, sans-serif';
-        ctx.fillText(`${pct < 10 ? pct.toFixed(1) : pct.toFixed(0)}%`, this.gutter - 6, y + rh / 2);
+        ctx.fillText(pct === null ? '–' : `${pct < 10 ? pct.toFixed(1) : pct.toFixed(0)}%`, this.gutter - 6, y + rh / 2);
         ctx.textAlign = 'left';
       }
       ctx.font = '12px system-ui, sans-serif';
@@ -622,9 +714,8 @@ export class TimelineView {
       const tr = m.tracks[row.track];
       if (tr === undefined) continue;
       const pad = row.h >= ROW_H ? 3 : 2;
-      const spec = TRACK_KINDS[tr.kind];
       // Step rows use the whole band; slice rows keep a margin.
-      drawn += spec.step ? spec.render(frame, tr, row.y + 1, row.h - 2, t0, t1) : spec.render(frame, tr, row.y + pad, row.h - 2 * pad, t0, t1);
+      drawn += isStepTrack(tr) ? renderTrack(frame, tr, row.y + 1, row.h - 2, t0, t1) : renderTrack(frame, tr, row.y + pad, row.h - 2 * pad, t0, t1);
     }
     for (const [hit, style] of [[this.hover, '#ffffffaa'], [this.selected, '#ffffff']] as const) {
       if (hit === null) continue;
@@ -638,19 +729,10 @@ export class TimelineView {
       ctx.strokeRect(x0 - 1, row.y + 1.5, Math.max(x1 - x0, 1) + 2, row.h - 3);
     }
     ctx.restore();
-    this.canvas.dataset['counterPoints'] = String(drawCounters(frame, m.counters ?? [], this.rowsBottom(), t0, t1));
-
-    this.canvas.dataset['drawn'] = String(drawn);
-    // The busy % drawn beside each row (tests compare them with the Summary's).
-    this.canvas.dataset['busy'] = JSON.stringify(busy);
+    const counterPoints = drawCounters(frame, m.counters ?? [], this.rowsBottom(), t0, t1);
     this.showEngineBusy(m, t0, t1);
-    this.canvas.dataset['nsPerPx'] = String(this.nsPerPx);
-    // Visible time range, ns on the model's axis (tests compare it with ExecutionInfo).
-    // What Fit shows (the execution window on the device timeline), ns on the model's axis.
-    this.canvas.dataset['fitStart'] = String(m.fitStart ?? m.start);
-    this.canvas.dataset['fitEnd'] = String(m.fitEnd ?? m.end);
-    this.canvas.dataset['viewStart'] = String(t0);
-    this.canvas.dataset['viewEnd'] = String(t1);
+    // What this frame showed (the probe reads it on demand: no DOM writes per frame).
+    this.last = { model: m, rows: this.rows, t0, t1, nsPerPx: this.nsPerPx, drawn, counterPoints };
     this.status.textContent = ` ${ns(Math.max(t0, m.start))} – ${ns(Math.min(t1, m.end))} · ${ns(t1 - t0)} visible · ${this.rows.length} rows`;
     this.onView?.(t0, t1, plotW);
   }
@@ -663,7 +745,7 @@ export class TimelineView {
   private showEngineBusy(m: TimelineModel, t0: number, t1: number): void {
     const lo = Math.max(t0, m.fitStart ?? m.start);
     const hi = Math.min(t1, m.fitEnd ?? m.end);
-    const engineRows = m.tracks.filter((t) => t.kind === 'engine' && t.header === undefined);
+    const engineRows = m.tracks.filter((t) => t.kind === 'engine');
     const present = ENGINES.filter(([e]) => engineRows.some((t) => t.engine === e));
     // The whole execution in view: the Summary's own figures (its unions are in ps, the rows' in ns).
     const whole = t0 <= (m.fitStart ?? m.start) && t1 >= (m.fitEnd ?? m.end);
@@ -747,7 +829,7 @@ export class TimelineView {
     const tr = m.tracks[r];
     if (tr === undefined) return null;
     const t = this.viewStart + (xCss - this.gutter) * this.nsPerPx;
-    if (TRACK_KINDS[tr.kind].step) {
+    if (isStepTrack(tr)) {
       // The update in force at t.
       const k = lowerBound(tr.starts, t + 1e-9) - 1;
       return k >= 0 && t <= (tr.ends[k] ?? 0) ? { track: r, k } : null;
@@ -787,23 +869,23 @@ export class TimelineView {
     const o = this.rowObject(hit);
     const s = tr.starts[hit.k] ?? 0;
     const e = tr.ends[hit.k] ?? 0;
-    const op = m.opcodes[tr.ops[hit.k] ?? 0] || (this.opts.noun ?? 'instruction');
-    const spec = TRACK_KINDS[tr.kind];
+    const op = m.opcodes[opOf(tr, hit.k)] || (this.opts.noun ?? 'instruction');
     const summarised = o[SUMMARY_COUNT];
     if (summarised !== undefined && summarised !== null && Number.isFinite(Number(summarised))) {
       // A bucket of the level-of-detail summaries, not one row (tracks/lod.ts).
       const c = Number(summarised);
       this.tooltip.replaceChildren(...nodes(
         h('div', { class: 'tt-title' }, op || 'summary'),
-        h('div', {}, tr.group !== undefined ? `${coreLabel(tr.pcore)} ${tr.label}` : tr.label),
-        h('div', { 'data-testid': 'tooltip-summary', 'data-count': c }, `${int(c)} ${this.nounOf(tr)}${c === 1 ? '' : 's'} start here (from ${ns(s)})${spec.step ? '' : ` · busy ${ns(e - s)}`}`),
+        h('div', {}, rowName(tr)),
+        h('div', { 'data-testid': 'tooltip-summary', 'data-count': c }, `${int(c)} ${this.nounOf(tr)}${c === 1 ? '' : 's'} start here (from ${ns(s)})${isStepTrack(tr) ? '' : ` · busy ${ns(e - s)}`}`),
         h('div', { class: 'muted' }, 'zoom in for single rows'),
       ));
       this.placeTooltip(xCss, yCss);
       return;
     }
+    const own = this.opts.tooltip === undefined ? trackTooltip(tr, o, hit.k, op) : null;
     if (this.opts.tooltip !== undefined) this.tooltip.replaceChildren(h('div', { class: 'tt-title' }, op), ...this.opts.tooltip(o, tr, op, s, e));
-    else if (spec.tooltip !== null) this.tooltip.replaceChildren(...spec.tooltip(o, tr, op, s, e, tr.values?.[hit.k]));
+    else if (own !== null) this.tooltip.replaceChildren(...own);
     else this.tooltip.replaceChildren(...nodes(
       h('div', { class: 'tt-title' }, opcodeCell(op)),
       h('div', {}, `${tr.label} · pc ${cell(o['pc'])}`),
@@ -843,7 +925,7 @@ export class TimelineView {
     const global = tbl?.getChild('nscope_row') ? Number(tbl.get(local)?.['nscope_row'] ?? local) : local;
     const row = global;
     const noun = this.nounOf(tr);
-    const where = tr.group !== undefined ? `${coreLabel(tr.pcore)} ${tr.label}` : tr.label;
+    const where = rowName(tr);
     const show = this.onShowInTable;
     const head = h('div', { class: 'details-head', 'data-kind': tr.kind, 'data-table': tr.source ?? '' },
       `${where || 'nested lane'} · ${noun} ${hit.k + 1} of ${tr.starts.length} on this row · ${tr.source ?? 'table'} row ${row}`,
@@ -934,7 +1016,7 @@ export class TimelineView {
       this.placeTooltip(x, y);
     } else if (hit === null) this.tooltip.hidden = true;
     else this.showTooltip(hit, x, y);
-    const onHeader = x < this.gutter && this.model?.tracks[this.rowAt(y)?.track ?? -1]?.header !== undefined;
+    const onHeader = x < this.gutter && this.headerAt(y) !== undefined;
     this.canvas.style.cursor = hit === null && !onHeader ? 'default' : 'pointer';
     if (changed) this.request();
   }
@@ -945,7 +1027,7 @@ export class TimelineView {
     if (d === null || d.moved) return;
     const [x, y] = this.localXY(e);
     // A click on a group header's label expands or collapses the group.
-    const header = x < this.gutter ? this.model?.tracks[this.rowAt(y)?.track ?? -1]?.header : undefined;
+    const header = x < this.gutter ? this.headerAt(y) : undefined;
     if (header !== undefined) {
       this.toggleGroup(header);
       return;
@@ -961,7 +1043,7 @@ export class TimelineView {
     const m = this.model;
     return this.rows.filter((r) => {
       const t = m?.tracks[r.track];
-      return t !== undefined && t.header === undefined && t.starts.length > 0;
+      return t !== undefined && !isGroupHeader(t) && t.starts.length > 0;
     });
   }
 
@@ -1045,10 +1127,10 @@ export class TimelineView {
     }
     const s = tr.starts[hit.k] ?? 0;
     const e = tr.ends[hit.k] ?? 0;
-    const where = tr.group !== undefined ? `${coreLabel(tr.pcore)} ${tr.label}` : tr.label;
+    const where = rowName(tr);
     const noun = this.nounOf(tr);
-    const name = m.opcodes[tr.ops[hit.k] ?? 0] || noun;
-    this.live.textContent = `${where}: ${name}, at ${ns(s)}, ${TRACK_KINDS[tr.kind].step ? `value ${tr.values?.[hit.k] ?? '–'} for` : 'lasting'} ${ns(e - s)}; ${noun} ${int(hit.k + 1)} of ${int(tr.starts.length)} on this row. Enter shows its details.`;
+    const name = m.opcodes[opOf(tr, hit.k)] || noun;
+    this.live.textContent = `${where}: ${name}, at ${ns(s)}, ${isStepTrack(tr) ? `value ${tr.values[hit.k] ?? '–'} for` : 'lasting'} ${ns(e - s)}; ${noun} ${int(hit.k + 1)} of ${int(tr.starts.length)} on this row. Enter shows its details.`;
     ds['cursorTrack'] = String(hit.track);
     ds['cursorK'] = String(hit.k);
     ds['cursorLabel'] = where;
@@ -1094,4 +1176,17 @@ function scrollIntoViewY(el: HTMLElement, y: number, hgt: number): void {
 /** Whether a track's slices are level-of-detail buckets (pseudo-rows), not table rows. */
 function isSummarised(tr: Track, m: TimelineModel): boolean {
   return (tr.table ?? m.table).getChild(SUMMARY_COUNT) !== null;
+}
+
+/**
+ * The % beside slice row `tr` for the view [t0, t1] ns: the union of its slices (semaphore waits
+ * excluded on engine rows) over the visible part of the execution window (Fit's [fitStart,
+ * fitEnd]) — the Summary's active-time percent; null when the row is drawn from summaries (a
+ * union of buckets is not the row's busy time).
+ */
+function rowPercent(tr: SliceTrack, m: TimelineModel, t0: number, t1: number): number | null {
+  if (isSummarised(tr, m)) return null;
+  const lo = Math.max(t0, m.fitStart ?? m.start);
+  const hi = Math.min(t1, m.fitEnd ?? m.end);
+  return hi > lo ? Math.min(100, (100 * activeIn(tr, m.opcodes, lo, hi)) / (hi - lo)) : 0;
 }

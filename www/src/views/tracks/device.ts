@@ -4,20 +4,10 @@
 
 import { tableFromArrays, type Table } from 'apache-arrow';
 import type { LodListing } from '../../api.ts';
-import { addDeviceRowsYielding, DMA_COLUMNS, PENDING_DMA_COLUMNS, SEMAPHORE_COLUMNS, THROTTLE_COLUMNS } from '../device-rows.ts';
-import { buildTimelineYielding, type TimelineModel, type Track } from '../timeline-model.ts';
-import { LodController, span, type LodApi, type LodState, type LodTable, type WindowTables } from './lod.ts';
-
-/** The tables of the device timeline and the columns a window reads of each. */
-export function deviceTables(instructionColumns: string[]): LodTable[] {
-  return [
-    { name: 'Instruction', columns: instructionColumns },
-    { name: 'DmaPacket', columns: DMA_COLUMNS },
-    { name: 'SemaphoreUpdate', columns: SEMAPHORE_COLUMNS },
-    { name: 'Throttle', columns: THROTTLE_COLUMNS },
-    { name: 'PendingDma', columns: PENDING_DMA_COLUMNS },
-  ];
-}
+import { addDeviceRowsYielding } from '../device-rows.ts';
+import { buildTimelineYielding, groupOf, isGroupHeader, isStepTrack, type TimelineModel, type Track } from '../timeline-model.ts';
+import { LodController, span, type LodApi, type LodState, type WindowTables } from './lod.ts';
+import { lodSources } from './render.ts';
 
 /** Table a device track draws from. */
 function tableOf(t: Track): string {
@@ -26,7 +16,13 @@ function tableOf(t: Track): string {
 
 /** A track's identity across models (labels, grouping and kind are the builders'). */
 function keyOf(t: Track): string {
-  return `${t.kind}|${t.pcore}|${t.header ?? ''}|${t.group ?? ''}|${t.label}`;
+  return `${t.kind}|${t.pcore}|${isGroupHeader(t) ? t.header : ''}|${groupOf(t) ?? ''}|${t.label}`;
+}
+
+/** `t` with no marks (idle in the window), kind and everything else kept. */
+function emptied(t: Track): Track {
+  const none = { starts: new Float64Array(0), ends: new Float64Array(0), rows: new Uint32Array(0), busy: new Float64Array(1), maxDur: 0 };
+  return isStepTrack(t) ? { ...t, ...none, values: new Float64Array(0) } : { ...t, ...none, ops: new Uint16Array(0) };
 }
 
 function emptyInstructions(): Table {
@@ -63,16 +59,17 @@ async function build(skeleton: { model: TimelineModel | null }, tables: WindowTa
     const got = now.get(keyOf(t));
     if (got !== undefined) return got;
     if (!fromRows.has(tableOf(t))) return t;
-    return { ...t, starts: new Float64Array(0), ends: new Float64Array(0), rows: new Uint32Array(0), ops: new Uint16Array(0), busy: new Float64Array(1), maxDur: 0, values: new Float64Array(0) };
+    return emptied(t);
   });
   return model;
 }
 
 /**
- * A controller for the device timeline of processed profile `key` (listing from lodTracks);
- * `apply` receives each window's model (TimelineView.swapModel).
+ * A controller for the device timeline of processed profile `key` (listing from lodTracks) over
+ * its kinds' tables (render.ts lodSources); `apply` receives each window's model
+ * (TimelineView.swapModel).
  */
-export function deviceLod(api: LodApi, key: string, listing: LodListing, instructionColumns: string[], apply: (m: TimelineModel, s: LodState) => void): LodController<TimelineModel> {
+export function deviceLod(api: LodApi, key: string, listing: LodListing, apply: (m: TimelineModel, s: LodState) => void): LodController<TimelineModel> {
   const skeleton: { model: TimelineModel | null } = { model: null };
-  return new LodController(api, key, listing, deviceTables(instructionColumns), (t, l) => build(skeleton, t, l), apply, null);
+  return new LodController(api, key, listing, lodSources('device'), (t, l) => build(skeleton, t, l), apply, null);
 }

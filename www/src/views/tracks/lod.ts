@@ -15,7 +15,9 @@
 // Nothing proportional to a table's rows reaches the main thread.
 
 import { DataType, makeData, makeVector, Table, tableFromIPC, Utf8, type Vector } from 'apache-arrow';
-import { numberColumn } from '../timeline-model.ts';
+import { DMA_COLUMNS, PENDING_DMA_COLUMNS, SEMAPHORE_COLUMNS, THROTTLE_COLUMNS } from '../device-rows.ts';
+import { SYSTEM_EVENT_COLUMNS } from '../system-model.ts';
+import { INSTRUCTION_COLUMNS, numberColumn } from '../timeline-model.ts';
 import type { LodListing, LodTrackInfo, LodWindow } from '../../api.ts';
 
 /** The worker calls this module needs (client.ts). */
@@ -87,11 +89,95 @@ export type ModelBuilder<M> = (tables: WindowTables, listing: LodListing) => M |
 /** Column of pseudo-rows carrying the bucket's event count (tooltips tell summaries from rows by it). */
 export const SUMMARY_COUNT = 'nscope_summary_count';
 
+/** A column of a table built here (no arrow builder: see utf8). */
+type Column = BigInt64Array | Float64Array | string[] | Vector;
+
+/**
+ * The columns of one table's pseudo-rows, one row per non-empty bucket (summaryTable), for its
+ * source to name as the table does. Times are ns from the listing's origin.
+ */
+export interface PseudoColumns {
+  /** Bucket start and start + its busy time (at most the bucket width), ns. */
+  starts: Float64Array;
+  ends: Float64Array;
+  /** The bucket's largest value (step tables; NaN: none) and the row's physical core. */
+  values: Float64Array;
+  pcore: Float64Array;
+  /** Times as the table stores them (Int64 ns; System tables: Unix ns, the origin added back). */
+  time: (xs: Float64Array) => BigInt64Array | Float64Array;
+  /** Per row: a string / a number of the row's track (its name: engine, queue, semaphore id, …). */
+  trackStr: (f: (t: LodTrackInfo) => string) => Vector;
+  perTrack: (f: (t: LodTrackInfo) => number) => Float64Array;
+  /** Per row: the bucket's dominant name (opcode, queue type, span name; "" when none). */
+  dominant: () => Vector;
+}
+
+/**
+ * What one table gives the timelines through the store: the columns a window reads of it, whether
+ * its rows are steps (a window's rows then start with the value in force per track), and its
+ * pseudo-rows in its own column names, so the small-profile builders read them as rows. Each track
+ * kind names its source (tracks/render.ts TRACK_KINDS `source`).
+ */
+export interface LodSource {
+  table: string;
+  columns: readonly string[];
+  /** Step tables: the column naming a row's track (null: one track per core); null for slices. */
+  step: { key: string | null } | null;
+  /** The pseudo-rows' columns (summaryTable adds SUMMARY_COUNT). */
+  pseudoRows: (c: PseudoColumns) => Record<string, Column>;
+}
+
+/** The tables the timelines draw through the store, by name. */
+export const LOD_SOURCES = {
+  Instruction: {
+    table: 'Instruction', columns: INSTRUCTION_COLUMNS, step: null,
+    pseudoRows: (c) => ({ start_ts: c.time(c.starts), end_ts: c.time(c.ends), engine: c.trackStr((t) => t.name), pcore_idx: c.pcore, opcode: c.dominant() }),
+  },
+  DmaPacket: {
+    table: 'DmaPacket', columns: DMA_COLUMNS, step: null,
+    pseudoRows: (c) => ({ start_ts: c.time(c.starts), end_ts: c.time(c.ends), pcore_idx: c.pcore, queue_name: c.trackStr((t) => t.name), queue_type: c.dominant() }),
+  },
+  SemaphoreUpdate: {
+    table: 'SemaphoreUpdate', columns: SEMAPHORE_COLUMNS, step: { key: 'id' },
+    pseudoRows: (c) => ({ timestamp: c.time(c.starts), id: c.trackStr((t) => t.name), value: c.values, pcore_idx: c.pcore }),
+  },
+  PendingDma: {
+    table: 'PendingDma', columns: PENDING_DMA_COLUMNS, step: { key: null },
+    pseudoRows: (c) => ({ timestamp: c.time(c.starts), value: c.values, pcore_idx: c.pcore }),
+  },
+  Throttle: {
+    table: 'Throttle', columns: THROTTLE_COLUMNS, step: null,
+    pseudoRows: (c) => ({ timestamp: c.time(c.starts), duration: c.time(c.ends.map((e, i) => e - (c.starts[i] ?? e))), type: c.dominant(), pcore_idx: c.pcore }),
+  },
+  SystemProfileEvents: {
+    table: 'SystemProfileEvents', columns: SYSTEM_EVENT_COLUMNS, step: null,
+    pseudoRows: (c) => ({
+      id: new Float64Array(c.starts.length).fill(NaN),
+      name: c.dominant(),
+      start_ts: c.time(c.starts),
+      end_ts: c.time(c.ends),
+      trace_event_source: c.trackStr((t) => t.source ?? (t.name.startsWith('hw:') ? 'neuron_hw' : 'neuron_rt')),
+      process_id: c.perTrack((t) => t.pid ?? NaN),
+      thread_id: c.perTrack((t) => t.tid ?? NaN),
+      pcore_idx: c.perTrack((t) => (t.name.startsWith('hw:') && t.pcore >= 0 ? t.pcore : NaN)),
+      nc_idx: new Float64Array(c.starts.length).fill(NaN),
+    }),
+  },
+} satisfies Record<string, LodSource>;
+
+/** A table without a source of its own: slices from start_ts to end_ts. */
+const PLAIN: LodSource = { table: '', columns: ['start_ts', 'end_ts'], step: null, pseudoRows: (c) => ({ start_ts: c.time(c.starts), end_ts: c.time(c.ends) }) };
+
+/** The source of `table` (PLAIN when it has none). */
+function sourceOf(table: string): LodSource {
+  return (LOD_SOURCES as Record<string, LodSource>)[table] ?? PLAIN;
+}
+
 /**
  * Pseudo-rows of `table` from the buckets of its tracks: one per non-empty bucket, in the table's
- * own column names, so the row builders group them into the same tracks. Slices last their busy
- * time (at most the bucket width) from the bucket start; values are the bucket's largest.
- * `origin` (BigInt table ns) is added back for the System tables (Unix ns).
+ * own column names (its LodSource), so the row builders group them into the same tracks. Slices
+ * last their busy time (at most the bucket width) from the bucket start; values are the bucket's
+ * largest. `origin` (BigInt table ns) is added back for the System tables (Unix ns).
  */
 export function summaryTable(table: string, tracks: LodTrackInfo[], buckets: Map<number, Buckets>, names: string[], origin: bigint | null): Table {
   // Two passes over typed arrays (count, then fill): a zoomed window's hundreds of thousands of
@@ -141,48 +227,24 @@ export function summaryTable(table: string, tracks: LodTrackInfo[], buckets: Map
   });
   // Device times (origin null) are ns from the profile start, exact in a Float64; System times are
   // Unix ns (beyond 2^53) and need BigInt.
-  const big = (xs: Float64Array): BigInt64Array | Float64Array => {
+  const time = (xs: Float64Array): BigInt64Array | Float64Array => {
     if (origin === null) return xs.map((x) => Math.round(x));
     const out = new BigInt64Array(xs.length);
     for (let i = 0; i < xs.length; i++) out[i] = BigInt(Math.round(xs[i] ?? 0)) + origin;
     return out;
   };
-  /** A Utf8 column whose row i is `per[key[i]]`, each distinct string encoded once. */
-  const strings = (per: string[], key: ArrayLike<number>): Vector => utf8Coded(per, key);
-  const trackStr = (f: (t: LodTrackInfo) => string): Vector => strings(tracks.map(f), owner);
-  // Dominant names: index -1 (none) → "" at slot 0 of a shifted dictionary.
-  const doms = (): Vector => strings(['', ...names], dom.map((d) => (d >= 0 && d < names.length ? d + 1 : 0)));
-  const perTrack = (f: (t: LodTrackInfo) => number): Float64Array => {
-    const v = Float64Array.from(tracks, f);
-    return owner.length === 0 ? new Float64Array(0) : Float64Array.from(owner, (o) => v[o] ?? NaN);
+  const cols: PseudoColumns = {
+    starts, ends, values, pcore, time,
+    // A Utf8 column whose row i is the string of its track, each distinct string encoded once.
+    trackStr: (f) => utf8Coded(tracks.map(f), owner),
+    perTrack: (f) => {
+      const v = Float64Array.from(tracks, f);
+      return owner.length === 0 ? new Float64Array(0) : Float64Array.from(owner, (o) => v[o] ?? NaN);
+    },
+    // Dominant names: index -1 (none) → "" at slot 0 of a shifted dictionary.
+    dominant: () => utf8Coded(['', ...names], dom.map((d) => (d >= 0 && d < names.length ? d + 1 : 0))),
   };
-  switch (table) {
-    case 'Instruction':
-      return tableOf({ start_ts: big(starts), end_ts: big(ends), engine: trackStr((t) => t.name), pcore_idx: pcore, opcode: doms(), [SUMMARY_COUNT]: count });
-    case 'DmaPacket':
-      return tableOf({ start_ts: big(starts), end_ts: big(ends), pcore_idx: pcore, queue_name: trackStr((t) => t.name), queue_type: doms(), [SUMMARY_COUNT]: count });
-    case 'SemaphoreUpdate':
-      return tableOf({ timestamp: big(starts), id: trackStr((t) => t.name), value: values, pcore_idx: pcore, [SUMMARY_COUNT]: count });
-    case 'PendingDma':
-      return tableOf({ timestamp: big(starts), value: values, pcore_idx: pcore, [SUMMARY_COUNT]: count });
-    case 'Throttle':
-      return tableOf({ timestamp: big(starts), duration: big(ends.map((e, i) => e - (starts[i] ?? e))), type: doms(), pcore_idx: pcore, [SUMMARY_COUNT]: count });
-    case 'SystemProfileEvents':
-      return tableOf({
-        id: new Float64Array(n).fill(NaN),
-        name: doms(),
-        start_ts: big(starts),
-        end_ts: big(ends),
-        trace_event_source: trackStr((t) => t.source ?? (t.name.startsWith('hw:') ? 'neuron_hw' : 'neuron_rt')),
-        process_id: perTrack((t) => t.pid ?? NaN),
-        thread_id: perTrack((t) => t.tid ?? NaN),
-        pcore_idx: perTrack((t) => (t.name.startsWith('hw:') && t.pcore >= 0 ? t.pcore : NaN)),
-        nc_idx: new Float64Array(n).fill(NaN),
-        [SUMMARY_COUNT]: count,
-      });
-    default:
-      return tableOf({ start_ts: big(starts), end_ts: big(ends), [SUMMARY_COUNT]: count });
-  }
+  return tableOf({ ...sourceOf(table).pseudoRows(cols), [SUMMARY_COUNT]: count });
 }
 
 const encoder = new TextEncoder();
@@ -285,7 +347,7 @@ function appendUtf8(t: Table, name: string, extra: string[]): Vector | null {
 }
 
 /** A table of typed arrays and string lists (no arrow builder: see utf8). */
-function tableOf(cols: Record<string, BigInt64Array | Float64Array | string[] | Vector>): Table {
+function tableOf(cols: Record<string, Column>): Table {
   const vecs: Record<string, Vector> = {};
   for (const [k, v] of Object.entries(cols)) vecs[k] = Array.isArray(v) ? utf8(v) : v instanceof Float64Array || v instanceof BigInt64Array ? makeVector(v) : v;
   return new Table(vecs);
@@ -299,17 +361,14 @@ export function span(name: string, start: number): void {
   if (performance.now() - start > 20) performance.measure(name, { start });
 }
 
-/** Step tables (a value holds until the next update): per track, the value in force must precede the window's rows. */
-const STEP_TABLES: Record<string, { key: string | null }> = { SemaphoreUpdate: { key: 'id' }, PendingDma: { key: null } };
-
 /**
  * The window rows of a step table with, per track, one pseudo-row carrying the value in force
  * before them (from the summaries' `carry`): at the start of the finest bucket that holds the
  * window's first instant, the rows being read from two finest widths earlier. Pseudo-rows have a
  * finite SUMMARY_COUNT (0), real rows NaN.
  */
-async function withCarry(t: Table, table: string, tracks: LodTrackInfo[], buckets: Map<number, Buckets>, pause: () => Promise<void>): Promise<Table> {
-  const key = STEP_TABLES[table]?.key ?? null;
+async function withCarry(t: Table, source: LodSource, tracks: LodTrackInfo[], buckets: Map<number, Buckets>, pause: () => Promise<void>): Promise<Table> {
+  const key = source.step?.key ?? null;
   const add: { ts: number; pcore: number; id: string; v: number }[] = [];
   for (const tr of tracks) {
     const b = buckets.get(tr.id);
@@ -317,7 +376,7 @@ async function withCarry(t: Table, table: string, tracks: LodTrackInfo[], bucket
     if (b !== undefined && Number.isFinite(v)) add.push({ ts: b.first, pcore: tr.pcore, id: tr.name, v });
   }
   if (add.length === 0) return t;
-  const cols: Record<string, BigInt64Array | Float64Array | string[] | Vector> = {};
+  const cols: Record<string, Column> = {};
   const n = t.numRows;
   for (const f of t.schema.fields) {
     // A column per main-thread task: a window's few hundred thousand rows times six columns
@@ -350,12 +409,6 @@ async function withCarry(t: Table, table: string, tracks: LodTrackInfo[], bucket
   return tableOf(cols);
 }
 
-/** What one table contributes to the timeline and which of its columns a window reads. */
-export interface LodTable {
-  name: string;
-  columns: string[];
-}
-
 /** Which window the model was built for and how it is drawn, per table (for tests and the status line). */
 export interface LodState {
   t0: number;
@@ -380,7 +433,7 @@ export class LodController<M> {
     private readonly api: LodApi,
     private readonly key: string,
     readonly listing: LodListing,
-    private readonly tables: LodTable[],
+    private readonly sources: readonly LodSource[],
     private readonly build: ModelBuilder<M>,
     private readonly apply: (model: M, state: LodState) => void,
     private readonly origin: bigint | null,
@@ -433,30 +486,30 @@ export class LodController<M> {
     }
     const out: WindowTables = new Map();
     const state: LodState = { t0, t1, tables: {} };
-    await Promise.all(this.tables.map(async (tb) => {
-      const tracks = byTable.get(tb.name) ?? [];
+    await Promise.all(this.sources.map(async (src) => {
+      const tracks = byTable.get(src.table) ?? [];
       if (tracks.length === 0) return;
       if (rows) {
         // Step rows start with the value in force: read from two finest widths before the window.
-        const step = STEP_TABLES[tb.name] !== undefined;
+        const step = src.step !== null;
         const wmax = step ? tracks.reduce((a, t) => Math.max(a, t.width), 1) : 0;
-        const w = await this.api.window(this.key, tb.name, tb.columns, t0 - 2 * wmax, t1, WINDOW_LIMIT);
+        const w = await this.api.window(this.key, src.table, [...src.columns], t0 - 2 * wmax, t1, WINDOW_LIMIT);
         if (!w.over_limit) {
           const at = performance.now();
           const got = tableFromIPC(w.ipc);
-          span(`lod: window ${tb.name}`, at);
-          out.set(tb.name, step ? await withCarry(got, tb.name, tracks, parseBuckets(await this.api.lod(this.key, tracks.map((t) => t.id), t0 - wmax, t0 - wmax, 1)), nextTask) : got);
-          state.tables[tb.name] = { mode: 'rows', rows: w.rows };
+          span(`lod: window ${src.table}`, at);
+          out.set(src.table, step ? await withCarry(got, src, tracks, parseBuckets(await this.api.lod(this.key, tracks.map((t) => t.id), t0 - wmax, t0 - wmax, 1)), nextTask) : got);
+          state.tables[src.table] = { mode: 'rows', rows: w.rows };
           return;
         }
-        state.tables[tb.name] = { mode: 'summary', rows: w.rows };
-      } else state.tables[tb.name] = { mode: 'summary', rows: tracks.reduce((a, t) => a + t.rows, 0) };
+        state.tables[src.table] = { mode: 'summary', rows: w.rows };
+      } else state.tables[src.table] = { mode: 'summary', rows: tracks.reduce((a, t) => a + t.rows, 0) };
       const buckets = parseBuckets(await this.api.lod(this.key, tracks.map((t) => t.id), t0, t1, n));
       // Parsing and the pseudo-rows in separate main-thread tasks.
       await nextTask();
       const at = performance.now();
-      out.set(tb.name, summaryTable(tb.name, tracks, buckets, this.listing.names, this.origin));
-      span(`lod: pseudo-rows ${tb.name}`, at);
+      out.set(src.table, summaryTable(src.table, tracks, buckets, this.listing.names, this.origin));
+      span(`lod: pseudo-rows ${src.table}`, at);
     }));
     // The last table's pseudo-rows were made in this task: build the model in the next one, so the
     // two do not add up to one long main-thread task.

@@ -9,15 +9,16 @@ import type { TimelineModel } from '../timeline-model.ts';
 import type { SystemModel } from '../system-model.ts';
 import { deviceLod } from './device.ts';
 import { eventRows, LOD_ROWS, type LodApi, type LodController, type LodState } from './lod.ts';
+import { lodSources } from './render.ts';
 import { systemLod } from './system.ts';
 
 /** The client calls the timelines need. */
 export type LodClient = LodApi & { lodTracks(key: string): Promise<LodListing> };
 
-/** Device timeline tables drawn through the store. */
-export const DEVICE_LOD_TABLES = ['Instruction', 'DmaPacket', 'SemaphoreUpdate', 'Throttle', 'PendingDma'];
+/** Device timeline tables drawn through the store (its kinds' tables). */
+export const DEVICE_LOD_TABLES = lodSources('device').map((s) => s.table);
 /** System timeline tables drawn through the store. */
-export const SYSTEM_LOD_TABLES = ['SystemProfileEvents'];
+export const SYSTEM_LOD_TABLES = lodSources('system').map((s) => s.table);
 
 const controllers = new WeakMap<TimelineView, LodController<unknown>>();
 
@@ -69,11 +70,11 @@ function withFit<M>(m: M, fit: FitWindow | null): M {
 }
 
 /** Draws the device timeline of processed profile `key` from the store; Fit shows `fit` when given. */
-export async function showDeviceLod(view: TimelineView, client: LodClient, key: string, instructionColumns: string[], fit: FitWindow | null = null): Promise<void> {
+export async function showDeviceLod(view: TimelineView, client: LodClient, key: string, fit: FitWindow | null = null): Promise<void> {
   detachLod(view);
   const listing = await client.lodTracks(key);
   let ctl: LodController<TimelineModel> | undefined;
-  const c = deviceLod(client, key, listing, instructionColumns, applier(view, () => ctl, fit));
+  const c = deviceLod(client, key, listing, applier(view, () => ctl, fit));
   ctl = c;
   attach(view, c, withFit(await c.initial(plotPx(view)), fit));
 }

@@ -1,8 +1,8 @@
 // The renderers of the timeline's track kinds over one frame description (Frame), as each of
 // Perfetto's tracks owns its render: each draws its row's visible part and returns how many marks it
-// drew. TimelineView (timeline.ts) owns the axis, row layout, input and tooltips and picks the
-// renderer, and what a row's marks are called and whether it has a busy %, by the row's kind
-// (TRACK_KINDS).
+// drew, and takes the row type of its own kind (timeline-model.ts TrackKinds). TimelineView
+// (timeline.ts) owns the axis, row layout, input and tooltips; it draws a row, colours, words and
+// explains its marks through the row's kind (TRACK_KINDS, renderTrack, trackTooltip).
 //
 //   slices    engine instructions, DMA packets, throttle records, system spans: a bar per slice wider
 //             than a pixel, sub-pixel slices merged per pixel column with opacity from the busy time
@@ -11,7 +11,8 @@
 //   counters  CPU and host-memory samples under the slice rows: area chart or heat strip
 // A large profile's rows hold summary buckets or a window's rows (lod.ts); the renderers draw both.
 
-import { lowerBound, type Counter, type RowKind, type Track, type TrackKind } from '../timeline-model.ts';
+import { lowerBound, type Counter, type GroupHeaderTrack, type RowKind, type SliceTrack, type StepTrack, type Track, type TrackKind, type TrackOf } from '../timeline-model.ts';
+import { LOD_SOURCES, type LodSource } from './lod.ts';
 import { dmaTooltip, instantTooltip, stepTooltip, throttleTooltip, type TrackTooltip } from './tooltips.ts';
 
 /** What every renderer needs of the frame being drawn. */
@@ -31,8 +32,11 @@ export interface Frame {
   opcodes: string[];
 }
 
-/** Draws row `tr` in the band [y, y + hgt) CSS px for [t0, t1] ns; returns the marks drawn. */
-export type TrackRenderer = (f: Frame, tr: Track, y: number, hgt: number, t0: number, t1: number) => number;
+/** Draws row `tr` (of type T) in the band [y, y + hgt) CSS px for [t0, t1] ns; returns the marks drawn. */
+export type TrackRenderer<T extends Track> = (f: Frame, tr: T, y: number, hgt: number, t0: number, t1: number) => number;
+
+/** Rows drawn as slices: each mark has a name (ops) and a duration. */
+type Sliced = SliceTrack | GroupHeaderTrack;
 
 /** Engine hues (HSL degrees); the rows under the engines use `engine` dma, semaphore, pending, throttle. */
 export const HUES: Record<string, number> = { tensor: 212, vector: 150, scalar: 36, gpsimd: 275, sync: 350, semaphore: 48, pending: 24, throttle: 0 };
@@ -52,16 +56,16 @@ interface SliceStyle {
 }
 
 /** Draws one track's visible slices (opcode labels, merged bars in the merged colour); returns how many rectangles it drew. */
-export function drawTrack(f: Frame, tr: Track, y: number, hgt: number, t0: number, t1: number): number {
+export function drawTrack(f: Frame, tr: Sliced, y: number, hgt: number, t0: number, t1: number): number {
   return drawSlices(f, tr, y, hgt, t0, t1, { labels: true, uniform: false });
 }
 
 /** DMA packets: unlabelled (the colour gives the queue type, the tooltip the bytes), merged bars keep the queue's colour. */
-export function drawDma(f: Frame, tr: Track, y: number, hgt: number, t0: number, t1: number): number {
+export function drawDma(f: Frame, tr: Sliced, y: number, hgt: number, t0: number, t1: number): number {
   return drawSlices(f, tr, y, hgt, t0, t1, { labels: false, uniform: true });
 }
 
-function drawSlices(f: Frame, tr: Track, y: number, hgt: number, t0: number, t1: number, look: SliceStyle): number {
+function drawSlices(f: Frame, tr: Sliced, y: number, hgt: number, t0: number, t1: number, look: SliceStyle): number {
   const ctx = f.ctx;
   const { starts, ends, ops } = tr;
   const n = starts.length;
@@ -161,16 +165,15 @@ function drawSlices(f: Frame, tr: Track, y: number, hgt: number, t0: number, t1:
  * A step (counter) row: each value holds until the next update, bar height ∝ value / maxValue,
  * a tick at every update. Updates closer than a pixel merge into one column at their maximum.
  */
-export function drawStep(f: Frame, tr: Track, y: number, hgt: number, t0: number, t1: number): number {
+export function drawStep(f: Frame, tr: StepTrack, y: number, hgt: number, t0: number, t1: number): number {
   const ctx = f.ctx;
-  const { starts, ends } = tr;
-  const values = tr.values ?? new Float64Array(starts.length);
+  const { starts, ends, values } = tr;
   const n = starts.length;
   const npp = f.npp;
   const hue = HUES[tr.engine] ?? 48;
   const fill = f.match !== null ? DIMMED : `hsl(${hue} 62% 46% / 0.75)`;
   const tickStyle = f.match !== null ? '#3a404a' : `hsl(${hue} 80% 68%)`;
-  const scale = hgt / Math.max(tr.maxValue ?? 0, 1e-12);
+  const scale = hgt / Math.max(tr.maxValue, 1e-12);
   const base = y + hgt;
   let drawn = 0;
   let k = Math.max(0, lowerBound(starts, t0) - 1);
@@ -340,32 +343,72 @@ const throttleColor: SliceColor = (engine, name, op) => {
   return `hsl(2 68% ${24 + 36 * Math.min(1, Math.max(0, f))}%)`;
 };
 
-/** What a kind of row is: how it draws, and how the view words and measures it. */
-export interface TrackKindSpec {
-  render: TrackRenderer;
+/** What a kind of row is (T its row type): how it draws, how the view words it, where its rows come from. */
+export interface TrackKindSpec<T extends Track> {
+  render: TrackRenderer<T>;
   /** Slice colours (the view caches them and dims what the opcode filter leaves out). */
   color: SliceColor;
   /** Tooltip of one mark (tooltips.ts); null: the view's own (engine instructions, System spans). */
-  tooltip: TrackTooltip | null;
-  /** A value held between updates: drawn over the whole band, its value in tooltips, no busy %. */
-  step: boolean;
-  /** Its slices are busy time: the row gets a busy % (the union of its slices in view). */
-  busy: boolean;
+  tooltip: TrackTooltip<T> | null;
   /** One mark, in the tooltip and details ("DMA packet"); null: the view's own noun. */
   noun: string | null;
-  /** The kind tools and tests read in the canvas's data-rows (a group header counts as its rows' kind). */
+  /** The kind tools and tests read in the view's probe rows (a group header counts as its rows' kind). */
   family: RowKind | 'system';
+  /** The table its rows come from and how a large profile's window reads it (tracks/lod.ts). */
+  source: LodSource;
 }
 
-/** The renderer and wording of each row kind: the view never branches on a kind itself. */
-export const TRACK_KINDS: Record<TrackKind, TrackKindSpec> = {
-  engine: { render: drawTrack, color: nameColor, tooltip: null, step: false, busy: true, noun: null, family: 'engine' },
-  system: { render: drawTrack, color: nameColor, tooltip: null, step: false, busy: true, noun: null, family: 'system' },
-  dma: { render: drawDma, color: dmaColor, tooltip: dmaTooltip, step: false, busy: true, noun: 'DMA packet', family: 'dma' },
-  throttle: { render: drawTrack, color: throttleColor, tooltip: throttleTooltip, step: false, busy: true, noun: 'throttle record', family: 'throttle' },
-  // Step rows draw their own fill (drawStep); the colour is the merged bars' of a collapsed group.
-  semaphore: { render: drawStep, color: nameColor, tooltip: stepTooltip, step: true, busy: false, noun: 'semaphore update', family: 'semaphore' },
-  // A semaphore group's header: every update of its core as an instant.
-  'semaphore-group': { render: drawTrack, color: nameColor, tooltip: instantTooltip, step: false, busy: false, noun: 'semaphore update', family: 'semaphore' },
-  pending: { render: drawStep, color: nameColor, tooltip: stepTooltip, step: true, busy: false, noun: 'pending-DMA sample', family: 'pending' },
+/** One spec per kind, each over its own row type. */
+type TrackKindSpecs = { [K in TrackKind]: TrackKindSpec<TrackOf<K>> };
+
+/** The renderer, wording and table of each row kind: adding a kind is one entry here (and its row type in timeline-model.ts TrackKinds). */
+export const TRACK_KINDS: TrackKindSpecs = {
+  engine: { render: drawTrack, color: nameColor, tooltip: null, noun: null, family: 'engine', source: LOD_SOURCES.Instruction },
+  system: { render: drawTrack, color: nameColor, tooltip: null, noun: null, family: 'system', source: LOD_SOURCES.SystemProfileEvents },
+  dma: { render: drawDma, color: dmaColor, tooltip: dmaTooltip, noun: 'DMA packet', family: 'dma', source: LOD_SOURCES.DmaPacket },
+  // A core's DMA group header: every packet of its queues merged by start.
+  'dma-group': { render: drawDma, color: dmaColor, tooltip: dmaTooltip, noun: 'DMA packet', family: 'dma', source: LOD_SOURCES.DmaPacket },
+  throttle: { render: drawTrack, color: throttleColor, tooltip: throttleTooltip, noun: 'throttle record', family: 'throttle', source: LOD_SOURCES.Throttle },
+  semaphore: { render: drawStep, color: nameColor, tooltip: stepTooltip, noun: 'semaphore update', family: 'semaphore', source: LOD_SOURCES.SemaphoreUpdate },
+  // A semaphore group's header: every update of its core as an instant (its colour: the merged bars').
+  'semaphore-group': { render: drawTrack, color: nameColor, tooltip: instantTooltip, noun: 'semaphore update', family: 'semaphore', source: LOD_SOURCES.SemaphoreUpdate },
+  pending: { render: drawStep, color: nameColor, tooltip: stepTooltip, noun: 'pending-DMA sample', family: 'pending', source: LOD_SOURCES.PendingDma },
 };
+
+/**
+ * The tables a timeline draws through the level-of-detail store, in kind order: its kinds'
+ * distinct sources (the System timeline: System spans; the device timeline: every other kind).
+ */
+export function lodSources(timeline: 'device' | 'system'): LodSource[] {
+  const out: LodSource[] = [];
+  // TRACK_KINDS has exactly the TrackKind keys (TrackKindSpecs).
+  for (const kind of Object.keys(TRACK_KINDS) as TrackKind[]) {
+    const spec = TRACK_KINDS[kind];
+    if ((spec.family === 'system') === (timeline === 'system') && !out.includes(spec.source)) out.push(spec.source);
+  }
+  return out;
+}
+
+/**
+ * Draws `tr` with the renderer of `kind`: one generic over the kind, so the strict checker pairs
+ * each renderer with its own row type (the caller passes a row's own kind and the row).
+ */
+function renderAs<K extends TrackKind>(kind: K, tr: TrackOf<K>, f: Frame, y: number, hgt: number, t0: number, t1: number): number {
+  return TRACK_KINDS[kind].render(f, tr, y, hgt, t0, t1);
+}
+
+/** Draws row `tr` with its kind's renderer in the band [y, y + hgt) CSS px for [t0, t1] ns; returns the marks drawn. */
+export function renderTrack(f: Frame, tr: Track, y: number, hgt: number, t0: number, t1: number): number {
+  return renderAs(tr.kind, tr, f, y, hgt, t0, t1);
+}
+
+/** trackTooltip's dispatch, generic over the kind as renderAs. */
+function tooltipAs<K extends TrackKind>(kind: K, tr: TrackOf<K>, o: Record<string, unknown>, k: number, name: string): (Node | string)[] | null {
+  const tip = TRACK_KINDS[kind].tooltip;
+  return tip === null ? null : tip(o, tr, k, name);
+}
+
+/** The tooltip lines of mark k of `tr` (`o` its table row, `name` its dictionary name); null: the kind has none of its own. */
+export function trackTooltip(tr: Track, o: Record<string, unknown>, k: number, name: string): (Node | string)[] | null {
+  return tooltipAs(tr.kind, tr, o, k, name);
+}

@@ -4,8 +4,9 @@
 // CPU per sampling period) and are read whole by the caller.
 
 import type { Table } from 'apache-arrow';
-import { buildSystemTimeline, SYSTEM_EVENT_COLUMNS, type SystemModel } from '../system-model.ts';
+import { buildSystemTimeline, type SystemModel } from '../system-model.ts';
 import { LodController, type LodApi, type LodState } from './lod.ts';
+import { lodSources } from './render.ts';
 import type { LodListing } from '../../api.ts';
 import { tableFromArrays } from 'apache-arrow';
 
@@ -39,5 +40,5 @@ export function systemLod(api: LodApi, key: string, listing: LodListing, cpu: Ta
     const hi = tracks.reduce((a, t) => Math.max(a, t.end), -Infinity);
     return { ...m, base: origin, start: listing.start, end: Math.max(listing.end, listing.start + 1), ...(Number.isFinite(lo) ? { fitStart: lo, fitEnd: Math.max(hi, lo + 1) } : {}) };
   };
-  return new LodController(api, key, listing, [{ name: 'SystemProfileEvents', columns: SYSTEM_EVENT_COLUMNS }], build, apply, origin);
+  return new LodController(api, key, listing, lodSources('system'), build, apply, origin);
 }
