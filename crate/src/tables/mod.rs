@@ -26,10 +26,6 @@ pub const PROFILE_SCHEMA_VERSION: &str = "7.4.0-neuronscope.1";
 /// Rows per record batch: bounds memory per builder and gives Parquet one row group per batch.
 pub const BATCH_ROWS: usize = 64 * 1024;
 
-/// Most text bytes a string column reserves for its next batch from the size of its last
-/// (`Col::finish`): more than that grows as it comes.
-const STR_ROOM_MAX: usize = 16 << 20;
-
 /// Column type, as the schema's OpenAPI type maps to Arrow/Parquet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ty {
@@ -878,17 +874,7 @@ impl Col {
             Col::ListI64(_) => Ty::ListI64,
             Col::ListStr(_) => Ty::ListStr,
         };
-        let next = match self {
-            // The next batch's text starts with room for this one's (capped): a string builder
-            // of `cap * 8` bytes that doubles its way up to a batch of JSON extras copies it
-            // several times per batch, and wasm's allocator moves every grown block.
-            Col::Str(b) => {
-                let bytes = b.values_slice().len();
-                let room = (bytes + bytes / 8).min(STR_ROOM_MAX).max(cap * 8);
-                Col::Str(StringBuilder::with_capacity(cap, room))
-            }
-            _ => Col::new(ty, cap),
-        };
+        let next = Col::new(ty, cap);
         Some(match std::mem::replace(self, next) {
             Col::Unset => return None,
             // (The replaced column is dropped: no room kept.)
