@@ -16,7 +16,10 @@
 //!   `npm run bench:wasm` ÷ this row is wasm ÷ native for the same work.
 //!
 //! Per system input (each `ntrace.pb`, `trace_info.pb`, `cpu_util.pb`, `host_mem.pb`, Kineto
-//! trace) and per memory snapshot, the `read`, `arrow` and `parquet` steps ([`bench_system`]).
+//! trace) and per memory snapshot, the `read`, `arrow`, `parquet` and `page` steps
+//! ([`bench_system`]; `page` as `wasm.rs` `process_system` does it: the level-of-detail
+//! summaries gathered on the way and one row group per batch, so `bench:wasm`'s system line ÷
+//! this row is wasm ÷ native for the same work).
 //!
 //! Every row gives wall and CPU seconds (the process's user + system time, so a busy machine
 //! shows up as wall ≫ CPU), MB/s over both, peak RSS of that step alone (Linux `VmHWM`, reset
@@ -367,8 +370,9 @@ fn system_kind(path: &str) -> Option<&'static str> {
 
 /// Measures every system input of `inv` on its own, and every memory snapshot: per file a
 /// `read` row (the read-only pass over its bytes, compressed bytes for `.gz`), an `arrow` row
-/// (decode → Arrow, discarded) and a `parquet` row (decode → Parquet on disk, one thread), as in
-/// the module doc. A system file is decoded as a System profile holding it and the profile's
+/// (decode → Arrow, discarded), a `parquet` row (decode → Parquet on disk, one thread) and a
+/// `page` row (the same with the page's row groups and level-of-detail summaries), as in the
+/// module doc. A system file is decoded as a System profile holding it and the profile's
 /// `trace_info.pb` (whose `ntrace.pb is missing` error is not counted); `bytes` are the file's
 /// own. `input` is `path (kind)`: `ntrace`, `trace_info`, `cpu_util`, `host_mem`, `kineto`,
 /// `memory_snapshot`. Errors: the first I/O or sink error.
@@ -444,22 +448,33 @@ pub fn bench_system(
             errors = e;
             rows.push(row("arrow", w, c, n, m, None));
         }
-        if opts.wants("parquet") {
+        for name in ["parquet", "page"] {
+            if !opts.wants(name) {
+                continue;
+            }
             fresh_dir(&opts.out_dir)?;
             let dir = opts.out_dir.clone();
+            let page = name == "page";
             let ((n, e), w, c, m) = step(|| {
+                // The CLI's row groups, except in `page`: the page's (one per batch).
+                let group = if page { 1 } else { sink::ROW_GROUP_BATCHES };
                 let mut ps = sink::ParquetSink::with_codec(table_file(&dir), opts.codec)
-                    .with_row_group_batches(sink::ROW_GROUP_BATCHES);
+                    .with_row_group_batches(group);
                 let mut count = NullSink::default();
-                let e = {
-                    let mut both = Tee(&mut ps, &mut count);
-                    run(&mut both)?
+                let e = if page {
+                    // As `wasm.rs` `decode_stored`: the level-of-detail summaries on the way.
+                    let mut lod = crate::lod::LodCollector::new(&mut ps);
+                    let e = run(&mut Tee(&mut lod, &mut count))?;
+                    lod.lod.finish(None);
+                    e
+                } else {
+                    run(&mut Tee(&mut ps, &mut count))?
                 };
                 ps.finish()?;
                 Ok((count.rows, e))
             })?;
             errors = errors.max(e);
-            rows.push(row("parquet", w, c, n, m, Some(dir_bytes(&opts.out_dir))));
+            rows.push(row(name, w, c, n, m, Some(dir_bytes(&opts.out_dir))));
         }
         for r in rows.iter_mut().skip(first) {
             r.errors = errors;

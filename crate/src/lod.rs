@@ -544,6 +544,10 @@ impl Lod {
                 let (st, en) = (i64c("start_ts"), i64c("end_ts"));
                 let (src, name) = (strc("trace_event_source"), strc("name"));
                 let (pid, tid, nc) = (i64c("process_id"), i64c("thread_id"), i64c("nc_idx"));
+                // The track of each (source, pid, tid) — (source, core, None) for hardware rows —
+                // met in this batch, so most rows format no track key and allocate nothing.
+                let mut memo: FxHashMap<(&str, Option<i64>, Option<i64>), usize> =
+                    FxHashMap::default();
                 for i in 0..n {
                     let Some(s) = get(st, i) else { continue };
                     let e = get(en, i).unwrap_or(s);
@@ -551,7 +555,18 @@ impl Lod {
                         "" => "neuron_rt",
                         x => x,
                     };
-                    let t = if source == "neuron_hw" {
+                    let hw = source == "neuron_hw";
+                    let key = if hw {
+                        (source, get(pcore, i).or(get(nc, i)), None)
+                    } else {
+                        (source, get(pid, i), get(tid, i))
+                    };
+                    if let Some(&t) = memo.get(&key) {
+                        let code = self.name_code(sget(&name, i));
+                        self.add(t, s, e, code, f64::NAN);
+                        continue;
+                    }
+                    let t = if hw {
                         let core = get(pcore, i).or(get(nc, i));
                         let key = core.map_or("hw:?".to_string(), |c| format!("hw:{c}"));
                         self.track(TrackKind::System, def.name, core.unwrap_or(-1), &key)
@@ -571,6 +586,7 @@ impl Lod {
                     if self.tracks[t].info.source.is_none() {
                         self.tracks[t].info.source = Some(source.to_string());
                     }
+                    memo.insert(key, t);
                     let code = self.name_code(sget(&name, i));
                     self.add(t, s, e, code, f64::NAN);
                 }

@@ -60,7 +60,7 @@ pub fn parquet_props_with(def: &TableDef, codec: Compression) -> WriterPropertie
 pub const DICT_MAX_DISTINCT: usize = 1024;
 
 /// [`parquet_props_with`], with each integer and float column's encoding chosen from `first`,
-/// the table's first batch: a dictionary (falling back to DELTA_BINARY_PACKED /
+/// a batch of the table (the writers give [`sample`] of its first batches): a dictionary (falling back to DELTA_BINARY_PACKED /
 /// BYTE_STREAM_SPLIT should it outgrow its page) when `first` holds at most
 /// [`DICT_MAX_DISTINCT`] distinct non-null values in that column and, for integers, the
 /// dictionary's indices are clearly narrower than DELTA's packing (`dictionary_pays`: every
@@ -251,7 +251,7 @@ fn delta_bits(v: &[i64]) -> f64 {
 /// Encodes one table as a Parquet file in memory (Explorer's `<Table>.parquet`).
 pub fn parquet_bytes(def: &TableDef, batches: &[RecordBatch]) -> Result<Vec<u8>> {
     let mut out = Vec::new();
-    let props = parquet_props_for(def, CODEC, batches.first());
+    let props = parquet_props_for(def, CODEC, sample(batches));
     let mut w = ArrowWriter::try_new(&mut out, def.schema(), Some(props))?;
     for b in batches {
         w.write(b)?;
@@ -277,6 +277,9 @@ pub const ROW_GROUP_BATCHES: usize = 8;
 pub struct ParquetSink<W: Write + Send, F: FnMut(&str) -> Result<W>> {
     open: F,
     writers: BTreeMap<&'static str, TableWriter<W>>,
+    /// Batches of tables whose writer is not open yet: a table's encodings are chosen from a
+    /// sample of at least [`SAMPLE_ROWS`] rows (or all its rows), see [`ParquetSink::batch`].
+    pending: BTreeMap<&'static str, (&'static TableDef, Vec<RecordBatch>, usize)>,
     rows: BTreeMap<&'static str, u64>,
     codec: Compression,
     threads: usize,
@@ -448,6 +451,7 @@ impl<W: Write + Send, F: FnMut(&str) -> Result<W>> ParquetSink<W, F> {
         ParquetSink {
             open,
             writers: BTreeMap::new(),
+            pending: BTreeMap::new(),
             rows: BTreeMap::new(),
             codec,
             threads: 1,
@@ -469,7 +473,8 @@ impl<W: Write + Send, F: FnMut(&str) -> Result<W>> ParquetSink<W, F> {
         self
     }
     /// Closes every writer; returns rows per table.
-    pub fn finish(self) -> Result<BTreeMap<&'static str, u64>> {
+    pub fn finish(mut self) -> Result<BTreeMap<&'static str, u64>> {
+        self.open_pending()?;
         for (_, w) in self.writers {
             w.close(self.threads)?;
         }
@@ -477,7 +482,8 @@ impl<W: Write + Send, F: FnMut(&str) -> Result<W>> ParquetSink<W, F> {
     }
     /// Closes every writer and hands back each table's output with its row count (e.g. the
     /// in-memory Parquet files the web page keeps instead of decoded batches).
-    pub fn into_outputs(self) -> Result<BTreeMap<&'static str, (W, u64)>> {
+    pub fn into_outputs(mut self) -> Result<BTreeMap<&'static str, (W, u64)>> {
+        self.open_pending()?;
         let mut out = BTreeMap::new();
         for (name, w) in self.writers {
             let rows = self.rows.get(name).copied().unwrap_or(0);
@@ -487,35 +493,98 @@ impl<W: Write + Send, F: FnMut(&str) -> Result<W>> ParquetSink<W, F> {
     }
 }
 
+impl<W: Write + Send, F: FnMut(&str) -> Result<W>> ParquetSink<W, F> {
+    /// Opens the writer of every table still waiting for its sample (the end of the input).
+    fn open_pending(&mut self) -> Result<()> {
+        while let Some((_, (def, batches, _))) = self.pending.pop_first() {
+            self.open_table(def, batches)?;
+        }
+        Ok(())
+    }
+    /// Opens `def`'s writer with the encodings chosen from [`sample`]`(batches)` (its first
+    /// batches, in order) and writes them.
+    fn open_table(&mut self, def: &'static TableDef, batches: Vec<RecordBatch>) -> Result<()> {
+        let props = parquet_props_for(def, self.codec, sample(&batches));
+        let out = (self.open)(def.name)?;
+        let schema = def.schema();
+        let w = ArrowWriter::try_new(out, schema.clone(), Some(props))?;
+        let w = if self.threads > 1 {
+            let (file, factory) = w.into_serialized_writer()?;
+            TableWriter::Parallel {
+                file,
+                factory,
+                schema,
+                row_group: 0,
+                open: None,
+                batches: 0,
+            }
+        } else {
+            TableWriter::Arrow { w, batches: 0 }
+        };
+        let w = self.writers.entry(def.name).or_insert(w);
+        for b in &batches {
+            w.write(b, self.threads, self.group_batches)?;
+        }
+        Ok(())
+    }
+}
+
+/// The batch a table's encodings are chosen from ([`parquet_props_for`]'s `first`): the
+/// largest of its first batches up to the one that makes [`SAMPLE_ROWS`] rows (the first
+/// largest on a tie); `None` without batches.
+pub fn sample(batches: &[RecordBatch]) -> Option<&RecordBatch> {
+    let mut rows = 0;
+    let n = batches
+        .iter()
+        .position(|b| {
+            rows += b.num_rows();
+            rows >= SAMPLE_ROWS
+        })
+        .map_or(batches.len(), |i| i + 1);
+    batches.get(..n)?.iter().rev().max_by_key(|b| b.num_rows())
+}
+
+/// `batch` with every column copied into buffers of its own length (same values and nulls).
+fn compact(batch: &RecordBatch) -> Result<RecordBatch> {
+    let idx = arrow_array::UInt32Array::from_iter_values(0..batch.num_rows() as u32);
+    let cols = batch
+        .columns()
+        .iter()
+        .map(|c| arrow_select::take::take(c.as_ref(), &idx, None))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok(RecordBatch::try_new(batch.schema(), cols)?)
+}
+
+/// Rows a table's encodings are chosen from ([`ParquetSink`]): its writer opens once this many
+/// rows arrived (one full batch, [`crate::tables::BATCH_ROWS`]) or at the end of the input,
+/// so a short first batch does not decide for the rest (a profile's 10 `ntrace.pb` events
+/// gave the 809 k Kineto rows after them a dictionary on `start_ts`, 62 k distinct values per
+/// batch: every value hashed, and no smaller).
+pub const SAMPLE_ROWS: usize = crate::tables::BATCH_ROWS;
+
 impl<W: Write + Send, F: FnMut(&str) -> Result<W>> TableSink for ParquetSink<W, F> {
     fn batch(&mut self, def: &'static TableDef, batch: RecordBatch) -> Result<()> {
-        if !self.writers.contains_key(def.name) {
-            let out = (self.open)(def.name)?;
-            let schema = def.schema();
-            let w = ArrowWriter::try_new(
-                out,
-                schema.clone(),
-                Some(parquet_props_for(def, self.codec, Some(&batch))),
-            )?;
-            let w = if self.threads > 1 {
-                let (file, factory) = w.into_serialized_writer()?;
-                TableWriter::Parallel {
-                    file,
-                    factory,
-                    schema,
-                    row_group: 0,
-                    open: None,
-                    batches: 0,
-                }
-            } else {
-                TableWriter::Arrow { w, batches: 0 }
-            };
-            self.writers.insert(def.name, w);
-        }
         *self.rows.entry(def.name).or_default() += batch.num_rows() as u64;
-        let (threads, group) = (self.threads, self.group_batches);
         if let Some(w) = self.writers.get_mut(def.name) {
-            w.write(&batch, threads, group)?;
+            return w.write(&batch, self.threads, self.group_batches);
+        }
+        // A short batch's buffers have a full batch's capacity (the builders allocate it up
+        // front): copied to its size while it waits (36 MB of wasm heap on the real-mix NTFF).
+        let batch = if batch.num_rows() < SAMPLE_ROWS {
+            compact(&batch)?
+        } else {
+            batch
+        };
+        let (_, batches, rows) = self
+            .pending
+            .entry(def.name)
+            .or_insert_with(|| (def, Vec::new(), 0));
+        *rows += batch.num_rows();
+        batches.push(batch);
+        if *rows >= SAMPLE_ROWS {
+            if let Some((_, (def, batches, _))) = self.pending.remove_entry(def.name) {
+                self.open_table(def, batches)?;
+            }
         }
         Ok(())
     }
@@ -669,6 +738,60 @@ mod tests {
         MESSAGE: Str = "message",
         CATEGORY: Str = "category",
     });
+
+    /// A short first batch (a profile's few `ntrace.pb` events before its Kineto rows) does
+    /// not choose the encodings: the writer waits for [`SAMPLE_ROWS`] rows, so `start_ts`
+    /// (distinct per row) gets DELTA, not a dictionary, in every row group; rows and values
+    /// are those written, in order, one row group per batch.
+    #[test]
+    fn encodings_not_chosen_by_a_short_first_batch() {
+        use crate::tables::{kind, TableBuilder, C};
+        use parquet::basic::Encoding;
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+        let def = &explorer::SYSTEM_PROFILE_EVENTS;
+        const TS: C<kind::I64> = C::of(&explorer::SYSTEM_PROFILE_EVENTS, "start_ts");
+        let mut b = TableBuilder::new(def);
+        for i in 0..10 {
+            b.set(TS, i * 1000);
+            assert!(b.end_row().unwrap().is_none());
+        }
+        let mut batches = vec![b.take_batch().unwrap()];
+        for i in 0..SAMPLE_ROWS as i64 {
+            b.set(TS, i * 37);
+            if let Some(full) = b.end_row().unwrap() {
+                batches.push(full);
+            }
+        }
+        assert_eq!(batches.len(), 2);
+        assert_eq!(batches[0].num_rows(), 10);
+        let mut s = ParquetSink::new(|_t: &str| Ok(Vec::<u8>::new()));
+        for batch in &batches {
+            s.batch(def, batch.clone()).unwrap();
+        }
+        let mut out = s.into_outputs().unwrap();
+        let (pq, rows) = out.remove(def.name).unwrap();
+        assert_eq!(rows, 10 + SAMPLE_ROWS as u64);
+        let pq = bytes::Bytes::from(pq);
+        let r = SerializedFileReader::new(pq.clone()).unwrap();
+        assert_eq!(r.metadata().num_row_groups(), 2);
+        for rg in r.metadata().row_groups() {
+            let c = (0..rg.num_columns())
+                .find(|&c| rg.column(c).column_path().string() == "start_ts")
+                .unwrap();
+            let enc: Vec<_> = rg.column(c).encodings().collect();
+            assert!(enc.contains(&Encoding::DELTA_BINARY_PACKED), "{enc:?}");
+            assert!(!enc.contains(&Encoding::RLE_DICTIONARY), "{enc:?}");
+        }
+        let (_, got) = read_parquet(pq, None, 0, None).unwrap();
+        use arrow_array::cast::AsArray;
+        use arrow_array::types::Int64Type;
+        let ts = |b: &[RecordBatch]| -> Vec<Option<i64>> {
+            b.iter()
+                .flat_map(|b| b.column(TS.idx()).as_primitive::<Int64Type>().iter())
+                .collect()
+        };
+        assert!(ts(&got) == ts(&batches), "values differ");
+    }
 
     /// Numeric columns with few distinct values get a dictionary; sorted, distinct ones DELTA.
     #[test]
