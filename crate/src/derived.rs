@@ -28,6 +28,7 @@ use arrow_array::RecordBatch;
 
 use crate::engine::Engine;
 use crate::error::{Code, Problem, Result};
+use crate::ntff::dma::{ps_floor, ps_to_fs};
 use crate::ntff::DecodeReport;
 use crate::summary::{IntCol, NearSorted, PackedSeq};
 use crate::tables::{explorer, StrCol, TableBuilder, TableDef, TableSink};
@@ -420,12 +421,7 @@ pub fn write_tables(
         busy.compact();
         for (s, e) in busy.iter() {
             // Whole calibrated ps first, as for DmaPacket (inf2: 9 more rows exact).
-            let ps = |fs: i128| {
-                i64::try_from(fs)
-                    .ok()
-                    .and_then(|v| v.div_euclid(1000).checked_mul(1000))
-                    .map_or_else(|| fs.div_euclid(1000) * 1000, i128::from)
-            };
+            let ps = |fs: i128| ps_to_fs(ps_floor(fs));
             let (sf, ef) = (
                 ps(fs_engine(pcore, engine, s)),
                 ps(fs_engine(pcore, engine, e)),

@@ -685,7 +685,9 @@ fn span_of(
             return Some((s, e));
         }
         if let (Some(c), Ok(s), Ok(e)) = (cal, u64::try_from(s), u64::try_from(e)) {
-            let ps = |fs: i128| fs.div_euclid(1000).clamp(i64::MIN.into(), i64::MAX.into()) as i64;
+            let ps = |fs: i128| {
+                crate::ntff::dma::ps_floor(fs).clamp(i64::MIN.into(), i64::MAX.into()) as i64
+            };
             return Some((ps(c.fs(s)), ps(c.fs(e))));
         }
     }
@@ -787,16 +789,13 @@ impl Gathered {
                     let k = (str_at(eng, i), str_at(op, i), pcore);
                     let key = match last {
                         Some((lk, key)) if lk == k => key,
-                        _ => {
-                            let key = (
-                                self.names.id(k.0.unwrap_or_default()),
-                                self.names.id(k.1.unwrap_or_default()),
-                                k.2,
-                            );
-                            last = Some((k, key));
-                            key
-                        }
+                        _ => (
+                            self.names.id(k.0.unwrap_or_default()),
+                            self.names.id(k.1.unwrap_or_default()),
+                            k.2,
+                        ),
                     };
+                    last = Some((k, key));
                     last_codes = codes.map(|c| (c, pcore, key));
                     key
                 }

@@ -1233,7 +1233,7 @@ impl Reorder {
 /// `fs.div_euclid(1000)` (whole ps), with 64-bit division when `fs` fits (the common case; a
 /// 128-bit division is a library call).
 #[inline]
-fn ps_floor(fs: i128) -> i128 {
+pub(crate) fn ps_floor(fs: i128) -> i128 {
     match i64::try_from(fs) {
         Ok(v) => i128::from(v.div_euclid(1000)),
         Err(_) => fs.div_euclid(1000),
@@ -1242,7 +1242,7 @@ fn ps_floor(fs: i128) -> i128 {
 
 /// `ps × 1000` (fs), in i64 when it fits (an i128 multiply is a library call on wasm32).
 #[inline]
-fn ps_to_fs(ps: i128) -> i128 {
+pub(crate) fn ps_to_fs(ps: i128) -> i128 {
     const FITS: i128 = (i64::MAX / 1000) as i128;
     if (-FITS..=FITS).contains(&ps) {
         return i128::from(ps as i64 * 1000);
