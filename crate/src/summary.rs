@@ -116,7 +116,18 @@ impl Union {
 }
 
 /// Reads one LEB128 value (7 bits a byte, low first) at `*at`, advancing `*at`.
+#[inline]
 fn get_varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
+    // One byte (most gaps and lengths of packed unions, most deltas): no loop.
+    let b = *bytes.get(*at)?;
+    if b < 0x80 {
+        *at += 1;
+        return Some(u64::from(b));
+    }
+    get_varint_long(bytes, at)
+}
+
+fn get_varint_long(bytes: &[u8], at: &mut usize) -> Option<u64> {
     let mut v = 0u64;
     for shift in (0..64).step_by(7) {
         let b = *bytes.get(*at)?;
@@ -206,23 +217,15 @@ impl ByteLog {
 
     /// Every value, in append order. A spilled chunk that cannot be read back ends the values
     /// early (the failure is kept for [`crate::store::take_spill_error`]).
-    fn values(&self) -> impl Iterator<Item = u64> + '_ {
-        let mut failed = false;
-        let spilled = self.spilled.iter().flat_map(move |&(at, len)| {
-            let mut buf = vec![0u8; len as usize];
-            let ok = !failed && self.spill.as_ref().is_some_and(|s| s.read(at, &mut buf));
-            if !ok {
-                failed = true;
-                buf.clear();
-            }
-            let mut i = 0usize;
-            std::iter::from_fn(move || get_varint(&buf, &mut i))
-        });
-        let kept = self.chunks.iter().flat_map(|c| {
-            let mut at = 0usize;
-            std::iter::from_fn(move || get_varint(c, &mut at))
-        });
-        spilled.chain(kept)
+    fn values(&self) -> LogValues<'_> {
+        LogValues {
+            log: self,
+            spilled: 0,
+            kept: 0,
+            buf: Vec::new(),
+            in_buf: false,
+            at: 0,
+        }
     }
 
     /// Heap bytes (chunks in memory and the spilled chunks' offsets).
@@ -235,6 +238,83 @@ impl ByteLog {
     /// Bytes of this log in the spill.
     fn spilled_bytes(&self) -> usize {
         self.spilled.iter().map(|&(_, l)| l as usize).sum()
+    }
+}
+
+/// The values of a [`ByteLog`] ([`ByteLog::values`]): its spilled chunks (read back one at a
+/// time into one buffer), then the ones in memory. A plain struct rather than nested
+/// `flat_map`/`chain` adapters: reading the logs back was ≈ 15 % of the instruction-dense decode.
+struct LogValues<'a> {
+    log: &'a ByteLog,
+    /// Next spilled chunk to read back.
+    spilled: usize,
+    /// Next in-memory chunk (after the spilled ones).
+    kept: usize,
+    buf: Vec<u8>,
+    /// The current chunk is `buf` (else `log.chunks[kept - 1]`).
+    in_buf: bool,
+    at: usize,
+}
+
+impl LogValues<'_> {
+    /// Moves to the next chunk; false at the end. A failed read-back skips the rest of the
+    /// spilled chunks (the error is kept for [`crate::store::take_spill_error`]).
+    #[cold]
+    fn advance(&mut self) -> bool {
+        if let Some(&(at, len)) = self.log.spilled.get(self.spilled) {
+            self.spilled += 1;
+            self.in_buf = true;
+            self.buf.clear();
+            self.buf.resize(len as usize, 0);
+            let ok = self
+                .log
+                .spill
+                .as_ref()
+                .is_some_and(|s| s.read(at, &mut self.buf));
+            if ok {
+                self.at = 0;
+                return true;
+            }
+            // As before the struct: the unread spilled chunks are skipped, memory's follow.
+            self.buf.clear();
+            self.spilled = self.log.spilled.len();
+        }
+        self.in_buf = false;
+        if self.kept < self.log.chunks.len() {
+            self.kept += 1;
+            self.at = 0;
+            return true;
+        }
+        // Stays at the end of the last chunk: later calls keep returning None.
+        false
+    }
+}
+
+impl Iterator for LogValues<'_> {
+    type Item = u64;
+    #[inline]
+    fn next(&mut self) -> Option<u64> {
+        loop {
+            let chunk: &[u8] = if self.in_buf {
+                &self.buf
+            } else {
+                match self
+                    .kept
+                    .checked_sub(1)
+                    .and_then(|k| self.log.chunks.get(k))
+                {
+                    Some(c) => c,
+                    None => &[],
+                }
+            };
+            if let Some(v) = get_varint(chunk, &mut self.at) {
+                return Some(v);
+            }
+            // A record never spans two chunks: None is the chunk's end.
+            if !self.advance() {
+                return None;
+            }
+        }
     }
 }
 
@@ -291,23 +371,13 @@ impl PackedUnion {
 
     /// The components in start order (call [`PackedUnion::compact`] first after
     /// out-of-order input, else those are not merged yet).
-    pub fn iter(&self) -> impl Iterator<Item = (i64, i64)> + '_ {
-        let spilled = self.spill.as_ref().map(|u| u.iv.iter().copied());
-        let mut vals = self.bytes.values();
-        let mut last = 0i64;
-        let packed = std::iter::from_fn(move || {
-            let gap = vals.next()?;
-            let len = vals.next()?;
-            let s = (last as u64).wrapping_add(gap) as i64;
-            let e = (s as u64).wrapping_add(len) as i64;
-            last = e;
-            Some((s, e))
-        });
-        let packed = spilled.is_none().then_some(packed.chain(self.open));
-        spilled
-            .into_iter()
-            .flatten()
-            .chain(packed.into_iter().flatten())
+    pub fn iter(&self) -> PackedIter<'_> {
+        PackedIter {
+            spilled: self.spill.as_ref().map(|u| u.iv.iter()),
+            vals: self.bytes.values(),
+            last: 0,
+            open: self.open,
+        }
     }
 
     /// Sorts and merges out-of-order input (no-op for in-order input).
@@ -324,6 +394,34 @@ impl PackedUnion {
     /// Bytes of this union on disk ([`crate::store::Spill`]).
     pub fn spilled_bytes(&self) -> usize {
         self.bytes.spilled_bytes()
+    }
+}
+
+/// The components of a [`PackedUnion`] in start order ([`PackedUnion::iter`]): the plain
+/// [`Union`] once it spilled, else the packed ones then the open one.
+pub struct PackedIter<'a> {
+    spilled: Option<std::slice::Iter<'a, (i64, i64)>>,
+    vals: LogValues<'a>,
+    last: i64,
+    open: Option<(i64, i64)>,
+}
+
+impl Iterator for PackedIter<'_> {
+    type Item = (i64, i64);
+    #[inline]
+    fn next(&mut self) -> Option<(i64, i64)> {
+        if let Some(it) = &mut self.spilled {
+            return it.next().copied();
+        }
+        match (self.vals.next(), self.vals.next()) {
+            (Some(gap), Some(len)) => {
+                let s = (self.last as u64).wrapping_add(gap) as i64;
+                let e = (s as u64).wrapping_add(len) as i64;
+                self.last = e;
+                Some((s, e))
+            }
+            _ => self.open.take(),
+        }
     }
 }
 
@@ -455,6 +553,65 @@ pub fn union_len_of<I: Iterator<Item = (i64, i64)>>(lists: impl IntoIterator<Ite
         sum = sum.saturating_add(ce.saturating_sub(cs));
     }
     sum
+}
+
+/// [`union_len_of`] of several groups of lists at once, in one k-way merge: per group `g`, the
+/// union length of the lists `k` with `group[k] == g`, and the union length of the lists with
+/// `in_total[k]`. Each list sorted and merged. A group's intervals leave the merge in start
+/// order (a subsequence of the merged order), so its union is summed as it goes. One pass over
+/// the logs instead of one per group and one for the total (the Summary's engine busy time and
+/// `OpcodeSummary`'s per-opcode active time read the same logs).
+pub fn union_lens<I: Iterator<Item = (i64, i64)>>(
+    lists: Vec<I>,
+    group: &[usize],
+    in_total: &[bool],
+    groups: usize,
+) -> (i64, Vec<i64>) {
+    /// Adds `[s, e]` to the union summed in `sum`, whose open component is `cur`.
+    #[inline]
+    fn add(cur: &mut Option<(i64, i64)>, sum: &mut i64, s: i64, e: i64) {
+        match cur {
+            Some((_, ce)) if s <= *ce => *ce = (*ce).max(e),
+            Some((cs, ce)) => {
+                *sum = sum.saturating_add(ce.saturating_sub(*cs));
+                *cur = Some((s, e));
+            }
+            None => *cur = Some((s, e)),
+        }
+    }
+    let mut lists = lists;
+    let mut heap: BinaryHeap<Reverse<(i64, i64, usize)>> = lists
+        .iter_mut()
+        .enumerate()
+        .filter_map(|(k, l)| l.next().map(|(s, e)| Reverse((s, e, k))))
+        .collect();
+    let (mut total, mut cur) = (0i64, None);
+    let mut sums = vec![0i64; groups];
+    let mut curs: Vec<Option<(i64, i64)>> = vec![None; groups];
+    while let Some(mut top) = heap.peek_mut() {
+        let Reverse((s, e, k)) = *top;
+        match lists.get_mut(k).and_then(Iterator::next) {
+            Some((ns, ne)) => *top = Reverse((ns, ne, k)),
+            None => drop(PeekMut::pop(top)),
+        }
+        if in_total.get(k).copied().unwrap_or(false) {
+            add(&mut cur, &mut total, s, e);
+        }
+        if let Some(g) = group.get(k).copied() {
+            if let (Some(c), Some(sum)) = (curs.get_mut(g), sums.get_mut(g)) {
+                add(c, sum, s, e);
+            }
+        }
+    }
+    let close = |sum: i64, cur: Option<(i64, i64)>| {
+        cur.map_or(sum, |(cs, ce)| sum.saturating_add(ce.saturating_sub(cs)))
+    };
+    let sums = sums
+        .into_iter()
+        .zip(curs)
+        .map(|(a, c)| close(a, c))
+        .collect();
+    (close(total, cur), sums)
 }
 
 /// Length of the union of several compacted lists, ps, by a k-way merge (O(k) extra memory).
@@ -736,8 +893,10 @@ pub struct Gathered {
     /// Per core (NTFF subgraph order): calibrates raw ticks when they are not ps (inf2).
     cals: Vec<Calibration>,
     names: Names,
-    /// (engine, opcode, pcore) → spans; `busy` = false for EVENT_SEMAPHORE (semaphore waits).
-    ops: HashMap<Key, Spans>,
+    /// (engine, opcode, pcore) → index in `spans`.
+    ops: HashMap<Key, usize>,
+    /// The spans of each (engine, opcode, pcore) stream.
+    spans: Vec<Spans>,
 }
 
 impl Gathered {
@@ -763,8 +922,23 @@ impl Gathered {
         let pc = IntCol::of(b, "pcore_idx");
         let col = |n: &str| StrCol::by_name(b, n);
         let (eng, op) = (col("engine"), col("opcode"));
-        let mut last: Option<(RowKey<'_>, Key)> = None;
-        let mut last_codes: Option<((usize, usize), i64, Key)> = None;
+        // Dictionary columns (the decoder's): each value's Names id once per batch, and the
+        // stream of each (engine key, opcode key) once per batch and core, so a row costs two
+        // key reads and a vector index, no string hashed or compared.
+        let ids = |c: Option<StrCol<'_>>, names: &mut Names| match c {
+            Some(StrCol::Dict(_, v)) => Some(
+                (0..v.len())
+                    .map(|j| names.id(if v.is_valid(j) { v.value(j) } else { "" }))
+                    .collect::<Vec<u32>>(),
+            ),
+            _ => None,
+        };
+        let (eng_ids, op_ids) = (ids(eng, &mut self.names), ids(op, &mut self.names));
+        let n_ops = op_ids.as_ref().map_or(0, Vec::len);
+        // (engine key × opcode values + opcode key) → (pcore, stream).
+        let mut streams: Vec<Option<(i64, usize)>> =
+            vec![None; eng_ids.as_ref().map_or(0, Vec::len) * n_ops];
+        let mut last: Option<(RowKey<'_>, usize)> = None;
         for i in 0..b.num_rows() {
             let cal = if self.raw_ps {
                 None
@@ -781,40 +955,64 @@ impl Gathered {
                 continue;
             };
             let pcore = pc.get(i).unwrap_or(0);
-            // Dictionary keys compare as integers: the strings only when the keys change.
             let codes = eng.and_then(|c| c.key(i)).zip(op.and_then(|c| c.key(i)));
-            let key = match (codes, last_codes) {
-                (Some(c), Some((lc, lp, key))) if c == lc && pcore == lp => key,
-                _ => {
-                    let k = (str_at(eng, i), str_at(op, i), pcore);
-                    let key = match last {
-                        Some((lk, key)) if lk == k => key,
-                        _ => (
-                            self.names.id(k.0.unwrap_or_default()),
-                            self.names.id(k.1.unwrap_or_default()),
-                            k.2,
-                        ),
-                    };
-                    last = Some((k, key));
-                    last_codes = codes.map(|c| (c, pcore, key));
-                    key
+            let cached = codes.and_then(|(ek, ok)| {
+                let slot = streams.get_mut(ek * n_ops + ok)?;
+                match *slot {
+                    Some((p, k)) if p == pcore => Some(k),
+                    _ => {
+                        let (ei, oi) = (eng_ids.as_ref()?.get(ek)?, op_ids.as_ref()?.get(ok)?);
+                        let k = stream(&mut self.ops, &mut self.spans, (*ei, *oi, pcore));
+                        *slot = Some((pcore, k));
+                        Some(k)
+                    }
+                }
+            });
+            let k = match cached {
+                Some(k) => k,
+                None => {
+                    // Plain or null names: by text.
+                    let rk = (str_at(eng, i), str_at(op, i), pcore);
+                    match last {
+                        Some((lk, k)) if lk == rk => k,
+                        _ => {
+                            let key = (
+                                self.names.id(rk.0.unwrap_or_default()),
+                                self.names.id(rk.1.unwrap_or_default()),
+                                pcore,
+                            );
+                            let k = stream(&mut self.ops, &mut self.spans, key);
+                            last = Some((rk, k));
+                            k
+                        }
+                    }
                 }
             };
-            self.ops.entry(key).or_default().push(a, z);
+            if let Some(sp) = self.spans.get_mut(k) {
+                sp.push(a, z);
+            }
         }
     }
 
     /// Bytes of heap held by the interval lists (for the memory figures in docs/formats.md).
     pub fn heap_bytes(&self) -> usize {
-        self.ops.values().map(|s| s.u.heap_bytes()).sum::<usize>()
+        self.spans.iter().map(|s| s.u.heap_bytes()).sum::<usize>()
     }
     /// Bytes of the interval lists on disk ([`crate::store::Spill`]).
     pub fn spilled_bytes(&self) -> usize {
-        self.ops
-            .values()
+        self.spans
+            .iter()
             .map(|s| s.u.spilled_bytes())
             .sum::<usize>()
     }
+}
+
+/// The index in `spans` of stream `key`, added when new.
+fn stream(ops: &mut HashMap<Key, usize>, spans: &mut Vec<Spans>, key: Key) -> usize {
+    *ops.entry(key).or_insert_with(|| {
+        spans.push(Spans::default());
+        spans.len() - 1
+    })
 }
 
 /// Forwards every batch to `inner` and feeds `Instruction` batches to [`Gathered`].
@@ -881,21 +1079,49 @@ pub fn write_gathered(
     sink: &mut dyn TableSink,
 ) -> Result<()> {
     let _ = crate::store::take_spill_error();
-    for s in g.ops.values_mut() {
+    for s in &mut g.spans {
         s.u.compact();
     }
     let names = &g.names;
     // (engine, opcode) → its streams (one per pcore), in name order like the old BTreeMap.
     let mut opcodes: BTreeMap<(&str, &str), Vec<&Spans>> = BTreeMap::new();
-    for ((e, o, _), sp) in &g.ops {
-        opcodes
-            .entry((names.name(*e), names.name(*o)))
-            .or_default()
-            .push(sp);
+    for (&(e, o, _), &k) in &g.ops {
+        if let Some(sp) = g.spans.get(k) {
+            opcodes
+                .entry((names.name(e), names.name(o)))
+                .or_default()
+                .push(sp);
+        }
     }
     let count = |v: &[&Spans]| v.iter().map(|s| s.count()).sum::<u64>();
     let total = |v: &[&Spans]| v.iter().fold(0i64, |a, s| a.saturating_add(s.total()));
-    let union = |v: &[&Spans]| union_len_of(v.iter().map(|s| s.u.iter()));
+    // Per engine, one merge of its opcodes' streams: its busy union, which excludes
+    // semaphore waits = the EVENT_SEMAPHORE instructions (v6 exports: instruction and active
+    // times 7/7 on raw-ps sums and unions), and each opcode's union.
+    let mut busy: BTreeMap<&str, i64> = BTreeMap::new();
+    let mut op_union: BTreeMap<(&str, &str), i64> = BTreeMap::new();
+    let engine_names: Vec<&str> = {
+        let mut v: Vec<&str> = opcodes.keys().map(|(e, _)| *e).collect();
+        v.dedup();
+        v
+    };
+    for eng in engine_names {
+        let ops: Vec<(&(&str, &str), &Vec<&Spans>)> =
+            opcodes.iter().filter(|((e, _), _)| *e == eng).collect();
+        let (mut lists, mut group, mut in_total) = (Vec::new(), Vec::new(), Vec::new());
+        for (g, ((_, o), v)) in ops.iter().enumerate() {
+            for sp in v.iter() {
+                lists.push(sp.u.iter());
+                group.push(g);
+                in_total.push(*o != "EVENT_SEMAPHORE");
+            }
+        }
+        let (act, per_op) = union_lens(lists, &group, &in_total, ops.len());
+        busy.insert(eng, act);
+        for ((k, _), a) in ops.iter().zip(per_op) {
+            op_union.insert(**k, a);
+        }
+    }
     let mut b = TableBuilder::new(&explorer::SUMMARY);
     // Explorer's Summary times and percents are float32.
     let f32c = |v: Option<f64>| v.map(|v| v as f32);
@@ -910,14 +1136,12 @@ pub fn write_gathered(
     b.set(sm::TRACE_COUNT, Some(report.trace_count as i64));
     b.set(sm::EVENT_COUNT, Some(report.event_count as i64));
     for (&(name, _), ec) in ENGINES.iter().zip(ENGINE_COLS.iter()) {
-        // Engine busy time excludes semaphore waits = the EVENT_SEMAPHORE instructions
-        // (v6 exports: instruction and active times 7/7 on raw-ps sums and unions).
         let sp: Vec<&Spans> = opcodes
             .iter()
             .filter(|((e, o), _)| *e == name && *o != "EVENT_SEMAPHORE")
             .flat_map(|(_, v)| v.iter().copied())
             .collect();
-        let act = union(&sp);
+        let act = busy.get(name).copied().unwrap_or(0);
         b.set(ec.instruction_time, f32c(secs(total(&sp))));
         b.set(ec.active_time, f32c(secs(act)));
         b.set(ec.active_time_percent, f32c(frac(act)));
@@ -1020,7 +1244,7 @@ pub fn write_gathered(
 
     let mut b = TableBuilder::new(&explorer::OPCODE_SUMMARY);
     for ((eng, op), sp) in &opcodes {
-        let act = union(sp);
+        let act = op_union.get(&(*eng, *op)).copied().unwrap_or(0);
         b.set(os::ENGINE, *eng);
         b.set(os::OPCODE, *op);
         b.set(os::COUNT, count(sp) as i64);
@@ -1042,6 +1266,43 @@ pub fn write_gathered(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One merge over grouped lists gives each group's union and the flagged lists' union,
+    /// as separate merges do (overlaps across and within groups, touching ends, empty lists).
+    #[test]
+    fn union_lens_equals_separate_unions() {
+        let lists: Vec<Vec<(i64, i64)>> = vec![
+            vec![(0, 10), (20, 30), (50, 55)],
+            vec![(5, 12), (30, 40)],
+            vec![],
+            vec![(8, 9), (100, 120)],
+            vec![(-5, 1), (55, 60), (61, 61)],
+        ];
+        let group = [0usize, 1, 1, 0, 2];
+        let in_total = [true, true, false, false, true];
+        let (total, per) = union_lens(
+            lists.iter().map(|l| l.iter().copied()).collect(),
+            &group,
+            &in_total,
+            3,
+        );
+        let of = |pick: &dyn Fn(usize) -> bool| {
+            union_len(
+                lists
+                    .iter()
+                    .enumerate()
+                    .filter(|(k, _)| pick(*k))
+                    .map(|(_, l)| l.as_slice()),
+            )
+        };
+        assert_eq!(total, of(&|k| in_total[k]));
+        // [-5, 12] [20, 40] [50, 60] [61, 61]
+        assert_eq!(total, 17 + 20 + 10);
+        for (g, &u) in per.iter().enumerate() {
+            assert_eq!(u, of(&|k| group[k] == g), "group {g}");
+        }
+        assert_eq!(per, vec![10 + 10 + 5 + 20, 7 + 10, 6 + 5]);
+    }
 
     #[test]
     fn union_and_total() {

@@ -20,7 +20,7 @@ use crate::source::ByteSource;
 use crate::tables::{explorer, Memo, TableBuilder, TableSink, PROFILE_SCHEMA_VERSION};
 
 /// Bytes read per request when streaming a buffer (a multiple of 16 and of 64).
-pub const CHUNK: usize = 4 * 1024 * 1024;
+pub const CHUNK: usize = 256 * 1024;
 /// Open start records kept per (engine, pc) before the oldest is dropped (the samples never
 /// have more than one, ntff.md §4.1).
 pub const MAX_OPEN_PER_PC: usize = 16;
