@@ -30,6 +30,13 @@ export interface LodApi {
 export const LOD_ROWS = 500_000;
 /** Most rows of one table a window reads; above it the window is drawn from summaries. */
 export const WINDOW_LIMIT = 250_000;
+/**
+ * The System timeline's LOD_ROWS and WINDOW_LIMIT. Its model (system-model.ts: grouping, sorting
+ * and nesting every row in one task) costs about 1 µs a row on the main thread, so at most this
+ * many rows reach it at once: a 100 MB Kineto trace (400 k events) read whole held the main
+ * thread 1–2.5 s (scripts/bench-lod.mjs --system).
+ */
+export const SYSTEM_ROWS = 50_000;
 /** Fields per bucket in the core's packed answer (crate::lod::QUERY_FIELDS). */
 const FIELDS = 8;
 
@@ -125,6 +132,8 @@ export interface LodSource {
   step: { key: string | null } | null;
   /** The pseudo-rows' columns (summaryTable adds SUMMARY_COUNT). */
   pseudoRows: (c: PseudoColumns) => Record<string, Column>;
+  /** Most rows of the table a window reads (default WINDOW_LIMIT); above it: summaries. */
+  limit?: number;
 }
 
 /** The tables the timelines draw through the store, by name. */
@@ -150,7 +159,7 @@ export const LOD_SOURCES = {
     pseudoRows: (c) => ({ timestamp: c.time(c.starts), duration: c.time(c.ends.map((e, i) => e - (c.starts[i] ?? e))), type: c.dominant(), pcore_idx: c.pcore }),
   },
   SystemProfileEvents: {
-    table: 'SystemProfileEvents', columns: SYSTEM_EVENT_COLUMNS, step: null,
+    table: 'SystemProfileEvents', columns: SYSTEM_EVENT_COLUMNS, step: null, limit: SYSTEM_ROWS,
     pseudoRows: (c) => ({
       id: new Float64Array(c.starts.length).fill(NaN),
       name: c.dominant(),
@@ -493,7 +502,7 @@ export class LodController<M> {
         // Step rows start with the value in force: read from two finest widths before the window.
         const step = src.step !== null;
         const wmax = step ? tracks.reduce((a, t) => Math.max(a, t.width), 1) : 0;
-        const w = await this.api.window(this.key, src.table, [...src.columns], t0 - 2 * wmax, t1, WINDOW_LIMIT);
+        const w = await this.api.window(this.key, src.table, [...src.columns], t0 - 2 * wmax, t1, src.limit ?? WINDOW_LIMIT);
         if (!w.over_limit) {
           const at = performance.now();
           const got = tableFromIPC(w.ipc);
