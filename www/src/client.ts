@@ -178,6 +178,43 @@ interface Slot {
   decoding: number;
 }
 
+/**
+ * What the workers' answers brought to the main thread since the page loaded: bytes of their binary
+ * data (typed arrays, ArrayBuffers) and strings (UTF-16 code units × 2), the answers counted, and
+ * the largest one. Read by tests as window.__neuronscope.received: the design bound (nothing
+ * proportional to the input on the main thread) measured without a clock.
+ */
+export interface Received {
+  bytes: number;
+  messages: number;
+  largest: number;
+}
+
+const received: Received = { bytes: 0, messages: 0, largest: 0 };
+{
+  const g = globalThis as { __neuronscope?: { received?: () => Received } };
+  (g.__neuronscope ??= {}).received = () => ({ ...received });
+}
+
+/** Bytes of `v`'s binary data and strings, walked to a small depth (answers are shallow). */
+function payloadBytes(v: unknown, depth = 0): number {
+  if (typeof v === 'string') return v.length * 2;
+  if (v === null || typeof v !== 'object' || depth > 8) return 0;
+  if (v instanceof ArrayBuffer) return v.byteLength;
+  if (ArrayBuffer.isView(v)) return v.byteLength;
+  let n = 0;
+  if (Array.isArray(v)) for (const x of v) n += payloadBytes(x, depth + 1);
+  else for (const x of Object.values(v)) n += payloadBytes(x, depth + 1);
+  return n;
+}
+
+function countReceived(msg: unknown): void {
+  const n = payloadBytes(msg);
+  received.bytes += n;
+  received.messages++;
+  if (n > received.largest) received.largest = n;
+}
+
 export class CoreClient {
   private readonly slots: Slot[] = [];
   private nextId = 1;
@@ -267,6 +304,7 @@ export class CoreClient {
   private receive(index: number, msg: FromWorker): void {
     const slot = this.slots[index];
     if (slot === undefined) return;
+    if (msg.kind !== 'progress') countReceived(msg);
     if (msg.kind === 'fatal') {
       this.failAll(index, msg.error);
       return;
