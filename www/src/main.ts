@@ -373,7 +373,7 @@ function progress(stage: string | null, done = 0, total = 0): void {
   }
   box.hidden = false;
   const frac = total > 0 ? Math.min(1, done / total) : 0;
-  byId('progress-fill').style.width = total > 0 ? `${(frac * 100).toFixed(1)}%` : '100%';
+  byId('progress-fill').style.transform = `scaleX(${total > 0 ? frac.toFixed(3) : 1})`;
   byId('progress-fill').classList.toggle('indeterminate', total <= 0);
   // Stages report bytes (NTFF) or steps (NEFF 0/1): bytes only when they look like bytes.
   byId('progress-label').textContent =
