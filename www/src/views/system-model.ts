@@ -53,13 +53,25 @@ function int64Column(t: Table, name: string): Int64Rows | null {
   const col = t.getChild(name);
   if (col === null) return null;
   const chunks = col.data;
-  const one = chunks.length === 1 ? chunks[0] : undefined;
-  const vals: unknown = one?.values;
-  if (one !== undefined && DataType.isInt(one.type) && vals instanceof BigInt64Array && vals.length >= one.length) {
-    const nulls = one.nullCount > 0;
-    return { valid: (i) => !nulls || one.getValid(i), get: (i) => vals[i] ?? 0n };
+  if (chunks.every((d) => DataType.isInt(d.type) && d.values instanceof BigInt64Array && d.values.length >= d.length)) {
+    // The chunks' values in one array (a window's IPC holds a record batch per row group), and
+    // validity only when a chunk has nulls.
+    const one = chunks.length === 1 ? (chunks[0]?.values as BigInt64Array | undefined) : undefined;
+    const vals = one ?? new BigInt64Array(t.numRows);
+    let valid: Uint8Array | null = null;
+    let at = 0;
+    for (const d of chunks) {
+      const v = d.values as BigInt64Array;
+      if (one === undefined) vals.set(v.subarray(0, d.length), at);
+      if (d.nullCount > 0) {
+        valid ??= new Uint8Array(t.numRows).fill(1);
+        for (let k = 0; k < d.length; k++) valid[at + k] = d.getValid(k) ? 1 : 0;
+      }
+      at += d.length;
+    }
+    return { valid: valid === null ? () => true : (i) => valid[i] === 1, get: (i) => vals[i] ?? 0n };
   }
-  // Several chunks or another type: one pass through the iterator.
+  // Another type: one pass through the iterator.
   const cells = bigColumn(t, name);
   return { valid: (i) => cells[i] !== null && cells[i] !== undefined, get: (i) => cells[i] ?? 0n };
 }
