@@ -91,7 +91,9 @@ try {
       self.set(key, (self.get(key) ?? 0) + (dt[i] ?? 0) / 1000);
     });
     const top = [...self].filter(([k]) => !k.startsWith('(idle)') && !k.startsWith('(program)')).sort((a, b) => b[1] - a[1]).slice(0, 12);
-    console.log(`${phase} self time (ms): ${top.map(([k, v]) => `${k} ${v.toFixed(0)}`).join(' | ')}`);
+    // Native work outside JS (style, layout, paint, message dispatch) shows as (program).
+    const native = [...self].filter(([k]) => k.startsWith('(program)')).reduce((a, [, v]) => a + v, 0);
+    console.log(`${phase} self time (ms): (program) ${native.toFixed(0)} | ${top.map(([k, v]) => `${k} ${v.toFixed(0)}`).join(' | ')}`);
     // Busy stretches (samples with no idle sample between them) over 150 ms: what a long task ran,
     // by the functions on its stacks (inclusive time).
     const parent = new Map();

@@ -178,6 +178,60 @@ interface Slot {
   decoding: number;
 }
 
+/**
+ * What the workers' answers brought to the main thread since the page loaded: bytes of their binary
+ * data (typed arrays, ArrayBuffers) and strings (UTF-16 code units × 2), the answers counted, and
+ * the largest one. Read by tests as window.__neuronscope.received: the design bound (nothing
+ * proportional to the input on the main thread) measured without a clock.
+ */
+export interface Received {
+  bytes: number;
+  messages: number;
+  largest: number;
+  /** Progress reports (not in the counts above). */
+  progress: number;
+  /** Whether an answer had more parts than were walked (its count is then low). */
+  partial: boolean;
+}
+
+const received: Received = { bytes: 0, messages: 0, largest: 0, progress: 0, partial: false };
+{
+  const g = globalThis as { __neuronscope?: { received?: () => Received } };
+  (g.__neuronscope ??= {}).received = () => ({ ...received });
+}
+
+/** Most parts of one answer payloadBytes visits (large JSON reports): beyond it, received.partial. */
+const WALK_BUDGET = 100_000;
+
+/**
+ * Bytes of `v`'s binary data and strings (numbers 8 bytes each), walked to a small depth (answers
+ * are shallow) and over at most WALK_BUDGET parts, so counting stays cheap beside the answer.
+ */
+function payloadBytes(v: unknown, budget: { left: number }, depth = 0): number {
+  if (typeof v === 'string') return v.length * 2;
+  if (typeof v === 'number') return 8;
+  if (v === null || typeof v !== 'object' || depth > 8) return 0;
+  if (v instanceof ArrayBuffer) return v.byteLength;
+  if (ArrayBuffer.isView(v)) return v.byteLength;
+  const parts: unknown[] = Array.isArray(v) ? v : Object.values(v);
+  if (parts.length > budget.left) {
+    received.partial = true;
+    return 0;
+  }
+  budget.left -= parts.length;
+  let n = 0;
+  // Strings and numbers inline: lists of names are the long ones.
+  for (const x of parts) n += typeof x === 'string' ? x.length * 2 : typeof x === 'number' ? 8 : payloadBytes(x, budget, depth + 1);
+  return n;
+}
+
+function countReceived(msg: unknown): void {
+  const n = payloadBytes(msg, { left: WALK_BUDGET });
+  received.bytes += n;
+  received.messages++;
+  if (n > received.largest) received.largest = n;
+}
+
 export class CoreClient {
   private readonly slots: Slot[] = [];
   private nextId = 1;
@@ -267,6 +321,8 @@ export class CoreClient {
   private receive(index: number, msg: FromWorker): void {
     const slot = this.slots[index];
     if (slot === undefined) return;
+    if (msg.kind !== 'progress') countReceived(msg);
+    else received.progress++;
     if (msg.kind === 'fatal') {
       this.failAll(index, msg.error);
       return;

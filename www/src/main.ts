@@ -36,7 +36,7 @@ import { buildTimeline, INSTRUCTION_COLUMNS } from './views/timeline-model.ts';
 import { addDeviceRows, DMA_COLUMNS, PENDING_DMA_COLUMNS, SEMAPHORE_COLUMNS, THROTTLE_COLUMNS } from './views/device-rows.ts';
 import { TimelineView } from './views/timeline.ts';
 import type { TimeRange } from './views/timeline-input.ts';
-import { DEVICE_LOD_TABLES, detachLod, showDeviceLod, showSystemLod, SYSTEM_LOD_TABLES, wantsLod } from './views/tracks/open.ts';
+import { DEVICE_LOD_TABLES, detachLod, showDeviceLod, showSystemLod, SYSTEM_LOD_ROWS, SYSTEM_LOD_TABLES, wantsLod } from './views/tracks/open.ts';
 
 type State = 'boot' | 'idle' | 'loading' | 'processing' | 'ready' | 'error';
 
@@ -373,7 +373,7 @@ function progress(stage: string | null, done = 0, total = 0): void {
   }
   box.hidden = false;
   const frac = total > 0 ? Math.min(1, done / total) : 0;
-  byId('progress-fill').style.width = total > 0 ? `${(frac * 100).toFixed(1)}%` : '100%';
+  byId('progress-fill').style.transform = `scaleX(${total > 0 ? frac.toFixed(3) : 1})`;
   byId('progress-fill').classList.toggle('indeterminate', total <= 0);
   // Stages report bytes (NTFF) or steps (NEFF 0/1): bytes only when they look like bytes.
   byId('progress-label').textContent =
@@ -892,7 +892,7 @@ async function openSystem(profile: ProfileEntry): Promise<void> {
     draw: async (result, source) => {
       progress('Drawing the system timeline');
       const has = (n: string): boolean => result.tables.some((t) => t.name === n && Number(t.rows) > 0);
-      const lod = wantsLod(result.tables, SYSTEM_LOD_TABLES);
+      const lod = wantsLod(result.tables, SYSTEM_LOD_TABLES, SYSTEM_LOD_ROWS);
       if (!lod) detachLod(systemView);
       const [events, cpu, mem, devs] = await Promise.all([
         has('SystemProfileEvents') && !lod ? source.columns('SystemProfileEvents', SYSTEM_EVENT_COLUMNS) : Promise.resolve(null),

@@ -11,9 +11,9 @@
 // time is taken relative to `base` (the earliest event or sample) in BigInt before becoming a
 // number: ns since the start of the trace, exact to the ns for 104 days.
 
-import type { Table } from 'apache-arrow';
+import { DataType, type Table } from 'apache-arrow';
 import { bytes } from '../format.ts';
-import type { Counter, SliceTrack, TimelineModel, Track } from './timeline-model.ts';
+import { codeColumn, numberColumn, type Counter, type SliceTrack, type TimelineModel, type Track } from './timeline-model.ts';
 
 /** SystemProfileEvents columns the system timeline draws or shows on hover / click. */
 export const SYSTEM_EVENT_COLUMNS = [
@@ -41,6 +41,41 @@ function bigColumn(t: Table | null, name: string): (bigint | null)[] {
   return out;
 }
 
+/** Row access to an Int64 column's chunks without a BigInt per row read through the iterator. */
+interface Int64Rows {
+  valid(i: number): boolean;
+  /** The cell (valid rows only). */
+  get(i: number): bigint;
+}
+
+/** An Int64 (or other integer / float) column of `t` as Int64Rows; null when absent. */
+function int64Column(t: Table, name: string): Int64Rows | null {
+  const col = t.getChild(name);
+  if (col === null) return null;
+  const chunks = col.data;
+  if (chunks.every((d) => DataType.isInt(d.type) && d.values instanceof BigInt64Array && d.values.length >= d.length)) {
+    // The chunks' values in one array (a window's IPC holds a record batch per row group), and
+    // validity only when a chunk has nulls.
+    const one = chunks.length === 1 ? (chunks[0]?.values as BigInt64Array | undefined) : undefined;
+    const vals = one ?? new BigInt64Array(t.numRows);
+    let valid: Uint8Array | null = null;
+    let at = 0;
+    for (const d of chunks) {
+      const v = d.values as BigInt64Array;
+      if (one === undefined) vals.set(v.subarray(0, d.length), at);
+      if (d.nullCount > 0) {
+        valid ??= new Uint8Array(t.numRows).fill(1);
+        for (let k = 0; k < d.length; k++) valid[at + k] = d.getValid(k) ? 1 : 0;
+      }
+      at += d.length;
+    }
+    return { valid: valid === null ? () => true : (i) => valid[i] === 1, get: (i) => vals[i] ?? 0n };
+  }
+  // Another type: one pass through the iterator.
+  const cells = bigColumn(t, name);
+  return { valid: (i) => cells[i] !== null && cells[i] !== undefined, get: (i) => cells[i] ?? 0n };
+}
+
 function strColumn(t: Table, name: string): string[] {
   const col = t.getChild(name);
   const out: string[] = new Array<string>(t.numRows).fill('');
@@ -62,11 +97,14 @@ function numColumn(t: Table, name: string): (number | null)[] {
 /** Hue per event source. */
 export const SOURCE_HUES: Record<string, number> = { neuron_rt: 200, neuron_hw: 28, framework: 300 };
 
-/** Span row → lane assignment within one group (rows sorted by start, longer first on ties). */
-export function assignLanes(starts: number[], ends: number[], order: number[]): number[] {
+/**
+ * Lane of each row of one group, by position in `order` (the group's rows sorted by start, longer
+ * first on ties): a row takes the first lane whose previous span ended before it starts.
+ */
+export function assignLanes(starts: ArrayLike<number>, ends: ArrayLike<number>, order: number[]): Uint32Array {
   const laneEnd: number[] = [];
-  const lane: number[] = new Array<number>(starts.length).fill(0);
-  for (const r of order) {
+  const lane = new Uint32Array(order.length);
+  order.forEach((r, k) => {
     const s = starts[r] ?? 0;
     const e = Math.max(s, ends[r] ?? s);
     let l = laneEnd.findIndex((end) => end <= s);
@@ -74,8 +112,8 @@ export function assignLanes(starts: number[], ends: number[], order: number[]): 
       l = laneEnd.length;
       laneEnd.push(e);
     } else laneEnd[l] = e;
-    lane[r] = l;
-  }
+    lane[k] = l;
+  });
   return lane;
 }
 
@@ -85,42 +123,75 @@ export function assignLanes(starts: number[], ends: number[], order: number[]): 
  * used_percent) tables; `threadNames` ("pid:tid" → Kineto thread_name) labels framework tracks.
  */
 export function buildSystemTimeline(events: Table, cpu: Table | null, mem: Table | null, threadNames: Map<string, string> = new Map()): SystemModel {
+  // Columnar throughout (typed arrays, dictionary codes): no JS string, BigInt or object per row
+  // except the BigInt subtraction, so a window of tens of thousands of rows is one short task.
   const n = events.numRows;
-  const s0 = bigColumn(events, 'start_ts');
-  const e0 = bigColumn(events, 'end_ts');
+  const s0 = int64Column(events, 'start_ts');
+  const e0 = int64Column(events, 'end_ts');
   const cpuTs = bigColumn(cpu, 'timestamp');
   const memTs = bigColumn(mem, 'timestamp');
   let base: bigint | null = null;
-  for (const v of [...s0, ...cpuTs, ...memTs]) if (v !== null && (base === null || v < base)) base = v;
+  if (s0 !== null) {
+    for (let i = 0; i < n; i++) {
+      if (!s0.valid(i)) continue;
+      const v = s0.get(i);
+      if (base === null || v < base) base = v;
+    }
+  }
+  for (const v of [...cpuTs, ...memTs]) if (v !== null && (base === null || v < base)) base = v;
   const b = base ?? 0n;
   const rel = (v: bigint | null): number => (v === null ? NaN : Number(v - b));
 
-  const starts = s0.map(rel);
-  const ends = e0.map((v, i) => (v === null ? (starts[i] ?? NaN) : rel(v)));
-  const names = strColumn(events, 'name');
-  const sources = strColumn(events, 'trace_event_source');
-  const pids = numColumn(events, 'process_id');
-  const tids = numColumn(events, 'thread_id');
-  const pcores = numColumn(events, 'pcore_idx');
-  const ncs = numColumn(events, 'nc_idx');
+  const starts = new Float64Array(n).fill(NaN);
+  const ends = new Float64Array(n).fill(NaN);
+  for (let i = 0; i < n; i++) {
+    const s = s0 !== null && s0.valid(i) ? Number(s0.get(i) - b) : NaN;
+    starts[i] = s;
+    ends[i] = e0 !== null && e0.valid(i) ? Number(e0.get(i) - b) : s;
+  }
+  const opcodes: string[] = [];
+  const opIndex = new Map<string, number>();
+  const nameCodes = codeColumn(events, 'name', opcodes, opIndex);
+  const sourceDict: string[] = [];
+  const sourceCodes = codeColumn(events, 'trace_event_source', sourceDict, new Map());
+  const absent = (): Float64Array => new Float64Array(n).fill(NaN);
+  const pids = numberColumn(events, 'process_id') ?? absent();
+  const tids = numberColumn(events, 'thread_id') ?? absent();
+  const pcores = numberColumn(events, 'pcore_idx') ?? absent();
+  const ncs = numberColumn(events, 'nc_idx') ?? absent();
+  const num = (v: number | undefined): number | null => (v === undefined || Number.isNaN(v) ? null : v);
 
   // Group key and label per row: hardware by core, everything else by process → thread.
   interface Group { key: string; label: string; source: string; sortKey: [number, number, number]; rows: number[] }
   const groups = new Map<string, Group>();
+  // Rows of one thread or core mostly come together: the key is made again only when the row's
+  // (source, pid, tid, core) changes.
+  let last: Group | null = null;
+  let lastSrc = -1;
+  let lastA = NaN;
+  let lastB = NaN;
   for (let i = 0; i < n; i++) {
     if (!Number.isFinite(starts[i] ?? NaN)) continue;
-    const src = sources[i] || 'neuron_rt';
+    const sc = sourceCodes[i] ?? 0;
+    const src = sourceDict[sc] || 'neuron_rt';
+    const hw = src === 'neuron_hw';
+    const a = hw ? (num(pcores[i]) ?? num(ncs[i]) ?? NaN) : (pids[i] ?? NaN);
+    const bb = hw ? 0 : (tids[i] ?? NaN);
+    if (last !== null && sc === lastSrc && Object.is(a, lastA) && Object.is(bb, lastB)) {
+      last.rows.push(i);
+      continue;
+    }
     let key: string;
     let label: string;
     let sortKey: [number, number, number];
-    if (src === 'neuron_hw') {
-      const core = pcores[i] ?? ncs[i];
+    if (hw) {
+      const core = num(a);
       key = `hw:${core ?? '?'}`;
-      label = core === null || core === undefined ? 'NeuronCore ?' : `NeuronCore ${core}`;
+      label = core === null ? 'NeuronCore ?' : `NeuronCore ${core}`;
       sortKey = [1, core ?? 1e9, 0];
     } else {
-      const pid = pids[i];
-      const tid = tids[i];
+      const pid = num(a);
+      const tid = num(bb);
       key = `${src}:${pid ?? '?'}:${tid ?? '?'}`;
       // Framework threads carry their Kineto thread_name when the trace names them.
       const tname = src === 'framework' ? threadNames.get(`${pid ?? '?'}:${tid ?? '?'}`) : undefined;
@@ -133,21 +204,11 @@ export function buildSystemTimeline(events: Table, cpu: Table | null, mem: Table
     let g = groups.get(key);
     if (g === undefined) groups.set(key, (g = { key, label, source: src, sortKey, rows: [] }));
     g.rows.push(i);
+    last = g;
+    lastSrc = sc;
+    lastA = a;
+    lastB = bb;
   }
-
-  const opcodes: string[] = [];
-  const opIndex = new Map<string, number>();
-  const code = (s: string): number => {
-    let c = opIndex.get(s);
-    if (c === undefined) {
-      c = Math.min(opcodes.length, 0xffff);
-      if (c === opcodes.length) {
-        opcodes.push(s);
-        opIndex.set(s, c);
-      }
-    }
-    return c;
-  };
 
   const sorted = [...groups.values()].sort((a, b) =>
     a.sortKey[0] - b.sortKey[0] || a.sortKey[1] - b.sortKey[1] || a.sortKey[2] - b.sortKey[2]);
@@ -155,11 +216,16 @@ export function buildSystemTimeline(events: Table, cpu: Table | null, mem: Table
   let lo = Infinity;
   let hi = -Infinity;
   for (const g of sorted) {
-    const order = [...g.rows].sort((a, b) => (starts[a] ?? 0) - (starts[b] ?? 0) || (ends[b] ?? 0) - (ends[a] ?? 0) || a - b);
+    const order = g.rows.sort((a, b) => (starts[a] ?? 0) - (starts[b] ?? 0) || (ends[b] ?? 0) - (ends[a] ?? 0) || a - b);
     const lanes = assignLanes(starts, ends, order);
-    const laneCount = order.reduce((m, r) => Math.max(m, (lanes[r] ?? 0) + 1), 0);
-    for (let l = 0; l < laneCount; l++) {
-      const rows = order.filter((r) => lanes[r] === l);
+    // Rows per lane in one pass (in start order), not one scan of the group per lane.
+    const perLane: number[][] = [];
+    order.forEach((r, k) => {
+      const l = lanes[k] ?? 0;
+      while (perLane.length <= l) perLane.push([]);
+      perLane[l]?.push(r);
+    });
+    perLane.forEach((rows, l) => {
       const m = rows.length;
       const t: SliceTrack<'system'> = {
         label: l === 0 ? g.label : '',
@@ -173,19 +239,20 @@ export function buildSystemTimeline(events: Table, cpu: Table | null, mem: Table
         busy: new Float64Array(m + 1),
         kind: 'system',
       };
-      rows.forEach((r, k) => {
+      for (let k = 0; k < m; k++) {
+        const r = rows[k] ?? 0;
         const s = starts[r] ?? 0;
         const e = Math.max(s, ends[r] ?? s);
         t.starts[k] = s;
         t.ends[k] = e;
-        t.ops[k] = code(names[r] ?? '');
+        t.ops[k] = nameCodes[r] ?? 0;
         if (e - s > t.maxDur) t.maxDur = e - s;
         t.busy[k + 1] = (t.busy[k] ?? 0) + (e - s);
         if (s < lo) lo = s;
         if (e > hi) hi = e;
-      });
+      }
       tracks.push(t);
-    }
+    });
   }
 
   // Fit shows the events; the counters may run much longer (sampling covers the whole capture).

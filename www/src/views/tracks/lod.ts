@@ -30,6 +30,13 @@ export interface LodApi {
 export const LOD_ROWS = 500_000;
 /** Most rows of one table a window reads; above it the window is drawn from summaries. */
 export const WINDOW_LIMIT = 250_000;
+/**
+ * The System timeline's LOD_ROWS and WINDOW_LIMIT. Its model (system-model.ts: grouping, sorting
+ * and nesting every row in one task) costs about 1 µs a row on the main thread, so at most this
+ * many rows reach it at once: a 100 MB Kineto trace (400 k events) read whole held the main
+ * thread 1–2.5 s (scripts/bench-lod.mjs --system).
+ */
+export const SYSTEM_ROWS = 50_000;
 /** Fields per bucket in the core's packed answer (crate::lod::QUERY_FIELDS). */
 const FIELDS = 8;
 
@@ -125,6 +132,8 @@ export interface LodSource {
   step: { key: string | null } | null;
   /** The pseudo-rows' columns (summaryTable adds SUMMARY_COUNT). */
   pseudoRows: (c: PseudoColumns) => Record<string, Column>;
+  /** Most rows of the table a window reads (default WINDOW_LIMIT); above it: summaries. */
+  limit?: number;
 }
 
 /** The tables the timelines draw through the store, by name. */
@@ -150,7 +159,7 @@ export const LOD_SOURCES = {
     pseudoRows: (c) => ({ timestamp: c.time(c.starts), duration: c.time(c.ends.map((e, i) => e - (c.starts[i] ?? e))), type: c.dominant(), pcore_idx: c.pcore }),
   },
   SystemProfileEvents: {
-    table: 'SystemProfileEvents', columns: SYSTEM_EVENT_COLUMNS, step: null,
+    table: 'SystemProfileEvents', columns: SYSTEM_EVENT_COLUMNS, step: null, limit: SYSTEM_ROWS,
     pseudoRows: (c) => ({
       id: new Float64Array(c.starts.length).fill(NaN),
       name: c.dominant(),
@@ -241,8 +250,8 @@ export function summaryTable(table: string, tracks: LodTrackInfo[], buckets: Map
       const v = Float64Array.from(tracks, f);
       return owner.length === 0 ? new Float64Array(0) : Float64Array.from(owner, (o) => v[o] ?? NaN);
     },
-    // Dominant names: index -1 (none) → "" at slot 0 of a shifted dictionary.
-    dominant: () => utf8Coded(['', ...names], dom.map((d) => (d >= 0 && d < names.length ? d + 1 : 0))),
+    // Dominant names: index -1 (none) is out of the dictionary's range, so "".
+    dominant: () => utf8Coded(names, dom),
   };
   return tableOf({ ...sourceOf(table).pseudoRows(cols), [SUMMARY_COUNT]: count });
 }
@@ -276,21 +285,28 @@ const EMPTY = new Uint8Array(0);
 
 /**
  * A Utf8 vector whose row i is `dict[codes[i]]` (codes out of range: ""): each dictionary string
- * is encoded once and copied per row, with no JS string per row.
+ * the rows use is encoded once and copied per row, with no JS string per row. Only the codes used
+ * are encoded: a System listing's dictionary holds up to 65 535 names (crate::lod::MAX_NAMES) and
+ * a window uses a few, so encoding them all took 100–300 ms a window on a 1.5 GB Kineto trace.
  */
-function utf8Coded(dict: string[], codes: ArrayLike<number>): Vector {
-  const enc = dict.map((x) => encoder.encode(x));
+function utf8Coded(dict: readonly string[], codes: ArrayLike<number>): Vector {
+  const enc = new Map<number, Uint8Array>();
+  const of = (c: number): Uint8Array => {
+    let p = enc.get(c);
+    if (p === undefined) enc.set(c, (p = c >= 0 && c < dict.length ? encoder.encode(dict[c] ?? '') : EMPTY));
+    return p;
+  };
   const n = codes.length;
   const offsets = new Int32Array(n + 1);
   let total = 0;
   for (let i = 0; i < n; i++) {
-    total += enc[codes[i] ?? -1]?.length ?? 0;
+    total += of(codes[i] ?? -1).length;
     offsets[i + 1] = total;
   }
   const data = new Uint8Array(total);
   for (let i = 0; i < n; i++) {
-    const p = enc[codes[i] ?? -1];
-    if (p !== undefined && p.length > 0) data.set(p, offsets[i] ?? 0);
+    const p = of(codes[i] ?? -1);
+    if (p.length > 0) data.set(p, offsets[i] ?? 0);
   }
   return makeVector(makeData({ type: new Utf8(), length: n, nullCount: 0, valueOffsets: offsets, data }));
 }
@@ -493,7 +509,7 @@ export class LodController<M> {
         // Step rows start with the value in force: read from two finest widths before the window.
         const step = src.step !== null;
         const wmax = step ? tracks.reduce((a, t) => Math.max(a, t.width), 1) : 0;
-        const w = await this.api.window(this.key, src.table, [...src.columns], t0 - 2 * wmax, t1, WINDOW_LIMIT);
+        const w = await this.api.window(this.key, src.table, [...src.columns], t0 - 2 * wmax, t1, src.limit ?? WINDOW_LIMIT);
         if (!w.over_limit) {
           const at = performance.now();
           const got = tableFromIPC(w.ipc);

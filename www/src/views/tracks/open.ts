@@ -8,7 +8,7 @@ import type { TimelineView } from '../timeline.ts';
 import type { TimelineModel } from '../timeline-model.ts';
 import type { SystemModel } from '../system-model.ts';
 import { deviceLod } from './device.ts';
-import { eventRows, LOD_ROWS, type LodApi, type LodController, type LodState } from './lod.ts';
+import { eventRows, LOD_ROWS, SYSTEM_ROWS, type LodApi, type LodController, type LodState } from './lod.ts';
 import { lodSources } from './render.ts';
 import { systemLod } from './system.ts';
 
@@ -19,15 +19,20 @@ export type LodClient = LodApi & { lodTracks(key: string): Promise<LodListing> }
 export const DEVICE_LOD_TABLES = lodSources('device').map((s) => s.table);
 /** System timeline tables drawn through the store. */
 export const SYSTEM_LOD_TABLES = lodSources('system').map((s) => s.table);
+/** Rows of SYSTEM_LOD_TABLES above which the System timeline draws through the store. */
+export { SYSTEM_ROWS as SYSTEM_LOD_ROWS };
 
 const controllers = new WeakMap<TimelineView, LodController<unknown>>();
 
-/** Whether a profile with `tables` draws `names` through the store. */
-export function wantsLod(tables: { name: string; rows: number }[], names: string[]): boolean {
+/**
+ * Whether a profile with `tables` draws `names` through the store: above `threshold` rows of them
+ * (LOD_ROWS; the System timeline SYSTEM_ROWS).
+ */
+export function wantsLod(tables: { name: string; rows: number }[], names: string[], threshold = LOD_ROWS): boolean {
   const flag = new URLSearchParams(globalThis.location?.search ?? '').get('lod');
   if (flag === '0') return false;
   if (flag === '1') return true;
-  return eventRows(tables, names) > LOD_ROWS;
+  return eventRows(tables, names) > threshold;
 }
 
 /** Stops `view`'s controller (another profile, or the small-profile path). */
