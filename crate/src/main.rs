@@ -10,9 +10,11 @@
 //!                                              field-by-field match rates against an AWS JSON export
 //! ```
 //!
-//! Every command has `--help`; `--quiet` / `--verbose` apply to all. Exit codes: 0 done, 1 some
-//! input had errors (each printed with its file and offset; everything decoded before a fault
-//! is still written) or an input/output could not be read or written, 2 usage.
+//! Every command has `--help`; `--quiet` / `--verbose` apply to all. Exit codes ([`EXIT_CODES`]):
+//! 0 done, every input clean; 1 nothing usable (an input or output could not be read or
+//! written, no profile found); 2 usage; 3 done, but some input had data problems (a damaged or
+//! cut file of any kind, each printed with its file and offset; everything decoded before each
+//! fault is still written).
 
 #[macro_use]
 mod cli;
@@ -26,8 +28,15 @@ use neuronscope::{profile, Error, Result, Severity};
 
 use cli::walk;
 
-const EXIT_CODES: &str = "Exit codes: 0 done · 1 some input had errors (printed with file and offset; \
-everything decoded before a fault is still written) or a file could not be read or written · 2 usage";
+/// The exit codes, as `--help` prints them (README "Exit codes" says the same).
+const EXIT_CODES: &str =
+    "Exit codes: 0 done, every input clean · 1 nothing usable: an input or output \
+could not be read or written, or no profile was found · 2 usage · 3 done, but some input had data \
+problems (a damaged or cut NTFF, NEFF, ntrace.pb, trace.json …, each printed with its file and \
+offset; everything decoded before each fault is still written)";
+
+/// Exit code of a run that finished but met data problems in its input.
+const EXIT_DATA_PROBLEMS: u8 = 3;
 
 /// Reads AWS Neuron profiler captures (NEFF, NTFF, system traces, memory snapshots) into Neuron
 /// Explorer-named Parquet tables.
@@ -120,7 +129,7 @@ struct ConformArgs {
     device: Option<String>,
 }
 
-/// What a command ended with: done, or done but some input had errors.
+/// What a command ended with: done, or done but some input had data problems (exit 3).
 enum Outcome {
     Done,
     InputErrors(String),
@@ -132,9 +141,14 @@ fn main() -> ExitCode {
     cli::set_verbosity(args.quiet, args.verbose);
     let r = match &args.command {
         Command::Scan(a) => cmd_scan(a),
-        Command::Convert(a) => {
-            cli::convert::run(a).map(|o| o.message().map_or(Outcome::Done, Outcome::InputErrors))
-        }
+        Command::Convert(a) => cli::convert::run(a).and_then(|o| match o.message() {
+            // Nothing but problems written: as if nothing was found (exit 1).
+            Some(m) if o.nothing_usable() => {
+                Err(Error::Other(format!("{m}; no profile gave a usable row")))
+            }
+            Some(m) => Ok(Outcome::InputErrors(m)),
+            None => Ok(Outcome::Done),
+        }),
         Command::Synth(a) => cmd_synth(a).map(|_| Outcome::Done),
         Command::Bench(a) => cli::bench::run(a).map(|n| {
             if n == 0 {
@@ -151,7 +165,7 @@ fn main() -> ExitCode {
         Ok(Outcome::Done) => ExitCode::SUCCESS,
         Ok(Outcome::InputErrors(msg)) => {
             eprintln!("neuronscope: {msg}");
-            ExitCode::from(1)
+            ExitCode::from(EXIT_DATA_PROBLEMS)
         }
         Err(e) => {
             eprintln!("neuronscope: {e}");
@@ -176,7 +190,7 @@ fn cmd_scan(args: &ScanArgs) -> Result<Outcome> {
         .iter()
         .flat_map(|p| &p.problems)
         .chain(&inv.problems)
-        .filter(|p| p.severity == Severity::Error)
+        .filter(|p| cli::convert::loses_data(p))
         .count();
     let outcome = if errors == 0 {
         Outcome::Done

@@ -124,7 +124,8 @@ codes! {
     MemorySnapshotAmplified = ("MEMORY_SNAPSHOT_AMPLIFIED", Warning, None),
     /// A memory snapshot whose trace and segments disagree.
     MemorySnapshotInconsistent = ("MEMORY_SNAPSHOT_INCONSISTENT", Warning, None),
-    /// A Kineto trace whose event array is not closed.
+    /// A trace cut short: a Kineto event array not closed (or a file that stops being
+    /// readable), a framed `.pb` whose last record is incomplete. Everything before is kept.
     TruncatedTrace = ("TRUNCATED_TRACE", Warning, None),
     /// A Kineto trace without `traceEvents`.
     NoTraceEvents = ("NO_TRACE_EVENTS", Warning, None),

@@ -247,7 +247,11 @@ fn misnamed_files_are_reported_for_what_they_are() {
     std::fs::write(d.join("r.ntff"), &noise).unwrap();
 
     let o = ns(&["scan", "--json", s(&d)]);
-    assert_eq!(o.status.code(), Some(1), "errors in the inputs: exit 1");
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "data problems in the inputs: exit 3"
+    );
     let inv: Value = serde_json::from_str(&text(&o).0).unwrap();
     let p = &inv["profiles"][0];
     let msg = |name: &str| -> String {
@@ -316,9 +320,15 @@ fn misnamed_files_are_reported_for_what_they_are() {
     assert_eq!(looks("drop/x.ntff")["looks_like"], "FramedProtobuf");
     assert_eq!(looks("drop/x.ntff")["samples"], false);
     assert_eq!(looks("drop/renamed.bin")["version"], 6);
-    // convert exits 1 (an input had errors) after writing what it could.
+    // convert writes what it could (the problems, in Warning) and exits 1: neither file gave a
+    // usable row.
     let o = ns(&["convert", s(&d), "-o", s(&t.join("out"))]);
     assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
+    assert!(
+        text(&o).1.contains("no profile gave a usable row"),
+        "{}",
+        text(&o).1
+    );
     assert!(
         text(&o).1.contains("profile(s) had errors"),
         "{}",
@@ -490,4 +500,107 @@ fn bench_with_nothing_to_measure() {
     let o = ns(&["convert", s(&d), "-o", s(&d.join("out"))]);
     assert_eq!(o.status.code(), Some(1), "convert: {:?}", text(&o));
     let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `convert` gives one exit code per situation, whatever the file kind (session 9's trial: a
+/// cut `ntrace.pb` or `trace.json` exited 0 with a warning, a cut NTFF 1): 3 for an input cut
+/// in half or with a flipped byte (everything before the fault written and printed with its
+/// file and offset), 0 for the clean inputs, 1 for nothing usable, 2 for usage.
+#[test]
+fn convert_exit_codes_agree_across_file_kinds() {
+    let smp = samples();
+    let kev = smp.join(KEV);
+    let t = tmp("exit-codes");
+    let half = |from: &Path, to: &Path| {
+        let b = std::fs::read(from).unwrap();
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::write(to, &b[..b.len() / 2]).unwrap();
+    };
+    let cap = "i-0af76a70a6d3864dd_pid_713479";
+    // A cut ntrace.pb (its trace_info.pb beside it).
+    let nt = t.join("nt").join(cap);
+    half(&kev.join("ntrace.pb"), &nt.join("ntrace.pb"));
+    std::fs::copy(kev.join("trace_info.pb"), nt.join("trace_info.pb")).unwrap();
+    // A cut NTFF with its NEFF.
+    let nf = t.join("nf");
+    half(
+        &kev.join("profile_exec_2.ntff"),
+        &nf.join("profile_exec_2.ntff"),
+    );
+    std::fs::copy(
+        kev.join("neff_171450338541704.neff"),
+        nf.join("neff_171450338541704.neff"),
+    )
+    .unwrap();
+    // A synthetic System capture whose trace.json is cut, and one with a flipped byte.
+    let o = ns(&["synth", s(&t.join("k")), "--kineto-mb", "1"]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let kdir = std::fs::read_dir(t.join("k"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let kj = std::fs::read(kdir.join("trace.json")).unwrap();
+    for (name, bytes) in [
+        ("kcut", kj[..kj.len() / 2].to_vec()),
+        ("kflip", {
+            let mut v = kj.clone();
+            let at = v.len() / 2
+                + v[v.len() / 2..]
+                    .windows(6)
+                    .position(|w| w == b"{\"ph\":")
+                    .unwrap();
+            v[at] = b'#';
+            v
+        }),
+    ] {
+        let d = t.join(name).join(kdir.file_name().unwrap());
+        std::fs::create_dir_all(&d).unwrap();
+        for f in ["trace_info.pb", "ntrace.pb"] {
+            std::fs::copy(kdir.join(f), d.join(f)).unwrap();
+        }
+        std::fs::write(d.join("trace.json"), bytes).unwrap();
+    }
+    for (name, file) in [
+        ("nt", "ntrace.pb"),
+        ("nf", "profile_exec_2.ntff"),
+        ("kcut", "trace.json"),
+        ("kflip", "trace.json"),
+    ] {
+        let o = ns(&[
+            "convert",
+            s(&t.join(name)),
+            "-o",
+            s(&t.join(format!("out-{name}"))),
+        ]);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(3), "{name}: {out}{err}");
+        assert!(err.contains("had errors in their input"), "{name}: {err}");
+        // The fault is printed with its file and byte offset.
+        assert!(
+            out.lines()
+                .chain(err.lines())
+                .any(|l| l.contains(file) && (l.contains("offset") || l.contains("byte"))),
+            "{name}: {out}{err}"
+        );
+        // Rows before the fault were written.
+        assert!(
+            t.join(format!("out-{name}"))
+                .join("_profiles.parquet")
+                .is_file(),
+            "{name}"
+        );
+    }
+    let o = ns(&["convert", "-q", s(&kdir), "-o", s(&t.join("out-clean"))]);
+    assert_eq!(o.status.code(), Some(0), "clean: {:?}", text(&o));
+    let o = ns(&[
+        "convert",
+        s(&t.join("nothing-here")),
+        "-o",
+        s(&t.join("out-none")),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "nothing usable: {:?}", text(&o));
+    assert_eq!(ns(&["convert", s(&t)]).status.code(), Some(2), "usage");
+    let _ = std::fs::remove_dir_all(&t);
 }

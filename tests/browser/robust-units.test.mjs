@@ -1,5 +1,6 @@
-// Failed decodes said as failed (the new-user trial): a decode that ended with errors keeps its
-// rows, and the jobs panel line says it failed, with the message. Bundled on the fly with
+// Decodes that ended with errors said as such (the new-user trials): a decode that ended with
+// errors keeps its rows; the jobs panel line says done with N problems (the first one's message)
+// when rows were kept, failed when none were. Bundled on the fly with
 // esbuild (as jobs-units.test.mjs does).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,8 +13,13 @@ function job(over) {
   return { id: 1, file: 'dir/x.ntff', bytes: 1e6, worker: 0, state: 'done', stage: 'NTFF', done: 0, total: 0, rows: 0, storedBytes: 0, wasmMemory: 0, started: 0, ended: 2_000, stageStarted: 0, error: null, ...over };
 }
 
-test('a decode that ended with errors is shown failed, with its message and the rows kept', () => {
-  const line = jobs.jobText(job({ rows: 1234, error: 'cap/x.neff: truncated at byte 512 (and 1 more)' }), 5_000);
-  assert.equal(line, 'x.ntff: failed after 2 s (cap/x.neff: truncated at byte 512 (and 1 more)) · 1,234 rows kept');
+test('a decode that ended with errors but kept rows is done with its problems; with no rows it failed', () => {
+  // Session 9's trial: "failed after 1 s · 5,844 rows kept" for a profile that opened.
+  const line = jobs.jobText(job({ rows: 1234, problems: 2, error: 'cap/x.neff: truncated at byte 512 (and 1 more)' }), 5_000);
+  assert.equal(line, 'x.ntff: done in 2 s with 2 problems (first: cap/x.neff: truncated at byte 512) · 1,234 rows kept');
+  const one = jobs.jobText(job({ rows: 5844, problems: 1, error: 'x.ntff: cut at byte 9' }), 5_000);
+  assert.equal(one, 'x.ntff: done in 2 s with 1 problem (x.ntff: cut at byte 9) · 5,844 rows kept');
+  const none = jobs.jobText(job({ rows: 0, problems: 1, error: 'x.ntff: not an NTFF' }), 5_000);
+  assert.equal(none, 'x.ntff: failed after 2 s (x.ntff: not an NTFF) · no rows kept');
   assert.match(jobs.jobText(job({ rows: 1234 }), 5_000), /^x\.ntff: done in 2 s/);
 });

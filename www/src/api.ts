@@ -157,7 +157,7 @@ export interface SystemReport {
   rows?: Record<string, number>;
   devices?: SystemDeviceLink[];
   /** Framework traces (Kineto trace.json) by path (crate::system::kineto::KinetoReport). */
-  framework?: Record<string, { rows?: number; bytes?: number; first_ts_ns?: number | null; last_ts_ns?: number | null; thread_names?: Record<string, string>; process_names?: Record<string, string> }>;
+  framework?: Record<string, { rows?: number; objects?: number; categories?: Record<string, number>; bytes?: number; first_ts_ns?: number | null; last_ts_ns?: number | null; thread_names?: Record<string, string>; process_names?: Record<string, string> }>;
   problems?: Problem[];
   [key: string]: unknown;
 }

@@ -118,6 +118,8 @@ export interface Job {
   /** performance.now() when the current stage began and its `done` then (the ETA's rate). */
   stageStarted: number;
   error: string | null;
+  /** Errors the finished decode reported (the first is `error`); the rows before each are kept. */
+  problems?: number;
 }
 
 /** Requests that process something and the key their result is kept under. */
@@ -774,6 +776,7 @@ export class CoreClient {
       const r = value as { problems?: Problem[]; report?: { problems?: Problem[] } };
       const errors = (r.problems ?? r.report?.problems ?? []).filter((p) => p.severity === 'error');
       if (state === 'done' && errors.length > 0) {
+        job.problems = errors.length;
         const more = errors.length > 1 ? ` (and ${errors.length - 1} more)` : '';
         job.error = `${errors[0]?.message ?? ''}${more}`;
       }

@@ -1029,23 +1029,37 @@ function renderSystemSummary(root: HTMLElement, title: string, r: SystemResult):
   const first = ends([rep.first_ts_ns, ...fw.map(([, k]) => k.first_ts_ns)], Math.min);
   const last = ends([rep.last_ts_ns, ...fw.map(([, k]) => k.last_ts_ns)], Math.max);
   const span = first !== null && last !== null ? last - first : null;
+  // Event objects and rows differ in a trace.json: a B/E pair is one row, flow and metadata none.
   const files = [
     ...(rep.files ?? []).map((f) => `${f.file} (${int(Number(f.records ?? 0))} records)`),
-    ...fw.map(([path, k]) => `${path} (${int(Number(k.rows ?? 0))} events)`),
+    ...fw.map(([path, k]) => `${path} (${int(Number(k.objects ?? 0))} event objects → ${int(Number(k.rows ?? 0))} rows)`),
   ];
-  const counts = Object.entries(rep.event_counts ?? {}).sort((a, b) => Number(b[1]) - Number(a[1]));
+  // cpu_util.pb holds one record per CPU per sample; CpuUsage adds an `average` row per sample.
+  const cpuFile = (rep.files ?? []).find((f) => /(^|\/)cpu_util\.pb$/.test(f.file));
+  const cpuSamples = cpuFile === undefined ? rows('CpuUsage') : Number(cpuFile.records ?? 0);
+  const cpuAverages = Math.max(0, rows('CpuUsage') - cpuSamples);
+  const frameworkRows = fw.reduce((n, [, k]) => n + Number(k.rows ?? 0), 0);
+  const runtimeRows = rows('SystemProfileEvents') - frameworkRows;
+  // Event kinds: ntrace.pb's event names and each trace.json's categories (`cat`).
+  const counts: [string, number, string][] = [
+    ...Object.entries(rep.event_counts ?? {}).map(([k, v]): [string, number, string] => [k, Number(v), 'ntrace.pb event']),
+    ...fw.flatMap(([path, k]) => Object.entries(k.categories ?? {}).map(([c, v]): [string, number, string] => [c, Number(v), `${path.replace(/^.*\//, '')} cat`])),
+  ].sort((a, b) => b[1] - a[1]);
   root.replaceChildren(...nodes(
     h('h2', {}, title),
     h('div', { class: 'cards' },
-      card('Events', int(rows('SystemProfileEvents')), 'system-event-count', rows('SystemProfileEvents')),
+      card(fw.length > 0 ? `Events (SystemProfileEvents rows: ${int(runtimeRows)} runtime + ${int(frameworkRows)} framework)` : 'Events (SystemProfileEvents rows)',
+        int(rows('SystemProfileEvents')), 'system-event-count', rows('SystemProfileEvents')),
       card('Time span (first to last event or CPU / memory sample)', span === null ? '–' : ns(span), 'system-span', span ?? ''),
       card('Events span (what Fit shows on the System view)', '…', 'system-fit-span', ''),
-      card('CPU samples', int(rows('CpuUsage')), 'system-cpu-rows', rows('CpuUsage')),
+      card(cpuAverages > 0 ? `CPU samples (per CPU; CpuUsage adds ${int(cpuAverages)} average rows)` : 'CPU samples (per CPU)',
+        int(cpuSamples), 'system-cpu-samples', cpuSamples),
       card('Host memory samples', int(rows('HostMemUsage')), 'system-mem-rows', rows('HostMemUsage')),
       card('Device profiles', int(rows('DeviceProfileList')), 'system-device-count', rows('DeviceProfileList'))),
     counts.length > 0
-      ? h('details', { class: 'problem-fold' }, h('summary', {}, `${counts.length} event kinds`),
-          h('table', { class: 'grid' }, h('tbody', {}, counts.map(([k, v]) => h('tr', {}, h('td', { class: 'mono' }, k), h('td', { class: 'num' }, int(Number(v))))))))
+      ? h('details', { class: 'problem-fold', 'data-testid': 'system-event-kinds', 'data-value': counts.length },
+          h('summary', {}, `${counts.length} event kinds (${int(counts.reduce((n, c) => n + c[1], 0))} rows)`),
+          h('table', { class: 'grid' }, h('tbody', {}, counts.map(([k, v, from]) => h('tr', {}, h('td', { class: 'mono' }, k), h('td', { class: 'muted' }, from), h('td', { class: 'num' }, int(v)))))))
       : null,
     files.length > 0 ? h('div', { class: 'muted small' }, 'Files: ', files.join(' · ')) : null,
     (rep.devices ?? []).length > 0

@@ -82,7 +82,7 @@ pub fn run(args: &BenchArgs) -> Result<u64> {
         if p.severity != neuronscope::Severity::Info {
             eprintln!("{:?}: {}", p.severity, p.message);
         }
-        if p.severity == neuronscope::Severity::Error {
+        if crate::cli::convert::loses_data(p) {
             bad_inputs.insert(p.file.clone().unwrap_or_default());
         }
     }

@@ -35,7 +35,7 @@ use arrow_array::builder::{ListBuilder, StringBuilder};
 use arrow_array::{ArrayRef, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use neuronscope::inventory::{FileKind, Inventory};
-use neuronscope::{pairing, profile, sink, Error, Problem, Result, Severity};
+use neuronscope::{pairing, profile, sink, Code, Error, Problem, Result, Severity};
 
 use super::walk::{self, Picked};
 
@@ -99,6 +99,15 @@ pub struct ProfileRow {
     pub problems: Vec<String>,
     /// How many of them are errors.
     pub errors: u64,
+    /// How many of them lost data ([`loses_data`]: the errors, and the warnings of a cut or
+    /// damaged file whose rest was read). Decides `convert`'s exit code 3; not a column of
+    /// `_profiles.parquet`.
+    #[serde(default)]
+    pub faults: u64,
+    /// Rows written outside `SchemaFields` and `Warning` (0: nothing usable was decoded). Not a
+    /// column of `_profiles.parquet`.
+    #[serde(default)]
+    pub data_rows: u64,
     /// Tables written.
     pub tables: Vec<String>,
     /// Rows written over all tables.
@@ -232,6 +241,8 @@ fn jobs(inv: &Inventory, picked: &Picked, layout: Layout) -> Vec<Job> {
         ntff_version: None,
         problems: Vec::new(),
         errors: 0,
+        faults: 0,
+        data_rows: 0,
         tables: Vec::new(),
         rows: 0,
         seconds: 0.0,
@@ -530,11 +541,15 @@ fn convert_job(
         log.push(format!("  {t}.parquet: {n} rows"));
         row.tables.push(t.to_string());
         row.rows += n;
+        if *t != "SchemaFields" && *t != "Warning" {
+            row.data_rows += n;
+        }
     }
     row.errors = problems
         .iter()
         .filter(|p| p.severity == Severity::Error)
         .count() as u64;
+    row.faults = problems.iter().filter(|p| loses_data(p)).count() as u64;
     row.problems = problems.iter().map(problem_line).collect();
     let files = written.lock().map(|w| w.clone()).unwrap_or_default();
     Ok((row, files))
@@ -592,6 +607,7 @@ fn run_job(
             let mut row = job.row.clone();
             row.problems = vec![format!("Error: not converted: {e}")];
             row.errors = 1;
+            row.faults = 1;
             let state = State {
                 fingerprint: Vec::new(),
                 files: Vec::new(),
@@ -708,25 +724,46 @@ fn write_profiles(out: &Path, rows: &[ProfileRow]) -> Result<()> {
     std::fs::rename(&tmp, &path).map_err(|e| Error::Io(format!("{}: {e}", path.display())))
 }
 
+/// True for a problem that lost data: an error (a damaged or truncated NTFF or NEFF, corrupt
+/// records of any file), or a warning of a file cut short (`TRUNCATED_TRACE`: a cut `ntrace.pb`
+/// / `cpu_util.pb` / `host_mem.pb`, an unclosed `trace.json`) or of an NTFF buffer or code block
+/// that could not be read. A cut NTFF is an error: these are the same situation in the other
+/// file kinds, so every kind gives the same exit code (3). Notes that lose nothing (rows written
+/// out of start order, a clock assumed) are not.
+pub fn loses_data(p: &Problem) -> bool {
+    p.severity == Severity::Error
+        || matches!(
+            p.code,
+            Code::TruncatedTrace | Code::NtffBadBuffer | Code::NtffBadCodeBlock
+        )
+}
+
 /// How a `convert` run ended, per profile.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Outcome {
-    /// Profiles converted whose input had errors (every table decoded before each fault was
-    /// written).
+    /// Profiles converted whose input had data problems ([`loses_data`]; every table decoded
+    /// before each fault was written).
     pub input_errors: u64,
     /// Profiles that could not be converted (an output file could not be written); listed in
     /// `_profiles.parquet` with the failure.
     pub failed: u64,
+    /// Profiles converted (or unchanged) with rows outside `SchemaFields` and `Warning`.
+    pub usable: u64,
 }
 
 impl Outcome {
+    /// True when something went wrong and no profile gave a usable row (exit 1, not 3).
+    pub fn nothing_usable(&self) -> bool {
+        self.usable == 0 && (self.input_errors > 0 || self.failed > 0)
+    }
+
     /// The closing line when something went wrong (`None`: exit 0), true of both kinds.
     pub fn message(&self) -> Option<String> {
         let mut parts = Vec::new();
         if self.input_errors > 0 {
             parts.push(format!(
-                "{} profile(s) had errors in their input; the tables decoded before each fault \
-                 were written",
+                "{} profile(s) had errors in their input (a damaged or cut file); the tables \
+                 decoded before each fault were written",
                 self.input_errors
             ));
         }
@@ -828,7 +865,7 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome> {
     let failed = done.iter().filter(|d| d.failed.is_some()).count() as u64;
     let with_errors = done
         .iter()
-        .filter(|d| d.failed.is_none() && d.row.errors > 0)
+        .filter(|d| d.failed.is_none() && (d.row.errors > 0 || d.row.faults > 0))
         .count() as u64;
     let skipped = done.iter().filter(|d| d.skipped).count();
     note!(
@@ -844,9 +881,14 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome> {
         rows.len(),
         args.out.join("_profiles.parquet").display()
     );
+    let usable = done
+        .iter()
+        .filter(|d| d.failed.is_none() && d.row.data_rows > 0)
+        .count() as u64;
     Ok(Outcome {
         input_errors: with_errors,
         failed,
+        usable,
     })
 }
 

@@ -433,7 +433,23 @@ fn walk<R: Read>(
                     format!("tar header checksum {c} (computed {sum})"),
                 ))
             }
-            Err(e) => return Err(err(hpos, format!("unreadable tar header checksum: {e}"))),
+            // The tar crate's message quotes the field's bytes as text (U+FFFD for each
+            // non-UTF-8 byte): name them in hex instead, with the member's name.
+            Err(_) => {
+                let name: String = normalize(block[..100].split(|&b| b == 0).next().unwrap_or(&[]))
+                    .chars()
+                    .take(100)
+                    .collect();
+                let field: Vec<String> =
+                    block[148..156].iter().map(|b| format!("{b:02x}")).collect();
+                return Err(err(
+                    hpos,
+                    format!(
+                        "tar header checksum field that is not an octal number (bytes {}) in the header of {name:?}",
+                        field.join(" ")
+                    ),
+                ));
+            }
         }
         let size = match pax_size.take() {
             Some(s) => s,

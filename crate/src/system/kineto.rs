@@ -70,6 +70,13 @@ const POOL_BYTES: usize = 4096;
 /// First `SystemProfileEvents.id` of framework rows (2^62).
 pub const FRAMEWORK_ID_BASE: i64 = 1 << 62;
 
+/// [`KinetoReport::categories`]' key for the rows past [`MAX_CATEGORIES`] distinct values.
+const OTHER_CATEGORIES: &str = "(other categories)";
+
+/// Distinct `cat` values counted one by one in [`KinetoReport::categories`] (the report stays
+/// small whatever a file holds; real traces have about ten).
+pub const MAX_CATEGORIES: usize = 256;
+
 /// What [`read_trace`] found.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct KinetoReport {
@@ -85,6 +92,10 @@ pub struct KinetoReport {
     pub rows: u64,
     /// Objects per phase letter.
     pub phases: BTreeMap<String, u64>,
+    /// Rows per `cat` value (the Kineto event kinds: `cpu_op`, `kernel`, …), at most
+    /// [`MAX_CATEGORIES`] of them (the rest under `(other categories)`); rows without a `cat`
+    /// under `(no category)`. Sums to `rows`.
+    pub categories: BTreeMap<String, u64>,
     /// `baseTimeNanoseconds` (epoch ns) used for the rows, when known.
     pub base_time_ns: Option<i64>,
     /// `baseTimeNanoseconds` appeared only after the events and was not given by the caller:
@@ -1342,6 +1353,8 @@ struct Reader<'s, 'f> {
     tnames: FxHashMap<(i64, i64), String>,
     /// Interned event names (at most [`MAX_INTERNED`]; rarer names beyond that are not kept).
     names: FxHashSet<Rc<str>>,
+    /// Rows per `cat` value (see [`KinetoReport::categories`]).
+    cats: FxHashMap<String, u64>,
     /// Scratch for the extras JSON of the row being emitted.
     out: String,
     /// Extras buffers of emitted rows, reused by new rows (at most [`POOL`], small ones only).
@@ -1392,6 +1405,7 @@ pub fn read_trace(
         pnames: FxHashMap::default(),
         tnames: FxHashMap::default(),
         names: FxHashSet::default(),
+        cats: FxHashMap::default(),
         out: String::new(),
         pool: Vec::new(),
         order: Vec::new(),
@@ -1406,14 +1420,17 @@ pub fn read_trace(
     let mut buf = vec![0u8; READ_CHUNK];
     let mut off = 0u64;
     let mut base_fixed = false;
+    // A fault that ends the read: (offset, what is wrong there, event objects read before it).
+    let mut fault: Option<(u64, String, u64)> = None;
     loop {
         let n = match input.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
+                // The rest of the file is lost, as in a cut file.
                 r.rep.problems.push(Problem::from_error(
-                    Code::ReadIncomplete,
+                    Code::TruncatedTrace,
                     file,
                     &Error::format(off, "readable trace bytes", e.to_string()),
                 ));
@@ -1430,32 +1447,21 @@ pub fn read_trace(
         base_fixed = to.base_fixed;
         off += n as u64;
         progress(off);
+        // The message waits for the end: the rows kept are known only once the window is out.
         if let Some(g) = st.garbage {
-            r.rep.problems.push(
-                Problem::new(
-                    Code::ProcessIncomplete,
-                    Some(file),
-                    format!(
-                        "{file}: byte {g} inside the event array is neither `,`, `{{`, `]` nor whitespace (corrupt data); the {} events before it are kept, the rest of the file is not read",
-                        r.rep.objects
-                    ),
-                )
-                .at(g),
-            );
+            fault = Some((
+                g,
+                format!("{file}: byte {g} inside the event array is neither `,`, `{{`, `]` nor whitespace (corrupt data)"),
+                r.rep.objects,
+            ));
             break;
         }
         if let Some((at, ev)) = st.desync {
-            r.rep.problems.push(
-                Problem::new(
-                    Code::ProcessIncomplete,
-                    Some(file),
-                    format!(
-                        "{file}: the event starting at byte {ev} stops being valid JSON at byte {at} (corrupt data, e.g. a flipped quote or bracket); the {} events before it are kept, the rest of the file is not read",
-                        r.rep.objects
-                    ),
-                )
-                .at(at),
-            );
+            fault = Some((
+                at,
+                format!("{file}: the event starting at byte {ev} stops being valid JSON at byte {at} (corrupt data, e.g. a flipped quote or bracket)"),
+                r.rep.objects,
+            ));
             break;
         }
     }
@@ -1498,7 +1504,22 @@ pub fn read_trace(
             format!("{file}: no `traceEvents` array found"),
         ));
     }
-    r.finish()
+    let mut rep = r.finish()?;
+    if let Some((at, what, objects)) = fault {
+        // Objects and rows differ: a `B`/`E` pair is one row, metadata and flow events none.
+        rep.problems.push(
+            Problem::new(
+                Code::ProcessIncomplete,
+                Some(file),
+                format!(
+                    "{what}; the {objects} event objects before it were read and kept as {} SystemProfileEvents rows, the rest of the file is not read",
+                    rep.rows
+                ),
+            )
+            .at(at),
+        );
+    }
+    Ok(rep)
 }
 
 /// [`read_trace`]'s [`Events`]: every event object to the reader.
@@ -1721,10 +1742,14 @@ impl Reader<'_, '_> {
             let out = &mut self.out;
             out.clear();
             out.push('{');
+            let mut cat = None;
             for (k, &(_, e)) in ents.iter().enumerate() {
                 let (key, val) = x.get(e);
                 if ents.get(k + 1).is_some_and(|n| x.get(n.1).0 == key) {
                     continue;
+                }
+                if key == "cat" {
+                    cat = Some(val);
                 }
                 if out.len() > 1 {
                     out.push(',');
@@ -1741,6 +1766,21 @@ impl Reader<'_, '_> {
             }
             out.push('}');
             b.set(ev::EXTRA, out.as_str());
+            if let Some(c) = cat {
+                // A plain string's text without its quotes; anything else as written.
+                let c = c
+                    .strip_prefix('"')
+                    .and_then(|c| c.strip_suffix('"'))
+                    .filter(|c| !c.contains('\\'))
+                    .unwrap_or(c);
+                if let Some(n) = self.cats.get_mut(c) {
+                    *n += 1;
+                } else if self.cats.len() < MAX_CATEGORIES {
+                    self.cats.insert(c.to_string(), 1);
+                } else {
+                    *self.cats.entry(OTHER_CATEGORIES.into()).or_default() += 1;
+                }
+            }
         }
         self.give(x);
         self.b.end_row_into(self.sink)
@@ -1795,6 +1835,12 @@ impl Reader<'_, '_> {
             }
         }
         rep.rows = self.b.finish_into(self.sink)?;
+        rep.categories = self.cats.into_iter().collect();
+        let with_cat: u64 = rep.categories.values().sum();
+        if rep.rows > with_cat {
+            rep.categories
+                .insert("(no category)".into(), rep.rows - with_cat);
+        }
         rep.process_names = self.pnames.into_iter().collect();
         rep.thread_names = self
             .tnames

@@ -702,11 +702,12 @@ fn read_records(
     Ok(())
 }
 
-/// A framing error's code: a cut last record is a warning (everything before is kept), an
+/// A framing error's code: a cut last record is a warning (everything before is kept;
+/// `TRUNCATED_TRACE`, as a cut `trace.json`, so `convert` counts it as lost data), an
 /// implausible length prefix (corruption) an error.
 pub(super) fn frame_code(e: &crate::error::Error) -> Code {
     match e {
-        crate::error::Error::Truncated { .. } => Code::ReadIncomplete,
+        crate::error::Error::Truncated { .. } => Code::TruncatedTrace,
         _ => Code::ProcessIncomplete,
     }
 }

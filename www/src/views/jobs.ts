@@ -61,8 +61,17 @@ export function jobText(job: Job, now: number): string {
         .join(' · ');
     }
     case 'done':
-      // Ended, but with errors: what was decoded before the fault is kept and shown.
-      if (job.error !== null) return [`${name}: failed after ${duration(took)} (${job.error})`, `${int(job.rows)} rows kept`, splitText(job)].filter((x) => x !== '').join(' · ');
+      if (job.error !== null) {
+        // Ended with errors but kept rows (the profile opened): done, with its problems; with
+        // nothing kept it failed.
+        if (job.rows > 0) {
+          const n = job.problems ?? 1;
+          const first = job.error.replace(/ \(and \d+ more\)$/, '');
+          return [`${name}: done in ${duration(took)} with ${n} problem${n === 1 ? '' : 's'} (${n > 1 ? 'first: ' : ''}${first})`, `${int(job.rows)} rows kept`, splitText(job)]
+            .filter((x) => x !== '').join(' · ');
+        }
+        return [`${name}: failed after ${duration(took)} (${job.error})`, 'no rows kept', splitText(job)].filter((x) => x !== '').join(' · ');
+      }
       return [`${name}: done in ${duration(took)}`, `${int(job.rows)} rows`, job.cleared === true ? 'tables cleared' : `${bytes(job.storedBytes)} stored`,
         `${(job.bytes / 1e6 / Math.max(took, 1e-3)).toFixed(1)} MB/s`, job.wasmMemory > 0 ? `wasm memory ${bytes(job.wasmMemory)}` : '', splitText(job)]
         .filter((x) => x !== '')
@@ -113,7 +122,7 @@ export function mountJobs(root: HTMLElement, client: CoreClient, onCleared: () =
         const cancel = j.state === 'running'
           ? h('button', { class: 'btn small', 'data-testid': 'job-cancel', onclick: () => client.cancel(j.id) }, 'Cancel')
           : null;
-        const attrs = { 'data-testid': 'job', 'data-state': j.state, 'data-error': j.error, 'data-worker': j.worker, 'data-helper': j.helper ?? '', 'data-helper-error': j.helperError ?? '', 'data-file': j.file, 'data-rows': j.rows, 'data-stored-bytes': j.storedBytes, 'data-wasm-memory': j.wasmMemory, title: text };
+        const attrs = { 'data-testid': 'job', 'data-state': j.state, 'data-error': j.error, 'data-problems': j.problems ?? (j.error !== null ? 1 : 0), 'data-worker': j.worker, 'data-helper': j.helper ?? '', 'data-helper-error': j.helperError ?? '', 'data-file': j.file, 'data-rows': j.rows, 'data-stored-bytes': j.storedBytes, 'data-wasm-memory': j.wasmMemory, title: text };
         return h('li', attrs, text, ' ', cancel);
       }),
     );

@@ -154,6 +154,34 @@ export interface ProfileListOptions {
   deviceProblems?: ReadonlyMap<string, readonly Problem[]>;
 }
 
+/**
+ * A device card's line for the problems its decode reported (errors and warnings; the
+ * profile's own, listed under the profile, and the NEFF error the pairing line names are left
+ * out): their count, the first message on hover, the list on expand. Null when there are none.
+ */
+export function decodeProblems(profile: readonly Problem[], decoded: readonly Problem[], shown?: Problem): HTMLElement | null {
+  const key = (p: Problem): string => `${p.severity}\u0000${p.code}\u0000${p.file ?? ''}\u0000${p.offset ?? ''}\u0000${p.message}`;
+  const known = new Set([...profile, ...(shown === undefined ? [] : [shown])].map(key));
+  const own = uniqueProblems(decoded).filter((p) => p.severity !== 'info' && !known.has(key(p)));
+  if (own.length === 0) return null;
+  const errors = own.filter((p) => p.severity === 'error').length;
+  const first = own.find((p) => p.severity === 'error') ?? own[0];
+  const label = errors > 0
+    ? `⚠ ${count(own.length, 'problem')} in the decode (${count(errors, 'error')}; the rows before each fault are kept)`
+    : `⚠ ${count(own.length, 'warning')} in the decode`;
+  const list = problemList(own);
+  return h('details', {
+    class: `device-problems${errors > 0 ? ' has-errors' : ''}`,
+    'data-testid': 'device-problems',
+    'data-count': own.length,
+    'data-errors': errors,
+    title: first?.message ?? '',
+    // Expanding the list is not opening the profile.
+    onclick: (e: Event) => e.stopPropagation(),
+    onkeydown: (e: Event) => e.stopPropagation(),
+  }, h('summary', {}, label), list);
+}
+
 /** The picked files that are PyTorch memory snapshots (`memory_snapshot_rank<N>.pickle`). */
 export function memorySnapshots(inv: Inventory): InventoryFile[] {
   return inv.files.filter((f) => f.kind === 'MemorySnapshot');
@@ -231,6 +259,7 @@ export function renderProfiles(root: HTMLElement, inv: Inventory, opts: ProfileL
         h('div', { class: 'device-name' }, middleEllipsis(d.name || basename(d.ntff) || basename(d.neff) || `device ${i}`, 12), tags.map((t) => h('span', { class: 'tag' }, t))),
         h('div', { class: `pairing ${paired ? 'ok' : 'bad'}`, 'data-testid': 'pairing-status' },
           neffError === undefined ? pairingText(d) : `${basename(d.neff)} cannot be read: ${neffError.message}`),
+        decodeProblems(p.problems ?? [], opts.deviceProblems?.get(`${p.id}#${i}`) ?? [], neffError),
       );
     });
     const where = [p.instance_id, p.pid !== null && p.pid !== undefined ? `pid ${p.pid}` : null].filter(Boolean).join(' · ');

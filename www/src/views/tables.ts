@@ -111,6 +111,8 @@ export class TableBrowser {
   private viewId = 0;
   private sort: { column: string; desc: boolean } | null = null;
   private filters = new Map<string, string>();
+  /** Filters the current view was built with (a refused one is in `filters` only). */
+  private applied = 0;
   private columns: { name: string; unit: string; type: string }[] = [];
   private desc = new Map<string, string>();
   /** Fetched blocks of the current view by block index (insertion order = age). */
@@ -132,12 +134,12 @@ export class TableBrowser {
     this.info = h('span', { class: 'muted', 'data-testid': 'table-info' });
     this.note = h('span', { class: 'muted small', 'data-testid': 'table-note' });
     this.jump = h('input', {
-      type: 'text', inputmode: 'numeric', class: 'jump', placeholder: 'row #', 'aria-label': 'Jump to table row', 'data-testid': 'table-jump', size: 8,
+      type: 'text', inputmode: 'numeric', class: 'jump', placeholder: 'row # (0-based)', 'aria-label': 'Jump to table row (0-based, as the row column)', 'data-testid': 'table-jump', size: 10,
+      title: 'Table row to show, 0-based as the row column; Enter jumps',
       onkeydown: (e: Event) => {
         if (!(e instanceof KeyboardEvent)) return;
         if (e.key !== 'Enter') return;
-        const r = Number(this.jump.value.replace(/[\s_,]/g, ''));
-        if (Number.isInteger(r) && r >= 0) void this.showRow(this.name, r);
+        void this.jumpTo(this.jump.value);
       },
     });
     this.clear = h('button', { class: 'btn small', 'data-testid': 'table-clear', onclick: () => this.clearView() }, 'Clear sort & filters');
@@ -211,9 +213,29 @@ export class TableBrowser {
     return true;
   }
 
+  /**
+   * The jump field's Enter: shows table row `text` (0-based, as the row column), or says why not
+   * (not a whole number, past the table's last row) in the note.
+   */
+  private async jumpTo(text: string): Promise<void> {
+    const rows = Number(this.tables.find((t) => t.name === this.name)?.rows ?? 0);
+    const t = text.replace(/[\s_,]/g, '');
+    const r = Number(t);
+    const range = rows === 0 ? 'the table has no rows' : `its rows are 0 – ${int(rows - 1)} (0-based, as the row column)`;
+    let err: string | null = null;
+    if (t === '' || !Number.isInteger(r) || r < 0) err = `row ${JSON.stringify(text.trim())} is not a row number: ${range}`;
+    else if (r >= rows) err = `row ${int(r)} is past the end of ${this.name}: ${range}`;
+    else if (!(await this.showRow(this.name, r))) err = `row ${int(r)} could not be shown`;
+    this.note.classList.toggle('error-inline', err !== null);
+    this.note.dataset['jump'] = err === null ? 'ok' : 'refused';
+    if (err !== null) this.note.textContent = err;
+    else if (this.note.dataset['capped'] === undefined) this.note.textContent = '';
+  }
+
   private reset(): void {
     this.sort = null;
     this.filters.clear();
+    this.applied = 0;
     this.viewId = 0;
     this.building = false;
     this.blocks.clear();
@@ -282,6 +304,7 @@ export class TableBrowser {
     // Until the new view exists nothing is fetched (a scroll or resize now would cache rows of the old one).
     this.building = true;
     if (this.sort === null && filters.length === 0) {
+      this.applied = 0;
       this.viewId = 0;
       this.total = Number(this.tables.find((t) => t.name === this.name)?.rows ?? 0);
     } else {
@@ -294,6 +317,7 @@ export class TableBrowser {
       try {
         const v = await src.view(this.name, this.sort?.column ?? '', this.sort?.desc ?? false, filters);
         if (seq !== this.seq) return;
+        this.applied = filters.length;
         this.viewId = v.id;
         this.total = v.rows;
         this.root.dataset['matched'] = String(v.matched);
@@ -484,11 +508,13 @@ export class TableBrowser {
     }
     const rows: HTMLElement[] = [];
     const sortText = this.sort === null ? '' : ` · sorted by ${this.sort.column} ${this.sort.desc ? '▼' : '▲'}`;
-    const nf = [...this.filters.values()].filter((t) => t.trim() !== '').length;
+    // The filters of the view shown (a refused one is not).
+    const nf = this.applied;
     const table = Number(this.tables.find((t) => t.name === this.name)?.rows ?? 0);
+    // 0-based, as the row column and the jump field.
     this.info.textContent = this.total === 0
       ? (nf > 0 ? 'no rows match' : 'no rows')
-      : `rows ${int(this.first + 1)}–${int(last)} of ${int(this.total)}${nf > 0 || this.total !== table ? ` (of ${int(table)} in the table)` : ''}${sortText}${nf > 0 ? ` · ${nf} filter${nf === 1 ? '' : 's'}` : ''}`;
+      : `rows ${int(this.first)}–${int(last - 1)} of ${int(this.total)}${nf > 0 || this.total !== table ? ` (of ${int(table)} in the table)` : ''}${sortText}${nf > 0 ? ` · ${nf} filter${nf === 1 ? '' : 's'}` : ''}`;
     this.info.dataset['rows'] = String(this.total);
     this.info.dataset['first'] = String(this.first);
     this.info.dataset['last'] = String(last);
