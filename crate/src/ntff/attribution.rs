@@ -6,7 +6,7 @@
 
 use super::decode::ins;
 use crate::neff::debug::{DbgFile, NeffDebug, SubgraphDebug};
-use crate::tables::{Memo, TableBuilder};
+use crate::tables::{kind, MemoGroup, TableBuilder, C};
 
 /// `0xB1` (SET_ORDERING_MODE): the slot right before the body is the NEFF's slot 0 (ntff.md §7.3).
 pub const ANCHOR: u8 = 0xB1;
@@ -210,8 +210,8 @@ pub struct Attributor<'a> {
     /// empty for streams over [`CACHE_SLOTS`] slots, which are resolved per row instead.
     engines: [Option<(Alignment, Vec<SlotInfo>)>; 5],
     /// Per engine, per cached slot: dictionary-key memos of its nine name columns, so a pc's
-    /// names are hashed once per batch, not once per row.
-    memos: [Vec<[Memo; 9]>; 5],
+    /// names are hashed once per batch, not once per row, and its keys checked once per row.
+    memos: [Vec<MemoGroup<9>>; 5],
     /// Alignments found in the current subgraph (for reports and tests).
     pub alignments: Vec<(String, usize, Alignment)>,
 }
@@ -253,7 +253,7 @@ impl<'a> Attributor<'a> {
                 Vec::new()
             };
             if let Some(m) = self.memos.get_mut(e) {
-                *m = vec![[Memo::default(); 9]; slots.len()];
+                *m = vec![MemoGroup::default(); slots.len()];
             }
             if let Some(x) = self.engines.get_mut(e) {
                 *x = Some((a, slots));
@@ -289,29 +289,35 @@ impl<'a> Attributor<'a> {
 }
 
 /// Sets the name and id cells of one row from slot `s`, through `memo` when the slot is cached.
-fn fill_slot(b: &mut TableBuilder, s: &SlotInfo, memo: Option<&mut [Memo; 9]>) {
-    let strs = [
-        (ins::BIR_NAME, s.bir_instruction_name.as_deref()),
-        (ins::BIR_ID, s.bir_id.as_deref()),
-        (ins::PENGUIN_ID, s.penguin_id.as_deref()),
-        (ins::HLO_NAME, s.hlo_name.as_deref()),
-        (ins::LAYER, s.layer.as_deref()),
-        (ins::STACK_FRAME_IDS, s.stack_frame_ids.as_deref()),
-        (ins::NKI_LOC, s.nki_source_location.as_deref()),
-        (ins::BIR_LOC, s.bir_debug_info_source_location.as_deref()),
-        (ins::KERNEL_NAME, s.kernel_instruction_name.as_deref()),
+fn fill_slot(b: &mut TableBuilder, s: &SlotInfo, memo: Option<&mut MemoGroup<9>>) {
+    const COLS: [C<kind::Str>; 9] = [
+        ins::BIR_NAME,
+        ins::BIR_ID,
+        ins::PENGUIN_ID,
+        ins::HLO_NAME,
+        ins::LAYER,
+        ins::STACK_FRAME_IDS,
+        ins::NKI_LOC,
+        ins::BIR_LOC,
+        ins::KERNEL_NAME,
     ];
+    let name = |j: usize| match j {
+        0 => s.bir_instruction_name.as_deref(),
+        1 => s.bir_id.as_deref(),
+        2 => s.penguin_id.as_deref(),
+        3 => s.hlo_name.as_deref(),
+        4 => s.layer.as_deref(),
+        5 => s.stack_frame_ids.as_deref(),
+        6 => s.nki_source_location.as_deref(),
+        7 => s.bir_debug_info_source_location.as_deref(),
+        8 => s.kernel_instruction_name.as_deref(),
+        _ => None,
+    };
     match memo {
-        Some(m) => {
-            for ((c, v), m) in strs.into_iter().zip(m.iter_mut()) {
-                if let Some(v) = v {
-                    b.set_memo(c, v, m);
-                }
-            }
-        }
+        Some(m) => b.set_memo_group(&COLS, m, name),
         None => {
-            for (c, v) in strs {
-                b.set(c, v);
+            for (j, c) in COLS.into_iter().enumerate() {
+                b.set(c, name(j));
             }
         }
     }

@@ -1101,6 +1101,26 @@ pub struct Memo {
     key: i32,
 }
 
+/// The [`Memo`]s of a fixed group of `N` string columns always set together (the nine names of
+/// an instruction slot): one batch check for the group instead of one per column, and the
+/// values looked at only when the batch changes ([`TableBuilder::set_memo_group`]). Same rules
+/// as [`Memo`]: one group per (columns, values).
+#[derive(Debug, Clone, Copy)]
+pub struct MemoGroup<const N: usize> {
+    batch: u32,
+    /// Per column, the value's key in this batch; -1 when the value is absent (cell left null).
+    keys: [i32; N],
+}
+
+impl<const N: usize> Default for MemoGroup<N> {
+    fn default() -> Self {
+        MemoGroup {
+            batch: 0,
+            keys: [-1; N],
+        }
+    }
+}
+
 /// Builds one table column by column, a row at a time. Set the cells you know by typed id
 /// ([`TableBuilder::set`], ids from [`cols!`]); rows leave through
 /// [`TableBuilder::end_row_into`] (a full batch every [`BATCH_ROWS`] rows goes to the sink) and
@@ -1241,6 +1261,64 @@ impl TableBuilder {
             Some(Col::Str(b)) => b.append_value(v),
             _ => {}
         }
+    }
+    /// Sets string cells `cols[j]` to `value(j)` where it is `Some` (the rest stay null),
+    /// through `memo`: within the batch it was made in, the keys are appended without calling
+    /// `value`. The caller guarantees `memo` is only used for these columns and these values.
+    #[inline]
+    pub fn set_memo_group<'v, const N: usize>(
+        &mut self,
+        cols: &[C<kind::Str>; N],
+        memo: &mut MemoGroup<N>,
+        value: impl Fn(usize) -> Option<&'v str>,
+    ) {
+        if memo.batch != self.batch {
+            self.refresh_group(cols, memo, value);
+            return;
+        }
+        let rows = self.rows;
+        for (c, &k) in cols.iter().zip(&memo.keys) {
+            if k < 0 {
+                continue;
+            }
+            match self.cols.get_mut(c.idx) {
+                Some(Col::Dict(d)) if d.keys.len() == rows => d.keys.append_value(k),
+                _ => self.push_key_slow(*c, k),
+            }
+        }
+    }
+    /// [`Self::set_memo_group`]'s key append when the column has rows to pad first.
+    #[cold]
+    #[inline(never)]
+    fn push_key_slow(&mut self, c: C<kind::Str>, k: i32) {
+        if let Some(Col::Dict(d)) = self.slot_typed(c) {
+            d.keys.append_value(k);
+        }
+    }
+    /// [`Self::set_memo_group`] in a new batch: appends the values, keeping their keys. A
+    /// group with a plain (non-dictionary) column stays unmemoised (values appended each time).
+    #[cold]
+    #[inline(never)]
+    fn refresh_group<'v, const N: usize>(
+        &mut self,
+        cols: &[C<kind::Str>; N],
+        memo: &mut MemoGroup<N>,
+        value: impl Fn(usize) -> Option<&'v str>,
+    ) {
+        let mut batch = self.batch;
+        for (j, (c, key)) in cols.iter().zip(memo.keys.iter_mut()).enumerate() {
+            *key = -1;
+            let Some(v) = value(j) else { continue };
+            match self.slot_typed(*c) {
+                Some(Col::Dict(d)) => *key = d.append_key(v),
+                Some(Col::Str(b)) => {
+                    b.append_value(v);
+                    batch = 0;
+                }
+                _ => {}
+            }
+        }
+        memo.batch = batch;
     }
     /// Closes the row (unset cells are null) and sends the batch to `sink` when `batch_rows` rows
     /// are full. The one way rows leave a builder, with [`Self::finish_into`].
@@ -1483,5 +1561,52 @@ mod tests {
         let mut t = Tables::default();
         schema_fields(&[def], &mut t).unwrap();
         assert_eq!(t.rows("SchemaFields"), def.all_fields().count());
+    }
+
+    /// `set_memo_group` writes the batches `set` writes: values absent in some rows, rows
+    /// where the group is not set at all (padding), the same group over batch boundaries (its
+    /// keys renewed), two groups alternating.
+    #[test]
+    fn memo_group_equals_set() {
+        let def = &explorer::INSTRUCTION;
+        const COLS: [C<kind::Str>; 3] = [
+            C::of(&explorer::INSTRUCTION, "bir_instruction_name"),
+            C::of(&explorer::INSTRUCTION, "hlo_name"),
+            C::of(&explorer::INSTRUCTION, "layer"),
+        ];
+        let slots: [[Option<&str>; 3]; 2] =
+            [[Some("a"), None, Some("L1")], [Some("b"), Some("h"), None]];
+        let (mut g, mut p) = (
+            TableBuilder::with_batch_rows(def, 4),
+            TableBuilder::with_batch_rows(def, 4),
+        );
+        let mut memos = [MemoGroup::<3>::default(); 2];
+        let (mut got, mut want) = (Vec::new(), Vec::new());
+        for row in 0..11usize {
+            if row % 5 != 3 {
+                let k = row % 2;
+                let vals = slots[k];
+                g.set_memo_group(&COLS, &mut memos[k], |j| vals[j]);
+                for (c, v) in COLS.iter().zip(vals) {
+                    p.set(*c, v);
+                }
+            }
+            got.extend(g.end_row().unwrap());
+            want.extend(p.end_row().unwrap());
+        }
+        got.push(g.take_batch().unwrap());
+        want.push(p.take_batch().unwrap());
+        assert_eq!(got.len(), 3);
+        for (a, b) in got.iter().zip(&want) {
+            assert_eq!(a.num_rows(), b.num_rows());
+            for c in COLS {
+                let (x, y) = (a.column(c.idx()), b.column(c.idx()));
+                let (sx, sy) = (StrCol::of(x.as_ref()), StrCol::of(y.as_ref()));
+                for i in 0..a.num_rows() {
+                    assert_eq!(sx.and_then(|s| s.get(i)), sy.and_then(|s| s.get(i)));
+                }
+                assert_eq!(x.null_count(), y.null_count());
+            }
+        }
     }
 }
