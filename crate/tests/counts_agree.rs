@@ -4,38 +4,17 @@
 //! `CpuUsage`'s rows (one per record plus an `average` row per timestamp) are told apart.
 
 mod common;
+#[path = "common/system_mem.rs"]
+mod system_mem;
+use system_mem::{run, DIR};
 
 use std::collections::BTreeMap;
 
 use arrow_array::{Array, StringArray};
 
 use neuronscope::error::Severity;
-use neuronscope::inventory::{Profile, ProfileType};
-use neuronscope::system::{self, write::SystemSpec, SystemReport};
+use neuronscope::system::{self, write::SystemSpec};
 use neuronscope::tables::Tables;
-use neuronscope::{ByteSource, Result};
-
-const DIR: &str = "i-0123456789abcdef0_pid_4242";
-
-fn run(files: &BTreeMap<String, Vec<u8>>) -> (SystemReport, Tables) {
-    let profile = Profile {
-        id: DIR.into(),
-        profile_type: ProfileType::System,
-        root: DIR.into(),
-        instance_id: Some("i-0123456789abcdef0".into()),
-        pid: Some(4242),
-        devices: Vec::new(),
-        system_files: files.keys().cloned().collect(),
-        other_files: Vec::new(),
-        problems: Vec::new(),
-    };
-    let open = |p: &str| -> Result<Box<dyn ByteSource>> {
-        Ok(Box::new(files.get(p).cloned().unwrap_or_default()))
-    };
-    let mut t = Tables::default();
-    let rep = system::process(&profile, &open, &mut t, &mut |_, _, _| {}).expect("sink");
-    (rep, t)
-}
 
 /// `SystemProfileEvents` rows per `trace_event_source`.
 fn rows_by_source(t: &Tables) -> BTreeMap<String, u64> {

@@ -4,6 +4,9 @@
 //! garbage inside a Kineto event array, bit flips that put the Kineto scanner out of step.
 
 mod common;
+#[path = "common/system_mem.rs"]
+mod system_mem;
+use system_mem::{run, DIR};
 
 use std::collections::BTreeMap;
 
@@ -11,32 +14,8 @@ use arrow_array::{Array, Int64Array};
 use prost::Message;
 
 use neuronscope::error::Severity;
-use neuronscope::inventory::{Profile, ProfileType};
-use neuronscope::system::{self, kineto, ntrace, write::SystemSpec, SystemReport};
+use neuronscope::system::{kineto, ntrace, write::SystemSpec};
 use neuronscope::tables::Tables;
-use neuronscope::{ByteSource, Result};
-
-const DIR: &str = "i-0123456789abcdef0_pid_4242";
-
-fn run(files: &BTreeMap<String, Vec<u8>>) -> (SystemReport, Tables) {
-    let profile = Profile {
-        id: DIR.into(),
-        profile_type: ProfileType::System,
-        root: DIR.into(),
-        instance_id: Some("i-0123456789abcdef0".into()),
-        pid: Some(4242),
-        devices: Vec::new(),
-        system_files: files.keys().cloned().collect(),
-        other_files: Vec::new(),
-        problems: Vec::new(),
-    };
-    let open = |p: &str| -> Result<Box<dyn ByteSource>> {
-        Ok(Box::new(files.get(p).cloned().unwrap_or_default()))
-    };
-    let mut t = Tables::default();
-    let rep = system::process(&profile, &open, &mut t, &mut |_, _, _| {}).expect("sink");
-    (rep, t)
-}
 
 /// The mix of at least `bytes`, with its trace_info, as in-memory files.
 fn mix(bytes: u64) -> (SystemSpec, Vec<u8>, u64) {
