@@ -525,34 +525,9 @@ impl PackedSeq {
 /// Length of the union of several sorted, merged interval streams (e.g.
 /// [`PackedUnion::iter`] after [`PackedUnion::compact`]), by a k-way merge (O(k) memory).
 pub fn union_len_of<I: Iterator<Item = (i64, i64)>>(lists: impl IntoIterator<Item = I>) -> i64 {
-    let mut lists: Vec<I> = lists.into_iter().collect();
-    let mut heap: BinaryHeap<Reverse<(i64, i64, usize)>> = lists
-        .iter_mut()
-        .enumerate()
-        .filter_map(|(k, l)| l.next().map(|(s, e)| Reverse((s, e, k))))
-        .collect();
-    let mut sum = 0i64;
-    let mut cur: Option<(i64, i64)> = None;
-    while let Some(mut top) = heap.peek_mut() {
-        // Replace the head in place (one sift instead of a pop and a push).
-        let Reverse((s, e, k)) = *top;
-        match lists.get_mut(k).and_then(Iterator::next) {
-            Some((ns, ne)) => *top = Reverse((ns, ne, k)),
-            None => drop(PeekMut::pop(top)),
-        }
-        match cur {
-            Some((cs, ce)) if s <= ce => cur = Some((cs, ce.max(e))),
-            Some((cs, ce)) => {
-                sum = sum.saturating_add(ce.saturating_sub(cs));
-                cur = Some((s, e));
-            }
-            None => cur = Some((s, e)),
-        }
-    }
-    if let Some((cs, ce)) = cur {
-        sum = sum.saturating_add(ce.saturating_sub(cs));
-    }
-    sum
+    let lists: Vec<I> = lists.into_iter().collect();
+    let all = vec![true; lists.len()];
+    union_lens(lists, &[], &all, 0).0
 }
 
 /// [`union_len_of`] of several groups of lists at once, in one k-way merge: per group `g`, the
@@ -589,6 +564,7 @@ pub fn union_lens<I: Iterator<Item = (i64, i64)>>(
     let mut sums = vec![0i64; groups];
     let mut curs: Vec<Option<(i64, i64)>> = vec![None; groups];
     while let Some(mut top) = heap.peek_mut() {
+        // Replace the head in place (one sift instead of a pop and a push).
         let Reverse((s, e, k)) = *top;
         match lists.get_mut(k).and_then(Iterator::next) {
             Some((ns, ne)) => *top = Reverse((ns, ne, k)),
