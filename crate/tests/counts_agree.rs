@@ -6,15 +6,20 @@
 mod common;
 #[path = "common/system_mem.rs"]
 mod system_mem;
-use system_mem::{run, DIR};
 
 use std::collections::BTreeMap;
 
 use arrow_array::{Array, StringArray};
 
 use neuronscope::error::Severity;
-use neuronscope::system::{self, write::SystemSpec};
+use neuronscope::system::{self, write::SystemSpec, SystemReport};
 use neuronscope::tables::Tables;
+
+const DIR: &str = "i-0123456789abcdef0_pid_4242";
+
+fn run(files: &BTreeMap<String, Vec<u8>>) -> (SystemReport, Tables) {
+    system_mem::run(DIR, files)
+}
 
 /// `SystemProfileEvents` rows per `trace_event_source`.
 fn rows_by_source(t: &Tables) -> BTreeMap<String, u64> {

@@ -6,7 +6,6 @@
 mod common;
 #[path = "common/system_mem.rs"]
 mod system_mem;
-use system_mem::{run, DIR};
 
 use std::collections::BTreeMap;
 
@@ -14,8 +13,14 @@ use arrow_array::{Array, Int64Array};
 use prost::Message;
 
 use neuronscope::error::Severity;
-use neuronscope::system::{kineto, ntrace, write::SystemSpec};
+use neuronscope::system::{kineto, ntrace, write::SystemSpec, SystemReport};
 use neuronscope::tables::Tables;
+
+const DIR: &str = "i-0123456789abcdef0_pid_4242";
+
+fn run(files: &BTreeMap<String, Vec<u8>>) -> (SystemReport, Tables) {
+    system_mem::run(DIR, files)
+}
 
 /// The mix of at least `bytes`, with its trace_info, as in-memory files.
 fn mix(bytes: u64) -> (SystemSpec, Vec<u8>, u64) {

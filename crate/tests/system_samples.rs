@@ -3,6 +3,8 @@
 //! tests 10 and 11, table contents, and no-panic runs on truncated / bit-flipped copies.
 
 mod common;
+#[path = "common/system_mem.rs"]
+mod system_mem;
 use common::samples;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -392,22 +394,7 @@ fn sample_capture_counts_and_tables() {
 
 /// An in-memory capture made of the sample's four .pb files, with one of them replaced.
 fn run_mem(files: &BTreeMap<String, Vec<u8>>) -> SystemReport {
-    let profile = Profile {
-        id: DIR.into(),
-        profile_type: ProfileType::System,
-        root: DIR.into(),
-        instance_id: Some("i-0af76a70a6d3864dd".into()),
-        pid: Some(713_479),
-        devices: Vec::new(),
-        system_files: files.keys().cloned().collect(),
-        other_files: Vec::new(),
-        problems: Vec::new(),
-    };
-    let open = |p: &str| -> Result<Box<dyn ByteSource>> {
-        Ok(Box::new(files.get(p).cloned().unwrap_or_default()))
-    };
-    let mut t = Tables::default();
-    system::process(&profile, &open, &mut t, &mut |_, _, _| {}).expect("sink never fails")
+    system_mem::run(DIR, files).0
 }
 
 #[test]

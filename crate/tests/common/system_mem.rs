@@ -8,17 +8,19 @@ use neuronscope::system::{self, SystemReport};
 use neuronscope::tables::Tables;
 use neuronscope::{ByteSource, Result};
 
-/// The capture directory the files are placed in (instance id and pid as the runtime names it).
-pub const DIR: &str = "i-0123456789abcdef0_pid_4242";
-
-/// `system::process` over `files` (path under [`DIR`] → bytes): its report and its tables.
-pub fn run(files: &BTreeMap<String, Vec<u8>>) -> (SystemReport, Tables) {
+/// `system::process` over `files` (path under `dir` → bytes), `dir` named as the runtime names
+/// a capture directory (`<instance id>_pid_<pid>`, which gives the profile's instance and pid):
+/// its report and its tables.
+pub fn run(dir: &str, files: &BTreeMap<String, Vec<u8>>) -> (SystemReport, Tables) {
+    let (instance, pid) = dir
+        .rsplit_once("_pid_")
+        .expect("dir is <instance>_pid_<pid>");
     let profile = Profile {
-        id: DIR.into(),
+        id: dir.into(),
         profile_type: ProfileType::System,
-        root: DIR.into(),
-        instance_id: Some("i-0123456789abcdef0".into()),
-        pid: Some(4242),
+        root: dir.into(),
+        instance_id: Some(instance.into()),
+        pid: Some(pid.parse().expect("pid is a number")),
         devices: Vec::new(),
         system_files: files.keys().cloned().collect(),
         other_files: Vec::new(),
