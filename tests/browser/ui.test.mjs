@@ -347,18 +347,30 @@ test('keyboard: Tab reaches every profile, the tabs and the canvas with a focus 
     assert.match(await page.locator('[data-testid=instruction-details] .details-head').innerText(), new RegExp(`^${a3.label} · instruction ${a3.k + 1} of`));
 
     // Tooltip: hover the selected slice, then a key zoom → gone; hover again, then a wheel scroll → gone.
+    // The page's layout can still move (the details panel settling): take the slice's position in
+    // page coordinates from the last frame drawn, come in from outside the canvas so a mousemove
+    // fires, and take the position again if the pointer did not land on the canvas.
+    const tooltipShown = () => page.evaluate(() => !document.querySelector('[data-testid=timeline-panel] [data-testid=timeline-tooltip]').hidden);
     const hoverSelected = async () => {
-      const p = await page.evaluate(() => {
-        const c = document.querySelector('[data-testid=timeline-canvas]');
-        const d = c.dataset;
-        const p = window.__neuronscope.timeline('timeline-canvas');
-        const lbl = d.cursorLabel;
-        const row = p.rows.find((r) => r.label === lbl || `sg0${r.pcore} ${r.label}` === lbl);
-        return { x: p.gutter + (Number(d.cursorStart) - p.viewStart) / p.nsPerPx + 1, y: row.top + row.height / 2 };
-      });
-      const bb = await canvas.boundingBox();
-      await page.mouse.move(bb.x + p.x, bb.y + p.y);
-      await page.waitForFunction(() => !document.querySelector('[data-testid=timeline-panel] [data-testid=timeline-tooltip]').hidden, null, { timeout: 5_000 });
+      for (let attempt = 0; attempt < 5; attempt++) {
+        await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+        const p = await page.evaluate(() => {
+          const c = document.querySelector('[data-testid=timeline-canvas]');
+          const d = c.dataset;
+          const p = window.__neuronscope.timeline('timeline-canvas');
+          const lbl = d.cursorLabel;
+          const row = p.rows.find((r) => r.label === lbl || `sg0${r.pcore} ${r.label}` === lbl);
+          const bb = c.getBoundingClientRect();
+          return { left: bb.x, top: bb.y, x: bb.x + p.gutter + (Number(d.cursorStart) - p.viewStart) / p.nsPerPx + 1, y: bb.y + row.top + row.height / 2 };
+        });
+        await page.mouse.move(p.left - 5, p.top - 5);
+        await page.mouse.move(p.x, p.y);
+        const onCanvas = await page.evaluate(([x, y]) => document.elementFromPoint(x, y)?.dataset.testid === 'timeline-canvas', [p.x, p.y]);
+        if (!onCanvas) continue;
+        await page.waitForFunction(() => !document.querySelector('[data-testid=timeline-panel] [data-testid=timeline-tooltip]').hidden, null, { timeout: 5_000 });
+        return;
+      }
+      assert.fail(`the selected slice stayed off the canvas (tooltip shown: ${await tooltipShown()})`);
     };
     await hoverSelected();
     await page.keyboard.press('w');
