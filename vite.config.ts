@@ -3,6 +3,8 @@
 // run time (its URL is passed in by the page), so the site works from any base path and offline.
 import { defineConfig } from 'vite';
 
+const ISOLATION = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' };
+
 export default defineConfig({
   root: 'www',
   base: './',
@@ -14,6 +16,8 @@ export default defineConfig({
     chunkSizeWarningLimit: 2048,
   },
   worker: { format: 'es' },
-  server: { host: '127.0.0.1', port: 5173 },
-  preview: { host: '127.0.0.1', port: 8080 },
+  // Cross-origin isolated (SharedArrayBuffer between the page's workers: the pipelined split
+  // decode, www/src/client.ts); a host that cannot send these headers gets the unpipelined decode.
+  server: { host: '127.0.0.1', port: 5173, headers: ISOLATION },
+  preview: { host: '127.0.0.1', port: 8080, headers: ISOLATION },
 });

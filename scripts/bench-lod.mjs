@@ -245,6 +245,13 @@ try {
   console.log(`open\t${fmtTasks(openTasks)}\tcpu browser ${(cpu1 - cpu0).toFixed(1)} s, page main thread ${(main1 - main0).toFixed(1)} s\tload ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
   console.log(`open\tlongest frames ${fmtFrames(await longFrames(pt0, pt1))}`);
   console.log(`open\tpage spans (longest): ${await measures(pt0, pt1)}`);
+  // Where the split decode sat in the pick → drawn span (the rest is scan, NEFF, store set-up, first draw).
+  const split = await page.evaluate(() => performance.getEntriesByType('measure').filter((m) => m.name.startsWith('split: ')).map((m) => [m.startTime, m.startTime + m.duration]));
+  if (split.length > 0) {
+    const a = Math.min(...split.map((x) => x[0])) - pt0;
+    const b = Math.max(...split.map((x) => x[1])) - pt0;
+    console.log(`open\tsplit decode from ${(a / 1000).toFixed(1)} s to ${(b / 1000).toFixed(1)} s after the pick`);
+  }
   await canvas.focus();
   const pt2 = await pageNow();
   const cpu2 = childCpuSeconds();

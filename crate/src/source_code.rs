@@ -440,15 +440,22 @@ pub struct SourceHeat {
 /// Accumulates [`SourceHeat`] from `Instruction` record batches (columns `nki_source_location`,
 /// `bir_debug_info_source_location`, `duration_ns`, `engine`; `start_ts`/`end_ts` stand in for a
 /// null `duration_ns`). Missing columns count as null. Memory: one entry per distinct
-/// (location, engine), not per row.
+/// (location, engine), not per row. Dictionary columns are resolved once per dictionary value
+/// and batch, so a row costs no hashing (the page builds the heat while the NTFF decodes:
+/// crate/src/wasm.rs `HeatSink`).
 #[derive(Debug, Default)]
 pub struct HeatBuilder {
     heat: SourceHeat,
-    by_loc: HashMap<String, LocSums>,
+    /// Location → its index in `sums`.
+    by_loc: HashMap<String, u32>,
+    /// Per location: (ns, count, per engine id (ns, count)).
+    sums: Vec<LocSums>,
+    /// Engine names by id (a handful).
+    engines: Vec<String>,
 }
 
-/// (ns, count) of one location, and per engine.
-type LocSums = (i64, u64, HashMap<String, (i64, u64)>);
+/// (location, ns, count) of one location, and per engine id.
+type LocSums = (String, i64, u64, Vec<(u32, i64, u64)>);
 
 /// The Instruction columns [`HeatBuilder::add_batch`] reads.
 pub const HEAT_COLUMNS: [&str; 6] = [
@@ -460,7 +467,72 @@ pub const HEAT_COLUMNS: [&str; 6] = [
     "engine",
 ];
 
+/// Memo of one string column's ids within a batch: per dictionary key (`u32::MAX`: not yet
+/// resolved, `u32::MAX - 1`: null or empty).
+struct KeyMemo(Vec<u32>);
+
+const UNSEEN: u32 = u32::MAX;
+const NONE: u32 = u32::MAX - 1;
+
 impl HeatBuilder {
+    fn loc_id(&mut self, loc: &str) -> u32 {
+        if let Some(&i) = self.by_loc.get(loc) {
+            return i;
+        }
+        let i = self.sums.len() as u32;
+        self.sums.push((loc.to_string(), 0, 0, Vec::new()));
+        self.by_loc.insert(loc.to_string(), i);
+        i
+    }
+    fn engine_id(&mut self, e: &str) -> u32 {
+        match self.engines.iter().position(|x| x == e) {
+            Some(i) => i as u32,
+            None => {
+                self.engines.push(e.to_string());
+                (self.engines.len() - 1) as u32
+            }
+        }
+    }
+    /// The id of row `r`'s value in `col` through `memo` (dictionary columns) or `id` (NONE for
+    /// null or empty).
+    fn id_at(
+        &mut self,
+        col: Option<crate::tables::StrCol<'_>>,
+        memo: &mut KeyMemo,
+        r: usize,
+        id: fn(&mut Self, &str) -> u32,
+    ) -> u32 {
+        use crate::tables::StrCol;
+        use arrow_array::Array;
+        match col {
+            None => NONE,
+            Some(StrCol::Dict(keys, values)) => {
+                if keys.is_null(r) {
+                    return NONE;
+                }
+                let k = keys.value(r);
+                let Some(slot) = usize::try_from(k).ok().filter(|&k| k < values.len()) else {
+                    return NONE;
+                };
+                if memo.0.len() < values.len() {
+                    memo.0.resize(values.len(), UNSEEN);
+                }
+                if memo.0[slot] == UNSEEN {
+                    let v = values.is_valid(slot).then(|| values.value(slot));
+                    memo.0[slot] = match v.filter(|v| !v.is_empty()) {
+                        Some(v) => id(self, v),
+                        None => NONE,
+                    };
+                }
+                memo.0[slot]
+            }
+            Some(c) => match c.get(r).filter(|v| !v.is_empty()) {
+                Some(v) => id(self, v),
+                None => NONE,
+            },
+        }
+    }
+
     /// Adds one batch of `Instruction` rows.
     pub fn add_batch(&mut self, b: &arrow_array::RecordBatch) {
         use crate::tables::StrCol;
@@ -476,12 +548,14 @@ impl HeatBuilder {
             s("engine"),
         );
         let (dur, st, en) = (i("duration_ns"), i("start_ts"), i("end_ts"));
-        fn get_s<'a>(a: Option<StrCol<'a>>, r: usize) -> Option<&'a str> {
-            a.and_then(|a| a.get(r)).filter(|v| !v.is_empty())
-        }
         fn get_i(a: Option<&Int64Array>, r: usize) -> Option<i64> {
             a.filter(|a| a.is_valid(r)).map(|a| a.value(r))
         }
+        let (mut m_nki, mut m_bir, mut m_eng) = (
+            KeyMemo(Vec::new()),
+            KeyMemo(Vec::new()),
+            KeyMemo(Vec::new()),
+        );
         for r in 0..b.num_rows() {
             let d = get_i(dur, r)
                 .or_else(|| Some(get_i(en, r)?.saturating_sub(get_i(st, r)?)))
@@ -489,33 +563,46 @@ impl HeatBuilder {
                 .max(0);
             self.heat.total_ns = self.heat.total_ns.saturating_add(d);
             self.heat.count += 1;
-            let Some(loc) = get_s(nki, r).or_else(|| get_s(bir, r)) else {
+            let mut loc = self.id_at(nki, &mut m_nki, r, Self::loc_id);
+            if loc == NONE {
+                loc = self.id_at(bir, &mut m_bir, r, Self::loc_id);
+            }
+            if loc == NONE {
                 self.heat.unattributed_ns = self.heat.unattributed_ns.saturating_add(d);
                 self.heat.unattributed_count += 1;
                 continue;
-            };
-            let e = self.by_loc.entry(loc.to_string()).or_default();
-            e.0 = e.0.saturating_add(d);
-            e.1 += 1;
-            let engine = get_s(eng, r).unwrap_or("");
-            let pe = e.2.entry(engine.to_string()).or_default();
-            pe.0 = pe.0.saturating_add(d);
-            pe.1 += 1;
+            }
+            // A missing or empty engine is the engine "" (as before).
+            let mut engine = self.id_at(eng, &mut m_eng, r, Self::engine_id);
+            if engine == NONE {
+                engine = self.engine_id("");
+            }
+            let e = &mut self.sums[loc as usize];
+            e.1 = e.1.saturating_add(d);
+            e.2 += 1;
+            match e.3.iter_mut().find(|x| x.0 == engine) {
+                Some(pe) => {
+                    pe.1 = pe.1.saturating_add(d);
+                    pe.2 += 1;
+                }
+                None => e.3.push((engine, d, 1)),
+            }
         }
     }
 
     /// The heat, lines and engines sorted by time (largest first; ties by location / engine).
     pub fn finish(self) -> SourceHeat {
         let mut heat = self.heat;
+        let names = self.engines;
         heat.lines = self
-            .by_loc
+            .sums
             .into_iter()
-            .map(|(location, (total_ns, count, engines))| {
+            .map(|(location, total_ns, count, engines)| {
                 let (path, line) = split_location(&location).unwrap_or((location.as_str(), 0));
                 let mut engines: Vec<EngineHeat> = engines
                     .into_iter()
-                    .map(|(engine, (total_ns, count))| EngineHeat {
-                        engine,
+                    .map(|(engine, total_ns, count)| EngineHeat {
+                        engine: names.get(engine as usize).cloned().unwrap_or_default(),
                         total_ns,
                         count,
                     })

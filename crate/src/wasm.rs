@@ -137,6 +137,60 @@ fn store_sink(key: &str) -> StoreSink<'_> {
     crate::sink::ParquetSink::new(Box::new(move |t: &str| TableStore.writer(key, t)))
 }
 
+/// Largest DMA share of an NTFF's trace bytes ([`crate::ntff::dma::dma_share`]) for which a
+/// split decode pipelines its Parquet to the DMA side's worker. The instruction-dense synthetic
+/// NTFF's is below 0.01; the v6 samples' mix is mostly DMA records.
+const PIPE_MAX_DMA_SHARE: f64 = 0.25;
+
+/// A sink whose batches go to another worker's Parquet writer ([`Session::pipe_begin`]): each
+/// batch as an IPC stream ([`crate::sink::pipe_encode`]) handed to the JS function
+/// `f(table, bytes)` as a view of wasm memory, which `f` copies into the pipe's shared slots
+/// before it returns, first blocking while the other worker is too far behind
+/// (www/src/worker.ts `pipeSender`: memory stays bounded, and no buffer is allocated per batch). Errors: `f` threw (the other worker
+/// stopped; the decode then stops at its next batch).
+struct RemoteSink<'a> {
+    f: &'a js_sys::Function,
+    /// Only this table goes to `f` (the rest to `local`); `None`: every table.
+    only: Option<&'static str>,
+    local: &'a mut dyn crate::tables::TableSink,
+    /// ms spent encoding batches and in `f` (benchmarks: the result's `pipe_ms`).
+    encode_ms: f64,
+    call_ms: f64,
+}
+
+impl crate::tables::TableSink for RemoteSink<'_> {
+    fn batch(
+        &mut self,
+        def: &'static crate::tables::TableDef,
+        batch: arrow_array::RecordBatch,
+    ) -> Result<()> {
+        if self.only.is_some_and(|t| t != def.name) {
+            return self.local.batch(def, batch);
+        }
+        let t0 = js_sys::Date::now();
+        let bytes = crate::sink::pipe_encode(&batch)?;
+        let t1 = js_sys::Date::now();
+        self.encode_ms += t1 - t0;
+        // SAFETY: a view of `bytes` in wasm memory, valid while nothing allocates here: `f`
+        // copies it before it returns (into the pipe's shared slots) and calls nothing of ours.
+        let view = unsafe { js_sys::Uint8Array::view(&bytes) };
+        let r = self
+            .f
+            .call2(&JsValue::NULL, &JsValue::from_str(def.name), &view)
+            .map(|_| ())
+            .map_err(|e| {
+                let why = e
+                    .dyn_ref::<js_sys::Error>()
+                    .and_then(|e| e.message().as_string())
+                    .unwrap_or_else(|| "stopped".into());
+                Error::Other(format!("the Parquet writer in the other worker: {why}"))
+            });
+        self.call_ms += js_sys::Date::now() - t1;
+        drop(bytes);
+        r
+    }
+}
+
 /// The wasm heap's allocator with two counters: bytes live now and their high-water mark since
 /// [`heap_reset_peak`]. `memory.buffer.byteLength` only says what the allocator ever asked the
 /// engine for (it never shrinks); these say what the core actually held, so a gap between the two
@@ -252,6 +306,24 @@ fn wasm_memory_bytes() -> f64 {
         .unwrap_or(0) as f64
 }
 
+/// Where each table of a profile went: `[{name, kind: "opfs"|"memory", file, bytes, rows}]`
+/// (`file` the file store id, null in memory).
+fn stored_list(stored: &Stored) -> js_sys::Array {
+    let list = js_sys::Array::new();
+    for (name, t) in stored {
+        let o = js_sys::Object::new();
+        let _ = js_sys::Reflect::set(&o, &"name".into(), &JsValue::from_str(name));
+        let _ = js_sys::Reflect::set(&o, &"kind".into(), &JsValue::from_str(t.data.kind()));
+        let file = t.data.file_id().map_or(JsValue::NULL, JsValue::from);
+        let _ = js_sys::Reflect::set(&o, &"file".into(), &file);
+        let bytes = parquet::file::reader::Length::len(&t.data) as f64;
+        let _ = js_sys::Reflect::set(&o, &"bytes".into(), &JsValue::from_f64(bytes));
+        let _ = js_sys::Reflect::set(&o, &"rows".into(), &JsValue::from_f64(t.rows as f64));
+        list.push(&o);
+    }
+    list
+}
+
 /// Tables re-opened in this worker's file store, `[{name, rows, file, bytes}]` (`file`: the id the
 /// store gave the file), as stored tables. Errors: not that shape.
 fn adopted_tables(tables: &JsValue) -> std::result::Result<Stored, JsError> {
@@ -298,6 +370,12 @@ pub struct Session {
     /// Device profiles decoded by [`Session::process_split`] whose Summary and derived tables
     /// wait for [`Session::finish_split`] (same keys as `results`).
     pending: BTreeMap<String, crate::profile::DevicePending>,
+    /// The Parquet writer of another worker's pipelined decode ([`Session::pipe_begin`]): its
+    /// store key and sink.
+    pipe: Option<(StoreSink<'static>, crate::sink::PipeReader)>,
+    /// Source heat of each device profile, built while its `Instruction` rows streamed (same
+    /// keys as `results`; a re-opened profile has none: [`Session::source_heat`] reads its table).
+    heats: BTreeMap<String, crate::source_code::SourceHeat>,
     /// Source files for the Source view, built on first use (`sources`).
     sources: Option<(
         crate::source_code::SourceIndex,
@@ -338,6 +416,28 @@ fn progress_cb<'a>(
     }
 }
 
+/// A sink that builds the source heat ([`crate::source_code::HeatBuilder`]) of the `Instruction`
+/// batches passing through to `inner`, so the Source view needs no second pass over the stored
+/// table (at 2 GB of instruction-dense NTFF that pass took seconds after the timeline was drawn).
+struct HeatSink<'a> {
+    inner: &'a mut dyn crate::tables::TableSink,
+    /// `Some` once an `Instruction` batch passed.
+    heat: Option<crate::source_code::HeatBuilder>,
+}
+
+impl crate::tables::TableSink for HeatSink<'_> {
+    fn batch(
+        &mut self,
+        def: &'static crate::tables::TableDef,
+        batch: arrow_array::RecordBatch,
+    ) -> Result<()> {
+        if std::ptr::eq(def, &crate::tables::explorer::INSTRUCTION) {
+            self.heat.get_or_insert_default().add_batch(&batch);
+        }
+        self.inner.batch(def, batch)
+    }
+}
+
 /// A sink that counts the rows passing through to `inner` (progress reports carry them).
 struct RowCount<'a> {
     inner: &'a mut dyn crate::tables::TableSink,
@@ -375,6 +475,7 @@ impl Session {
         key: &str,
         progress: &js_sys::Function,
         origin: Option<i64>,
+        remote: Option<(&js_sys::Function, Option<&'static str>)>,
         decode: impl FnOnce(
             &Self,
             &mut dyn crate::tables::TableSink,
@@ -385,9 +486,21 @@ impl Session {
         let trace = RefCell::new(MemoryTrace::default());
         trace.borrow_mut().sample("start", 0, 0, true);
         let mut sink = store_sink(key);
+        let mut piped = None;
+        let inner: &mut dyn crate::tables::TableSink = match remote {
+            Some((f, only)) => piped.insert(RemoteSink {
+                f,
+                only,
+                local: &mut sink,
+                encode_ms: 0.0,
+                call_ms: 0.0,
+            }),
+            None => &mut sink,
+        };
         let rows = std::cell::Cell::new(0);
         let mut cb = progress_cb(progress, &rows, &trace);
-        let mut lod = crate::lod::LodCollector::new(&mut sink);
+        let mut heat = HeatSink { inner, heat: None };
+        let mut lod = crate::lod::LodCollector::new(&mut heat);
         if let Some(l) = self.lods.remove(key) {
             lod.lod = l;
         }
@@ -400,6 +513,13 @@ impl Session {
             &mut cb,
         )?;
         let mut lod = lod.lod;
+        if let Some(h) = heat.heat.take() {
+            self.heats.insert(key.to_string(), h.finish());
+        }
+        if let Some(p) = piped.take() {
+            let ms = js_sys::Array::of2(&p.encode_ms.into(), &p.call_ms.into());
+            let _ = js_sys::Reflect::set(&js, &"pipe_ms".into(), &ms);
+        }
         trace.borrow_mut().sample("decoded", 0, 0, true);
         lod.finish(origin);
         let lod_bytes = lod.heap_bytes();
@@ -427,19 +547,7 @@ impl Session {
             let data = w.finish().map_err(js_err)?;
             stored.insert(name.to_string(), StoredTable { data, rows });
         }
-        let list = js_sys::Array::new();
-        for (name, t) in &stored {
-            let o = js_sys::Object::new();
-            let _ = js_sys::Reflect::set(&o, &"name".into(), &JsValue::from_str(name));
-            let _ = js_sys::Reflect::set(&o, &"kind".into(), &JsValue::from_str(t.data.kind()));
-            let file = t.data.file_id().map_or(JsValue::NULL, JsValue::from);
-            let _ = js_sys::Reflect::set(&o, &"file".into(), &file);
-            let bytes = parquet::file::reader::Length::len(&t.data) as f64;
-            let _ = js_sys::Reflect::set(&o, &"bytes".into(), &JsValue::from_f64(bytes));
-            let _ = js_sys::Reflect::set(&o, &"rows".into(), &JsValue::from_f64(t.rows as f64));
-            list.push(&o);
-        }
-        let _ = js_sys::Reflect::set(js, &"stored".into(), &list);
+        let _ = js_sys::Reflect::set(js, &"stored".into(), &stored_list(&stored));
         let _ = js_sys::Reflect::set(
             js,
             &"wasm_memory_bytes".into(),
@@ -447,6 +555,20 @@ impl Session {
         );
         self.results.insert(key.to_string(), stored);
         Ok(())
+    }
+    /// [`crate::ntff::dma::dma_share`] of a device's NTFF (its info section read); `None` when
+    /// there is no readable one.
+    fn dma_share(&self, profile_id: &str, device_index: usize) -> Option<f64> {
+        let inv = self.inventory.as_ref()?;
+        let dev = inv
+            .profiles
+            .iter()
+            .find(|p| p.id == profile_id)?
+            .devices
+            .get(device_index)?;
+        let src = self.open(dev.ntff.as_deref()?).ok()?;
+        let info = crate::ntff::read_info(&*src).ok()??;
+        Some(crate::ntff::dma::dma_share(&info))
     }
     fn open(&self, path: &str) -> Result<Box<dyn ByteSource>> {
         match self.files.get(path) {
@@ -515,6 +637,8 @@ impl Session {
             results: BTreeMap::new(),
             pending: BTreeMap::new(),
             lods: BTreeMap::new(),
+            pipe: None,
+            heats: BTreeMap::new(),
             sources: None,
         }
     }
@@ -556,8 +680,9 @@ impl Session {
         progress: &js_sys::Function,
     ) -> std::result::Result<JsValue, JsError> {
         let key = format!("{profile_id}#{device_index}");
+        self.heats.remove(&key);
         // Device tables are ns from the execution start: the axis is theirs.
-        self.decode_stored(&key, progress, Some(0), |s, sink, cb| {
+        self.decode_stored(&key, progress, Some(0), None, |s, sink, cb| {
             let inv = s.inventory()?;
             let out = crate::profile::process_device(
                 inv,
@@ -576,16 +701,34 @@ impl Session {
     /// `SchemaFields` tables, which [`Session::finish_split`] writes once another worker's
     /// [`Session::dma_side`] is done (or without it). The tables so far and the timeline
     /// summaries are kept under the key. Returns `{key, pending: true, stored, wasm_memory_bytes}`.
+    ///
+    /// With `remote` (a JS function `(table, bytes)`, see [`RemoteSink`]) the tables are not
+    /// written here: every batch goes to another worker's Parquet writer ([`Session::pipe_begin`])
+    /// as an IPC stream, so that worker encodes Parquet while this one decodes; `stored` is then
+    /// empty and the other worker's files come to [`Session::finish_split`] with the DMA side's.
     pub fn process_split(
         &mut self,
         profile_id: String,
         device_index: usize,
         progress: &js_sys::Function,
+        remote: Option<js_sys::Function>,
     ) -> std::result::Result<JsValue, JsError> {
         let key = format!("{profile_id}#{device_index}");
         self.pending.remove(&key);
+        self.heats.remove(&key);
         let mut pending = None;
-        let js = self.decode_stored(&key, progress, Some(0), |s, sink, cb| {
+        // The other worker also decodes the DMA side: with a large one it would fall behind
+        // and this worker would wait on it (the halves then run one after the other).
+        let share = self.dma_share(&profile_id, device_index);
+        let remote = remote.filter(|_| share.is_some_and(|s| s <= PIPE_MAX_DMA_SHARE));
+        let piped = remote.is_some();
+        // Only `Instruction` (the bulk): the other worker also runs the DMA side meanwhile, and
+        // it is the slower half (2 GB instruction-dense NTFF, every table piped: this worker
+        // waited 15 s of 49 s on it).
+        let remote = remote
+            .as_ref()
+            .map(|f| (f, Some(crate::tables::explorer::INSTRUCTION.name)));
+        let js = self.decode_stored(&key, progress, Some(0), remote, |s, sink, cb| {
             let inv = s.inventory()?;
             let opts = crate::profile::DeviceOptions {
                 dma_elsewhere: true,
@@ -602,7 +745,7 @@ impl Session {
             )
             .map_err(js_err)?;
             pending = Some(p);
-            to_js(&serde_json::json!({ "key": key, "pending": true }))
+            to_js(&serde_json::json!({ "key": key, "pending": true, "piped": piped }))
         })?;
         if let Some(p) = pending {
             self.pending.insert(key, p);
@@ -625,7 +768,7 @@ impl Session {
         let key = format!("{profile_id}#{device_index}");
         self.results.remove(&key);
         self.lods.remove(&key);
-        let js = self.decode_stored(&key, progress, Some(0), |s, sink, cb| {
+        let js = self.decode_stored(&key, progress, Some(0), None, |s, sink, cb| {
             let inv = s.inventory()?;
             let side = crate::profile::dma_side_device(
                 inv,
@@ -657,6 +800,9 @@ impl Session {
     /// `SchemaFields` tables with its `side` merged in (`None`: that worker failed, so the DMA side
     /// is decoded here). Returns what [`Session::process`] returns. Errors: no pending decode of
     /// `key`, a malformed `side` or `lod`.
+    ///
+    /// With `remote` (the pipe [`Session::process_split`] used), the tables written here go to
+    /// the other worker's Parquet writer too; its files come back through [`Session::add_stored`].
     pub fn finish_split(
         &mut self,
         key: String,
@@ -664,6 +810,7 @@ impl Session {
         lod: Option<Vec<u8>>,
         tables: JsValue,
         progress: &js_sys::Function,
+        remote: Option<js_sys::Function>,
     ) -> std::result::Result<JsValue, JsError> {
         let pending = self
             .pending
@@ -677,14 +824,17 @@ impl Session {
             if let (Some(bytes), Some(l)) = (lod, self.lods.get_mut(&key)) {
                 l.absorb(&bytes).map_err(js_err)?;
             }
-            let adopted = adopted_tables(&tables)?;
-            let stored = self.results.entry(key.clone()).or_default();
-            for (name, t) in adopted {
-                stored.insert(name, t);
-            }
+        }
+        // The DMA side's files (with `side`) and a pipelined decode's (with or without it).
+        let adopted = adopted_tables(&tables)?;
+        let stored = self.results.entry(key.clone()).or_default();
+        for (name, t) in adopted {
+            stored.insert(name, t);
         }
         let k = key.clone();
-        self.decode_stored(&key, progress, Some(0), move |s, sink, cb| {
+        // Every table: the other worker has nothing else to do by now.
+        let remote = remote.as_ref().map(|f| (f, None));
+        self.decode_stored(&key, progress, Some(0), remote, move |s, sink, cb| {
             let out = crate::profile::finish_device(pending, side, &|p: &str| s.open(p), sink, cb)
                 .map_err(js_err)?;
             to_js(&out.with_key(&k))
@@ -700,7 +850,7 @@ impl Session {
     ) -> std::result::Result<JsValue, JsError> {
         let key = format!("{profile_id}#system");
         // System tables are Unix ns: the axis starts at the earliest event or sample.
-        self.decode_stored(&key, progress, None, |s, sink, cb| {
+        self.decode_stored(&key, progress, None, None, |s, sink, cb| {
             let inv = s.inventory()?;
             let out =
                 crate::profile::process_system(inv, &profile_id, &|p: &str| s.open(p), sink, cb)
@@ -818,6 +968,7 @@ impl Session {
             Some(0)
         });
         self.lods.insert(key.clone(), lod);
+        self.heats.remove(&key);
         self.results.insert(key, stored);
         Ok(())
     }
@@ -896,6 +1047,9 @@ impl Session {
     /// read batch by batch): `{total_ns, count, unattributed_ns, unattributed_count,
     /// lines: [{location, path, line, total_ns, count, engines: [{engine, total_ns, count}]}]}`.
     pub fn source_heat(&self, key: &str) -> std::result::Result<JsValue, JsError> {
+        if let Some(h) = self.heats.get(key) {
+            return to_js(h);
+        }
         let t = self.table(key, "Instruction")?;
         let heat = crate::source_code::heat_of_parquet(t.data.clone()).map_err(js_err)?;
         to_js(&heat)
@@ -935,12 +1089,79 @@ impl Session {
         let report = crate::conform::conform(&StoredTables(stored), &export).map_err(js_err)?;
         to_js(&report)
     }
+    /// Registers the files a pipelined split decode's writer made for profile `key`
+    /// (`[{name, rows, file, bytes}]`, re-opened in this worker's file store) beside its other
+    /// tables, without rebuilding the timeline summaries (built while the batches streamed).
+    /// Returns every table of `key` as `stored` lists them. Errors: not that shape.
+    pub fn add_stored(
+        &mut self,
+        key: &str,
+        tables: JsValue,
+    ) -> std::result::Result<JsValue, JsError> {
+        let adopted = adopted_tables(&tables)?;
+        let stored = self.results.entry(key.to_string()).or_default();
+        for (name, t) in adopted {
+            stored.insert(name, t);
+        }
+        Ok(stored_list(stored).into())
+    }
+    /// Starts this worker's half of a pipelined split decode: a Parquet writer under store key
+    /// `key` (not a profile key of this session: the files are handed to the decoding worker)
+    /// for the batches [`Session::pipe_batch`] brings. A writer left from before is dropped.
+    pub fn pipe_begin(&mut self, key: String) {
+        let sink: StoreSink<'static> =
+            crate::sink::ParquetSink::new(Box::new(move |t: &str| TableStore.writer(&key, t)));
+        self.pipe = Some((sink, crate::sink::PipeReader::default()));
+    }
+    /// Writes one batch the decoding worker's [`RemoteSink`] sent (`bytes`: an IPC stream of
+    /// table `table`). Errors: no [`Session::pipe_begin`], bytes that are not such a stream,
+    /// the store's write errors.
+    pub fn pipe_batch(&mut self, table: &str, bytes: Vec<u8>) -> std::result::Result<(), JsError> {
+        use crate::tables::TableSink;
+        let (sink, reader) = self
+            .pipe
+            .as_mut()
+            .ok_or_else(|| JsError::new("pipe_batch: no pipe_begin"))?;
+        let (def, batches) = reader.decode(table, bytes).map_err(js_err)?;
+        for b in batches {
+            sink.batch(def, b).map_err(js_err)?;
+        }
+        Ok(())
+    }
+    /// Closes the pipelined writer's files: `[{name, rows, file, bytes}]` (`file` the file
+    /// store id), to be closed here and handed to the decoding worker. Errors: no writer, the
+    /// store's errors, a table the store kept in memory (`file` null then: the caller refuses).
+    pub fn pipe_end(&mut self) -> std::result::Result<JsValue, JsError> {
+        let (sink, _) = self
+            .pipe
+            .take()
+            .ok_or_else(|| JsError::new("pipe_end: no pipe_begin"))?;
+        let list = js_sys::Array::new();
+        for (name, (w, rows)) in sink.into_outputs().map_err(js_err)? {
+            let data = w.finish().map_err(js_err)?;
+            let o = js_sys::Object::new();
+            let _ = js_sys::Reflect::set(&o, &"name".into(), &JsValue::from_str(name));
+            let file = data.file_id().map_or(JsValue::NULL, JsValue::from);
+            let _ = js_sys::Reflect::set(&o, &"file".into(), &file);
+            let bytes = parquet::file::reader::Length::len(&data) as f64;
+            let _ = js_sys::Reflect::set(&o, &"bytes".into(), &JsValue::from_f64(bytes));
+            let _ = js_sys::Reflect::set(&o, &"rows".into(), &JsValue::from_f64(rows as f64));
+            list.push(&o);
+        }
+        Ok(list.into())
+    }
+    /// Drops the pipelined writer without closing its files (the decode failed; the worker
+    /// deletes the files of the writer's key).
+    pub fn pipe_drop(&mut self) {
+        self.pipe = None;
+    }
     /// Forgets a processed profile's tables (frees their memory; files on OPFS are the file
     /// store's to close and delete, www/src/worker.ts).
     pub fn release(&mut self, key: &str) {
         self.results.remove(key);
         self.lods.remove(key);
         self.pending.remove(key);
+        self.heats.remove(key);
     }
     /// The timeline tracks of processed profile `key` (serde of [`crate::lod::Listing`]):
     /// `{origin, start, end, names, tracks: [{id, kind, table, pcore, name, source?, pid?, tid?,

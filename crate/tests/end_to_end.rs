@@ -16,7 +16,7 @@ use neuronscope::inventory::{self, Inventory, ProfileType};
 use neuronscope::pairing::PairStatus;
 use neuronscope::profile;
 use neuronscope::source::FileSource;
-use neuronscope::tables::Tables;
+use neuronscope::tables::{TableSink, Tables};
 use neuronscope::{ByteSource, Result, Severity};
 use serde_json::Value;
 
@@ -427,6 +427,10 @@ enum Mode {
     Workers,
     /// [`Mode::Workers`] whose other worker failed: the finish decodes the DMA side.
     WorkersFallback,
+    /// [`Mode::Workers`] pipelined as the page does it when it may (www/src/client.ts
+    /// `splitDecode`): the first half's `Instruction` batches and every batch of the finish cross to the other
+    /// worker's Parquet writer as IPC streams (`sink::pipe_encode`, `sink::PipeReader`).
+    WorkersPiped,
 }
 
 /// A profile's level-of-detail summaries by track (kind, core, name): the track as listed
@@ -467,6 +471,37 @@ fn lod_digest(lod: &neuronscope::lod::Lod) -> BTreeMap<String, (String, Vec<u64>
 
 /// Tables, Parquet bytes, Summary facts, problems and level-of-detail summaries of one device
 /// decoded into in-memory Parquet in `mode`.
+/// The decoding worker's sink of [`Mode::WorkersPiped`]: while `piping`, each batch crosses to
+/// `remote` as the page's workers hand it over (an IPC stream, decoded on the table's schema);
+/// else it goes to `local`.
+struct Route<'a, R: TableSink, L: TableSink> {
+    piping: &'a std::cell::Cell<bool>,
+    /// Only this table crosses (the first half pipes `Instruction` alone; the finish, all).
+    only: &'a std::cell::Cell<Option<&'static str>>,
+    remote: &'a mut R,
+    local: &'a mut L,
+    reader: neuronscope::sink::PipeReader,
+}
+
+impl<R: TableSink, L: TableSink> TableSink for Route<'_, R, L> {
+    fn batch(
+        &mut self,
+        def: &'static neuronscope::tables::TableDef,
+        batch: arrow_array::RecordBatch,
+    ) -> Result<()> {
+        if !self.piping.get() || self.only.get().is_some_and(|t| t != def.name) {
+            return self.local.batch(def, batch);
+        }
+        let bytes = neuronscope::sink::pipe_encode(&batch)?;
+        let (def2, batches) = self.reader.decode(def.name, bytes)?;
+        assert!(std::ptr::eq(def, def2), "{}: the same table", def.name);
+        for b in batches {
+            self.remote.batch(def2, b)?;
+        }
+        Ok(())
+    }
+}
+
 fn decode_device(
     inv: &Inventory,
     base: &Path,
@@ -483,10 +518,23 @@ fn decode_device(
     };
     let opts = profile::DeviceOptions {
         dma_open: (mode == Mode::Threads).then_some(&shared as profile::SyncOpener<'_>),
-        dma_elsewhere: matches!(mode, Mode::Workers | Mode::WorkersFallback),
+        dma_elsewhere: matches!(
+            mode,
+            Mode::Workers | Mode::WorkersFallback | Mode::WorkersPiped
+        ),
     };
     let mut parquet = ParquetSink::new(|_t: &str| Ok(Vec::<u8>::new()));
-    let mut sink = LodCollector::new(&mut parquet);
+    let mut piped_parquet = ParquetSink::new(|_t: &str| Ok(Vec::<u8>::new()));
+    let piping = std::cell::Cell::new(mode == Mode::WorkersPiped);
+    let only = std::cell::Cell::new(Some("Instruction"));
+    let mut route = Route {
+        piping: &piping,
+        only: &only,
+        remote: &mut piped_parquet,
+        local: &mut parquet,
+        reader: Default::default(),
+    };
+    let mut sink = LodCollector::new(&mut route);
     let mut last = (0, 0);
     let mut progress = |stage: &str, done, total| {
         if stage == "NTFF" {
@@ -505,8 +553,9 @@ fn decode_device(
     .unwrap();
     let mut other_parquet = ParquetSink::new(|_t: &str| Ok(Vec::<u8>::new()));
     let mut other = LodCollector::new(&mut other_parquet);
+    only.set(None);
     let side = match (mode, pending.ntff()) {
-        (Mode::Workers, Some(ntff)) => {
+        (Mode::Workers | Mode::WorkersPiped, Some(ntff)) => {
             let mut seen = (0, 0);
             let f = profile::dma_side_device(
                 inv,
@@ -543,7 +592,18 @@ fn decode_device(
     let mut lod = sink.lod;
     lod.finish(Some(0));
     let mut tables = parquet.into_outputs().unwrap();
-    for (name, t) in other_parquet.into_outputs().unwrap() {
+    let piped = piped_parquet.into_outputs().unwrap();
+    assert_eq!(
+        mode == Mode::WorkersPiped,
+        !piped.is_empty(),
+        "{profile_id}: the pipelined writer has the first half's tables"
+    );
+    for (name, t) in other_parquet
+        .into_outputs()
+        .unwrap()
+        .into_iter()
+        .chain(piped)
+    {
         assert!(
             tables.insert(name, t).is_none(),
             "{name} written by both workers"
@@ -603,7 +663,12 @@ fn split_decode_equals_one_thread() {
                     continue;
                 }
                 let (t1, s1, p1, l1) = decode_device(&inv, &base, &p.id, i, Mode::OneThread);
-                for mode in [Mode::Threads, Mode::Workers, Mode::WorkersFallback] {
+                for mode in [
+                    Mode::Threads,
+                    Mode::Workers,
+                    Mode::WorkersFallback,
+                    Mode::WorkersPiped,
+                ] {
                     let (t2, s2, p2, l2) = decode_device(&inv, &base, &p.id, i, mode);
                     assert_eq!(
                         t1.keys().collect::<Vec<_>>(),

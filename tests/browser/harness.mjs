@@ -48,7 +48,14 @@ const TYPES = {
   '.ts': 'text/plain',
 };
 
-/** Serves DIST on 127.0.0.1 (random port). Returns { origin, close }. */
+/**
+ * The headers that make the page cross-origin isolated (SharedArrayBuffer between its workers:
+ * the pipelined split decode, www/src/client.ts `splitDecode`), as `npm start` serves it
+ * (vite.config.ts). Everything the page loads is same-origin, so nothing else changes.
+ */
+export const ISOLATION = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' };
+
+/** Serves DIST on 127.0.0.1 (random port), cross-origin isolated (ISOLATION). Returns { origin, close }. */
 export async function serve() {
   const root = normalize(DIST + sep);
   const server = createServer(async (req, res) => {
@@ -65,7 +72,7 @@ export async function serve() {
         return;
       }
       const body = await readFile(path);
-      res.writeHead(200, { 'content-type': TYPES[extname(path)] ?? 'application/octet-stream', 'cache-control': 'no-store' });
+      res.writeHead(200, { 'content-type': TYPES[extname(path)] ?? 'application/octet-stream', 'cache-control': 'no-store', ...ISOLATION });
       res.end(body);
     } catch (e) {
       res.writeHead(500).end(String(e));

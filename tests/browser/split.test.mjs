@@ -32,23 +32,26 @@ function zipEntries(bytes) {
   return out;
 }
 
-/** Opens DIR with `query`; the first device's tables (zip entries), its job and the page's state. */
-async function decode(query) {
+/** Opens DIR (or the demo capture: `demo`) with `query`; the first device's tables (zip entries), its job and the page's state. */
+async function decode(query, demo = false) {
   const b = await launch();
   try {
     const { page } = b;
-    await page.goto(`${server.origin}/?${query}`);
-    await page.waitForFunction(() => document.body.dataset.state === 'idle', null, { timeout: 30_000 });
-    await page.setInputFiles('[data-testid=folder-input]', sample(DIR));
+    await page.goto(`${server.origin}/?${demo ? 'demo&' : ''}${query}`);
+    if (!demo) {
+      await page.waitForFunction(() => document.body.dataset.state === 'idle', null, { timeout: 30_000 });
+      await page.setInputFiles('[data-testid=folder-input]', sample(DIR));
+    }
     await waitReady(page);
+    const isolated = await page.evaluate(() => globalThis.crossOriginIsolated === true);
     const count = Number(await page.locator('[data-testid=instruction-count]').getAttribute('data-value'));
-    const jobs = await page.$$eval('[data-testid=job]', (ls) => ls.map((l) => ({ state: l.dataset.state, worker: l.dataset.worker, helper: l.dataset.helper, helperError: l.dataset.helperError, text: l.textContent })));
+    const jobs = await page.$$eval('[data-testid=job]', (ls) => ls.map((l) => ({ state: l.dataset.state, worker: l.dataset.worker, helper: l.dataset.helper, helperError: l.dataset.helperError, piped: l.dataset.piped, text: l.textContent })));
     await showView(page, 'tables');
     const [dl] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid=download-all]')]);
     const tables = zipEntries(readFileSync(await dl.path()));
     assert.deepEqual(foreignRequests(b.requests, server.origin), [], 'no request left 127.0.0.1');
     assert.deepEqual(b.errors, [], 'no page errors');
-    return { count, job: jobs[0], tables };
+    return { count, job: jobs[0], tables, isolated };
   } finally {
     await b.close();
   }
@@ -66,6 +69,8 @@ test('split over two workers: the same tables as one worker, and the same again 
   assert.equal(two.job.helper, '1', `the DMA side ran on the second worker: ${two.job.text}`);
   assert.equal(two.job.helperError, '', two.job.text);
   assert.match(two.job.text, /DMA side on worker 2/);
+  assert.ok(two.isolated, 'the test server makes the page cross-origin isolated');
+  assert.equal(two.job.piped, '', 'a DMA-heavy NTFF is not pipelined: its DMA side keeps the second worker busy');
   assert.equal(two.count, one.count);
   assert.deepEqual([...two.tables.keys()].sort(), [...one.tables.keys()].sort(), 'the same tables');
   for (const [name, crc] of one.tables) assert.deepEqual(two.tables.get(name), crc, `${name}: same bytes (CRC-32, size)`);
@@ -75,4 +80,32 @@ test('split over two workers: the same tables as one worker, and the same again 
   assert.equal(crashed.job.state, 'done', crashed.job.text);
   assert.match(crashed.job.helperError, /injected fault/, crashed.job.text);
   for (const [name, crc] of one.tables) assert.deepEqual(crashed.tables.get(name), crc, `${name} after the crash: same bytes`);
+});
+
+test('pipelined split (the demo, instruction-dense): the second worker writes the first half\'s Parquet too; the same tables as one worker, with ?pipe=off, and when the second worker crashes', async () => {
+  const one = await decode('split=off', true);
+  assert.equal(one.job.state, 'done');
+  assert.ok(one.count > 0 && one.tables.has('Instruction.parquet'), [...one.tables.keys()].join(', '));
+  const check = (r, what) => {
+    assert.equal(r.job.state, 'done', `${what}: ${r.job.text}`);
+    assert.equal(r.count, one.count, what);
+    assert.deepEqual([...r.tables.keys()].sort(), [...one.tables.keys()].sort(), `${what}: the same tables`);
+    for (const [name, crc] of one.tables) assert.deepEqual(r.tables.get(name), crc, `${what}: ${name} same bytes (CRC-32, size)`);
+  };
+
+  const piped = await decode('split=always&workers=2', true);
+  check(piped, 'pipelined');
+  assert.equal(piped.job.helper, '1', piped.job.text);
+  assert.equal(piped.job.piped, '1', `pipelined: ${piped.job.text}`);
+  assert.match(piped.job.text, /DMA side and Parquet on worker 2/);
+
+  const off = await decode('split=always&workers=2&pipe=off', true);
+  check(off, '?pipe=off');
+  assert.equal(off.job.piped, '', off.job.text);
+
+  // The second worker panics in its DMA pass, with the pipe open: the decode runs again unpipelined.
+  const crashed = await decode('split=always&workers=2&fault=panic&fault-step=dmaSide&fault-on=.ntff', true);
+  check(crashed, 'after the crash');
+  assert.equal(crashed.job.piped, '', crashed.job.text);
+  assert.match(crashed.job.helperError, /injected fault|Parquet writer/, crashed.job.text);
 });

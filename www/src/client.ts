@@ -15,9 +15,10 @@
 // again) on first use. Other workers and their profiles are untouched. A cancel is the same
 // replacement without the error.
 
-import type { CrashInfo, FaultSpec, FromWorker, InitInfo, PickedFile, ReplyMap, Request, StoreInfo, StoredInfo, StoreKind } from './protocol.ts';
+import type { CrashInfo, FaultSpec, FromWorker, InitInfo, PickedFile, PipeEnd, ReplyMap, Request, StoreInfo, StoredInfo, StoreKind } from './protocol.ts';
 import type { ColumnFilter, ConformReport, DeviceEntry, Inventory, LodListing, LodWindow, MemoryResult, Problem, ProcessResult, RangeSummary, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SearchResult, SystemResult, TableViewInfo } from './api.ts';
 import { clearStale, opfsListable, STORE_DIR, sweepDir } from './opfs.ts';
+import { PIPE_DEPTH, PIPE_SLOT_BYTES } from './protocol.ts';
 
 type Progress = (stage: string, done: number, total: number) => void;
 
@@ -59,6 +60,8 @@ interface Pending {
   /** Last progress report of this request (names how far a failed decode got). */
   last?: { stage: string; done: number; total: number };
   job?: Job;
+  /** performance.now() when it was sent (the `worker <n>: <op>` user-timing span at its answer). */
+  sentAt?: number;
 }
 
 /** A call that broke the wasm core: what it was doing, on which file, and what the core said. */
@@ -99,6 +102,8 @@ export interface Job {
   helper: number | null;
   /** Why that worker's half was not used (it failed; the pass ran on `worker`), else null. */
   helperError: string | null;
+  /** That worker also wrote the decoding worker's Parquet (a pipelined split decode). */
+  piped?: boolean;
   state: 'running' | 'done' | 'failed' | 'cancelled';
   /** Current stage (core progress: NTFF, NEFF, pairing, …) and its done/total (bytes, or items). */
   stage: string;
@@ -123,6 +128,16 @@ export interface Job {
 }
 
 /** Requests that process something and the key their result is kept under. */
+/** Pipe ports already transferred to a worker (a port goes once). */
+const sentPorts = new WeakSet<MessagePort>();
+
+/** Sets a pipe's stop flag (protocol.ts PipeEnd) and wakes the decoding worker waiting on it. */
+function stopPipe(control: SharedArrayBuffer): void {
+  const c = new Int32Array(control);
+  Atomics.store(c, 1, 1);
+  Atomics.notify(c, 0);
+}
+
 function producesKey(req: Request): boolean {
   return req.op === 'process' || req.op === 'processSystem' || req.op === 'processMemory';
 }
@@ -338,6 +353,8 @@ export class CoreClient {
       return;
     }
     slot.pending.delete(msg.id);
+    // Every call as a user-timing span (scripts/bench-lod.mjs lists the longest).
+    if (p.sentAt !== undefined) performance.measure(`worker ${index + 1}: ${p.req.op}`, { start: p.sentAt });
     if (msg.ok) {
       p.resolve(msg.value);
       return;
@@ -430,6 +447,8 @@ export class CoreClient {
    * queued behind the failed one fail with it; after a cancel they are sent to the new worker.
    */
   private replace(slot: Slot, failed: Request, crash: CoreCrash | null): void {
+    // A pipe this worker wrote is gone with it: the decoding worker must not wait on it.
+    for (const [control, writer] of this.pipes) if (writer === slot) stopPipe(control);
     const old = slot.worker;
     old.onmessage = null;
     old.onerror = null;
@@ -487,9 +506,23 @@ export class CoreClient {
 
   private send(slot: Slot, entry: Pending): void {
     const id = this.nextId++;
+    entry.sentAt = performance.now();
     slot.pending.set(id, entry);
-    // Transfer nothing: picked files are handles, export JSON is small enough to copy.
-    slot.worker.postMessage({ ...entry.req, id });
+    // Transfer only a pipe's port (picked files are handles, export JSON is small enough to
+    // copy); a request sent again after a restart goes without its pipe, whose port went with the first.
+    const req = entry.req;
+    const pipe = req.op === 'processSplit' || req.op === 'pipeParquet' ? req.pipe : undefined;
+    if (pipe === undefined) {
+      slot.worker.postMessage({ ...req, id });
+    } else if (!sentPorts.has(pipe.port)) {
+      sentPorts.add(pipe.port);
+      slot.worker.postMessage({ ...req, id }, [pipe.port]);
+    } else if (req.op === 'processSplit') {
+      slot.worker.postMessage({ op: req.op, profileId: req.profileId, deviceIndex: req.deviceIndex, id });
+    } else {
+      slot.pending.delete(id);
+      entry.reject(new Error('a pipe goes to one worker once'));
+    }
   }
 
   /** Brings a profile the replaced worker held back before the first call that reads it: re-opened from OPFS, or processed again. */
@@ -627,12 +660,14 @@ export class CoreClient {
    * (crate/tests/end_to_end.rs `split_decode_equals_one_thread`, tests/browser/split.test.mjs).
    * When the other worker fails or crashes, `slot` decodes the DMA side itself. Else one `process`.
    */
-  private async splitDecode(slot: Slot, req: Extract<Request, { op: 'process' }>, progress?: Progress, job?: Job): Promise<ReplyMap['process']> {
+  private async splitDecode(slot: Slot, req: Extract<Request, { op: 'process' }>, progress?: Progress, job?: Job, mayPipe = true): Promise<ReplyMap['process']> {
     const dev = this.inventory?.profiles.find((q) => q.id === req.profileId)?.devices[req.deviceIndex];
     const size = this.inventory?.files.find((f) => f.path === dev?.ntff)?.size ?? 0;
     const helper = this.store === 'opfs' && (dev?.ntff_version ?? 0) >= 6 && size >= this.splitFrom && size > 0 ? this.helperFor(slot) : null;
     if (helper === null) return this.raw(slot, req, progress, job);
+    const tReady = performance.now();
     await helper.ready;
+    performance.measure('split: waited for the second worker to start', { start: tReady });
     helper.decoding++;
     if (job !== undefined) {
       this.helpers.set(job.id, helper);
@@ -642,17 +677,27 @@ export class CoreClient {
     const generation = this.generation;
     // Each half's span, for scripts/bench-lod.mjs ("page spans").
     const t0 = performance.now();
+    // Pipelined when the page may share memory between workers: the helper also writes this
+    // worker's Parquet (the core declines when the DMA side is large; crate/src/wasm.rs).
+    const pipe = this.pipeOk && mayPipe ? await this.openPipe(helper, `${profileId}#${deviceIndex}~pipe`) : null;
     const side = this.raw(helper, { op: 'dmaSide', profileId, deviceIndex })
-      .catch((e: unknown) => (e instanceof Error ? e : new Error(String(e))))
+      .catch((e: unknown) => {
+        // The writer is gone with the worker: the decode must not wait on it.
+        if (pipe !== null) stopPipe(pipe.control);
+        return e instanceof Error ? e : new Error(String(e));
+      })
       .finally(() => {
         performance.measure('split: DMA rows (second worker)', { start: t0 });
         helper.decoding = Math.max(0, helper.decoding - 1);
         if (job !== undefined) this.helpers.delete(job.id);
       });
     try {
-      const first = await this.raw(slot, { op: 'processSplit', profileId, deviceIndex }, progress, job);
+      const first = await this.raw(slot, pipe === null ? { op: 'processSplit', profileId, deviceIndex } : { op: 'processSplit', profileId, deviceIndex, pipe }, progress, job);
       performance.measure('split: the rest (owner)', { start: t0 });
       const key = first.key;
+      if (job !== undefined) job.piped = first.piped === true;
+      // The core declined (a large DMA side): the writer has gone.
+      if (first.piped !== true && pipe !== null) this.pipes.delete(pipe.control);
       const other = await side;
       // Another capture was picked meanwhile: both workers' sessions were replaced.
       if (generation !== this.generation) throw new Cancelled(this.fileOf(req));
@@ -664,6 +709,14 @@ export class CoreClient {
       try {
         const done = await this.raw(slot, { op: 'finishSplit', key, side: handed?.side ?? null, lod: handed?.lod ?? null, tables: handed?.tables ?? [] }, progress, job);
         performance.measure('split: finish (owner)', { start: t1 });
+        const ps = done.pipeStats;
+        if (ps !== undefined) {
+          // For scripts/bench-lod.mjs ("page spans"): how long each end of the pipe was busy or waiting.
+          performance.measure(`split: owner waited on the pipe (${ps.batches} batches, ${(ps.bytes / 1e6).toFixed(0)} MB)`, { start: t0, duration: ps.waitMs });
+          performance.measure('split: pipe writer busy (second worker)', { start: t0, duration: ps.writerMs });
+          performance.measure('split: owner encoding IPC for the pipe', { start: t0, duration: ps.encodeMs });
+          performance.measure('split: owner posting to the pipe', { start: t0, duration: ps.callMs });
+        }
         return done;
       } finally {
         for (const t of handed?.tables ?? []) this.handing.delete(t.file);
@@ -671,7 +724,15 @@ export class CoreClient {
     } catch (e) {
       // This worker failed: the other one's files are not needed.
       void side.then((o) => (o instanceof Error ? undefined : this.raw(helper, { op: 'dropHanded', tables: o.tables }))).catch(() => {});
+      // The other worker's Parquet writer failed (it crashed, or its store did): once more without the pipe.
+      if (pipe !== null && generation === this.generation && e instanceof Error && /Parquet writer/.test(e.message)) {
+        this.pipes.delete(pipe.control);
+        if (job !== undefined) job.helperError = e.message;
+        return this.splitDecode(slot, req, progress, job, false);
+      }
       throw e;
+    } finally {
+      if (pipe !== null) this.pipes.delete(pipe.control);
     }
   }
 
@@ -679,6 +740,27 @@ export class CoreClient {
   private deviceOfKey(key: string): DeviceEntry | undefined {
     const cut = key.lastIndexOf('#');
     return this.inventory?.profiles.find((q) => q.id === key.slice(0, cut))?.devices[Number(key.slice(cut + 1))];
+  }
+
+  /** May a split decode pipeline its Parquet to the other worker? Needs SharedArrayBuffer (a cross-origin isolated page); `?pipe=off` turns it off. */
+  private readonly pipeOk = typeof SharedArrayBuffer === 'function' && globalThis.crossOriginIsolated === true && new URLSearchParams(globalThis.location?.search ?? '').get('pipe') !== 'off';
+
+  /** Starts the Parquet writer of a pipelined split decode in `helper` under store key `key`; the decoding worker's end of the pipe, or null when the helper cannot (the decode then writes its own). */
+  /** Open pipes (their control cells) → the worker writing them: its crash or cancel stops them (replace). */
+  private readonly pipes = new Map<SharedArrayBuffer, Slot>();
+
+  private async openPipe(helper: Slot, key: string): Promise<PipeEnd | null> {
+    const channel = new MessageChannel();
+    const control = new SharedArrayBuffer(8);
+    const slots = new SharedArrayBuffer(PIPE_DEPTH * PIPE_SLOT_BYTES);
+    try {
+      await this.raw(helper, { op: 'pipeParquet', key, pipe: { port: channel.port2, control, slots } });
+      this.pipes.set(control, helper);
+      return { port: channel.port1, control, slots };
+    } catch {
+      channel.port1.close();
+      return null;
+    }
   }
 
   /** A worker other than `slot` for a split decode's DMA side: an idle one, else a new one if the pool allows; null when none. */

@@ -65,6 +65,24 @@ export interface HandedTable {
   bytes: number;
 }
 
+/**
+ * One end of a pipelined split decode's channel: the decoding worker posts each table batch as an
+ * Arrow IPC stream (`{table, slot, length}` in `slots`, or `{table, bytes}` when larger), then `{end: true}` (answered `{tables}` or `{error}`) or
+ * `{abort: true}`. `control` is two Int32 cells: [0] batches posted and not yet written (the
+ * decoding worker waits while it is PIPE_DEPTH), [1] set to 1 when the writer stopped.
+ */
+export interface PipeEnd {
+  port: MessagePort;
+  control: SharedArrayBuffer;
+  /** PIPE_DEPTH slots of PIPE_SLOT_BYTES: batch k travels in slot k mod PIPE_DEPTH (free again once fewer than PIPE_DEPTH are in flight); a larger batch travels in a buffer of its own. */
+  slots: SharedArrayBuffer;
+}
+
+/** Batches in flight on a pipe (worker.ts `pipeSender`). */
+export const PIPE_DEPTH = 4;
+/** Bytes of one pipe slot: an instruction-dense Instruction batch of 64 Ki rows is ≈ 10 MB of IPC (all-null columns left out). Fresh buffers per batch cost more than the copies (page faults: 8.9 s for 9.9 GB at 2 GB of NTFF). */
+export const PIPE_SLOT_BYTES = 16 << 20;
+
 /** Reply to `dmaSide`: its result for `finishSplit` (JSON text: i64 sums stay exact), the timeline summaries of its rows (crate::lod `Lod::to_bytes`) and the files written. */
 export interface DmaSideReply {
   key: string;
@@ -105,7 +123,9 @@ export type Request =
   | { op: 'demo' }
   | { op: 'process'; profileId: string; deviceIndex: number }
   /** A device decode split over two workers (client.ts `splitDecode`): this worker's half, without the NTFF's DMA side and the Summary. */
-  | { op: 'processSplit'; profileId: string; deviceIndex: number }
+  | { op: 'processSplit'; profileId: string; deviceIndex: number; pipe?: PipeEnd }
+  /** Starts the Parquet writer of a pipelined split decode in the DMA side's worker: the `processSplit` worker sends its batches over `pipe` (client.ts `splitDecode`). */
+  | { op: 'pipeParquet'; key: string; pipe: PipeEnd }
   /** The other worker's half: the DMA side, its tables handed over (the files closed here, not deleted) with their timeline summaries. */
   | { op: 'dmaSide'; profileId: string; deviceIndex: number }
   /** Completes a `processSplit` with the other worker's `dmaSide` (`side` null: it failed, the DMA side is decoded here). */
@@ -144,9 +164,10 @@ export interface ReplyMap {
   load: Inventory;
   demo: Inventory;
   process: ProcessResult & StoredInfo;
-  processSplit: { key: string; pending: true } & StoredInfo;
+  processSplit: { key: string; pending: true; piped?: boolean } & StoredInfo;
+  pipeParquet: null;
   dmaSide: DmaSideReply;
-  finishSplit: ProcessResult & StoredInfo;
+  finishSplit: ProcessResult & StoredInfo & { pipeStats?: { waitMs: number; batches: number; bytes: number; writerMs: number; encodeMs: number; callMs: number } };
   dropHanded: null;
   processSystem: SystemResult & StoredInfo;
   processMemory: MemoryResult & StoredInfo;

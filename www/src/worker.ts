@@ -5,7 +5,8 @@
 // row groups and columns a view asks for are read back into wasm memory.
 
 import type { Inventory, ProcessResult, WasmModule as CoreModule, WasmSession as CoreSession } from './api.ts';
-import type { CrashInfo, Envelope, FaultSpec, FromWorker, StoredInfo, StoredTable } from './protocol.ts';
+import type { CrashInfo, Envelope, FaultSpec, FromWorker, HandedTable, PipeEnd, StoredInfo, StoredTable } from './protocol.ts';
+import { PIPE_DEPTH, PIPE_SLOT_BYTES } from './protocol.ts';
 import { FileStore, opfsAvailable } from './opfs.ts';
 
 /** The core's storage calls (crate/src/wasm.rs, crate/src/store.rs); optional: older cores lack them. */
@@ -17,9 +18,16 @@ interface WasmSession extends CoreSession {
   /** Registers re-opened stored files as profile `key`'s tables. */
   adopt?(key: string, tables: { name: string; rows: number; file: number; bytes: number }[]): void;
   /** The split device decode's halves (crate/src/wasm.rs `process_split`, `dma_side`, `finish_split`). */
-  process_split?(profileId: string, deviceIndex: number, progress: ProgressFn): { key: string; pending: true } & StoredInfo;
+  process_split?(profileId: string, deviceIndex: number, progress: ProgressFn, remote?: (table: string, bytes: Uint8Array) => void): { key: string; pending: true; piped?: boolean } & StoredInfo;
+  /** The Parquet writer of a pipelined split decode (crate/src/wasm.rs `pipe_begin` … `pipe_end`). */
+  pipe_begin?(key: string): void;
+  pipe_batch?(table: string, bytes: Uint8Array): void;
+  pipe_end?(): { name: string; rows: number; file: number | null; bytes: number }[];
+  pipe_drop?(): void;
   dma_side?(profileId: string, deviceIndex: number, progress: ProgressFn): { key: string; side: string; lod: Uint8Array } & StoredInfo;
-  finish_split?(key: string, side: string | undefined, lod: Uint8Array | undefined, tables: { name: string; rows: number; file: number; bytes: number }[], progress: ProgressFn): ProcessResult & StoredInfo;
+  finish_split?(key: string, side: string | undefined, lod: Uint8Array | undefined, tables: { name: string; rows: number; file: number; bytes: number }[], progress: ProgressFn, remote?: (table: string, bytes: Uint8Array) => void): ProcessResult & StoredInfo;
+  /** Registers a pipelined decode's files beside the profile's other tables; every table as `stored` lists them. */
+  add_stored?(key: string, tables: { name: string; rows: number; file: number; bytes: number }[]): StoredTable[];
 }
 type ProgressFn = (stage: string, done: number, total: number, rows?: number) => void;
 interface WasmModule extends Omit<CoreModule, 'Session'> {
@@ -71,6 +79,154 @@ function inputBytes(paths: (string | null | undefined)[]): number {
   let n = 0;
   for (const p of paths) n += scanned?.files.find((f) => f.path === p)?.size ?? 0;
   return n;
+}
+
+/**
+ * The core's `remote` for a pipelined `processSplit`: posts each batch (an IPC stream the core
+ * made, a copy of its own) over the pipe, first waiting while PIPE_DEPTH batches are not yet
+ * written (Atomics.wait: this worker is inside a synchronous wasm call, so no message could
+ * reach it). Throws when the writer stopped: the core then ends the decode with that error.
+ */
+function pipeSender(pipe: PipeEnd, stats: PipeStats): (table: string, bytes: Uint8Array) => void {
+  const control = new Int32Array(pipe.control);
+  let sent = 0;
+  return (table, bytes) => {
+    const t0 = performance.now();
+    for (;;) {
+      if (Atomics.load(control, 1) !== 0) throw new Error('it stopped');
+      const n = Atomics.load(control, 0);
+      if (n < PIPE_DEPTH) break;
+      Atomics.wait(control, 0, n, 1000);
+    }
+    stats.waitMs += performance.now() - t0;
+    stats.batches++;
+    stats.bytes += bytes.byteLength;
+    // `bytes` is a view of wasm memory: copied here, before the core goes on.
+    const slot = sent++ % PIPE_DEPTH;
+    Atomics.add(control, 0, 1);
+    if (bytes.byteLength <= PIPE_SLOT_BYTES) {
+      new Uint8Array(pipe.slots, slot * PIPE_SLOT_BYTES, bytes.byteLength).set(bytes);
+      pipe.port.postMessage({ table, slot, length: bytes.byteLength });
+    } else {
+      const own = bytes.slice();
+      pipe.port.postMessage({ table, bytes: own }, [own.buffer]);
+    }
+  };
+}
+
+/** What a pipelined decode's ends saw (for benchmarks: scripts/bench-lod.mjs prints it): ms the sender waited on the writer, batches and IPC bytes sent, ms the core spent encoding and in the sender, ms the writer was busy. */
+interface PipeStats {
+  waitMs: number;
+  batches: number;
+  bytes: number;
+  encodeMs: number;
+  callMs: number;
+  writerMs: number;
+}
+
+/** The core's `pipe_ms` of a pipelined call: [ms encoding, ms in the sender]. */
+function pipeMs(result: unknown): [number, number] {
+  const ms = (result as { pipe_ms?: number[] }).pipe_ms;
+  return [Number(ms?.[0] ?? 0), Number(ms?.[1] ?? 0)];
+}
+
+/** Pipes of `processSplit`s waiting for their `finishSplit`, by profile key. */
+const openPipes = new Map<string, { pipe: PipeEnd; stats: PipeStats }>();
+
+/** After a pipelined `processSplit`: `{end}` over the pipe, and the writer's answer (its files, or why it has none). */
+function pipeEnd(pipe: PipeEnd): Promise<{ tables?: HandedTable[]; error?: string; writerMs?: number }> {
+  const control = new Int32Array(pipe.control);
+  return new Promise((resolve) => {
+    // A writer that died (its worker crashed) never answers: the page sets the stop flag then.
+    const poll = setInterval(() => {
+      if (Atomics.load(control, 1) === 0) return;
+      done({ error: 'it stopped' });
+    }, 100);
+    const done = (answer: { tables?: HandedTable[]; error?: string; writerMs?: number }): void => {
+      clearInterval(poll);
+      pipe.port.onmessage = null;
+      pipe.port.close();
+      resolve(answer);
+    };
+    pipe.port.onmessage = (ev: MessageEvent<{ tables?: HandedTable[]; error?: string; writerMs?: number }>) => done(ev.data);
+    pipe.port.postMessage({ end: true });
+  });
+}
+
+/**
+ * This worker's half of a pipelined split decode (`pipeParquet`): the batches arriving on the pipe
+ * are written as Parquet files under store key `key` (not a profile of this session); at
+ * `{end}` the files are closed and named for the decoding worker, which re-opens them (as the
+ * DMA side's). A failure sets the pipe's stop flag, so the decoding worker stops waiting.
+ */
+function pipeWriter(s: WasmSession, key: string, pipe: PipeEnd): void {
+  const control = new Int32Array(pipe.control);
+  let failed: string | null = null;
+  /** ms spent writing batches (benchmarks). */
+  let writerMs = 0;
+  const stop = (e: unknown): void => {
+    failed ??= describe(e);
+    const crash = crashOf(e);
+    if (crash !== null) crashed ??= crash.panic ?? crash.trap;
+    Atomics.store(control, 1, 1);
+    Atomics.notify(control, 0);
+  };
+  const drop = (): void => {
+    try {
+      s.pipe_drop?.();
+    } catch {
+      // a crashed instance: the worker is replaced, its directory swept
+    }
+    void store?.drop(key);
+  };
+  pipe.port.onmessage = (ev: MessageEvent<{ table?: string; bytes?: Uint8Array; slot?: number; length?: number; end?: boolean; abort?: boolean }>) => {
+    const m = ev.data;
+    if (m.table !== undefined) {
+      try {
+        if (failed === null) {
+          core();
+          const t0 = performance.now();
+          const bytes = m.bytes ?? new Uint8Array(pipe.slots, (m.slot ?? 0) * PIPE_SLOT_BYTES, m.length ?? 0);
+          s.pipe_batch!(m.table, bytes);
+          writerMs += performance.now() - t0;
+          // New tables take free files: refill the pool between batches.
+          void store?.prepare().catch(stop);
+        }
+      } catch (e) {
+        stop(e);
+      } finally {
+        Atomics.sub(control, 0, 1);
+        Atomics.notify(control, 0);
+      }
+      return;
+    }
+    if (m.end === true) {
+      try {
+        if (failed !== null) throw new Error(failed);
+        const list = s.pipe_end!();
+        const tables = list.map((t) => ({
+          name: t.name,
+          rows: Number(t.rows),
+          file: typeof t.file === 'number' && store !== null ? `${store.dirName}/${store.nameOf(t.file)}` : '',
+          bytes: Number(t.bytes),
+        }));
+        if (tables.some((t) => t.file === '')) throw new Error('the pipelined writer kept a table in memory (the file store had no free file)');
+        // The decoding worker opens these files: close them here (a sync handle is exclusive).
+        store?.forget(key);
+        pipe.port.postMessage({ tables, writerMs });
+      } catch (e) {
+        pipe.port.postMessage({ error: failed ?? describe(e) });
+        stop(e);
+        drop();
+      }
+      pipe.port.close();
+      return;
+    }
+    if (m.abort === true) {
+      drop();
+      pipe.port.close();
+    }
+  };
 }
 
 /** Split decodes begun here (`processSplit`) and not yet finished: their decode state may sit in the spill file, which must stay. */
@@ -293,9 +449,38 @@ async function handle(msg: Envelope): Promise<void> {
       await prepareStore(inputBytes([ntffOf(msg.profileId, msg.deviceIndex)]));
       core().arm_test_fault?.(faultFor(msg.profileId, msg.deviceIndex), 'process');
       shownNtff = '';
-      const result = s.process_split(msg.profileId, msg.deviceIndex, progressTo(id));
+      const pipe = msg.pipe;
+      const stats: PipeStats = { waitMs: 0, batches: 0, bytes: 0, encodeMs: 0, callMs: 0, writerMs: 0 };
+      let result: ReturnType<NonNullable<WasmSession['process_split']>>;
+      try {
+        result = s.process_split(msg.profileId, msg.deviceIndex, progressTo(id), pipe === undefined ? undefined : pipeSender(pipe, stats));
+      } catch (e) {
+        pipe?.port.postMessage({ abort: true });
+        pipe?.port.close();
+        throw e;
+      }
+      const value = withFiles(result);
+      if (pipe !== undefined && result.piped === true) {
+        // The finish's tables go the same way (finishSplit ends the pipe).
+        stats.encodeMs += pipeMs(result)[0];
+        stats.callMs += pipeMs(result)[1];
+        openPipes.set(result.key, { pipe, stats });
+      } else if (pipe !== undefined) {
+        // The core wrote its tables here (a large DMA side): the writer has nothing.
+        pipe.port.postMessage({ abort: true });
+        pipe.port.close();
+      }
       pendingSplits++;
-      post({ kind: 'reply', id, ok: true, value: withFiles(result) });
+      post({ kind: 'reply', id, ok: true, value });
+      return;
+    }
+    case 'pipeParquet': {
+      const s = current();
+      if (s.pipe_begin === undefined || store === null) throw new Error('this worker cannot write a pipelined decode');
+      await store.prepare();
+      s.pipe_begin(msg.key);
+      pipeWriter(s, msg.key, msg.pipe);
+      post({ kind: 'reply', id, ok: true, value: null });
       return;
     }
     case 'dmaSide': {
@@ -335,13 +520,32 @@ async function handle(msg: Envelope): Promise<void> {
       if (s.finish_split === undefined) throw new Error('this build of the core cannot split a decode');
       // Not prepareStore: the pending decode's spill must stay.
       await store?.prepare();
-      const ids = store === null || msg.side === null ? [] : await store.reopen(msg.key, msg.tables.map((t) => ({ table: t.name, name: t.file })));
-      const tables = msg.side === null ? [] : msg.tables.map((t, i) => ({ name: t.name, rows: t.rows, file: ids[i]?.id ?? -1, bytes: ids[i]?.bytes ?? 0 }));
-      let result: ProcessResult & StoredInfo;
+      // The DMA side's files (none when it failed) and a pipelined decode's.
+      const ids = store === null ? [] : await store.reopen(msg.key, msg.tables.map((t) => ({ table: t.name, name: t.file })));
+      const tables = msg.tables.map((t, i) => ({ name: t.name, rows: t.rows, file: ids[i]?.id ?? -1, bytes: ids[i]?.bytes ?? 0 }));
+      let result: ProcessResult & StoredInfo & { pipeStats?: PipeStats };
+      const open = openPipes.get(msg.key);
+      openPipes.delete(msg.key);
       try {
-        result = s.finish_split(msg.key, msg.side ?? undefined, msg.lod ?? undefined, tables, progressTo(id));
+        result = s.finish_split(msg.key, msg.side ?? undefined, msg.lod ?? undefined, tables, progressTo(id), open === undefined ? undefined : pipeSender(open.pipe, open.stats));
+      } catch (e) {
+        open?.pipe.port.postMessage({ abort: true });
+        open?.pipe.port.close();
+        throw e;
       } finally {
         pendingSplits = Math.max(0, pendingSplits - 1);
+      }
+      if (open !== undefined) {
+        const answer = await pipeEnd(open.pipe);
+        if (answer.tables === undefined || store === null || s.add_stored === undefined) {
+          // Without the other half's tables this decode is of no use: the page runs it again.
+          s.release(result.key);
+          throw new Error(`the Parquet writer in the other worker failed: ${answer.error ?? 'no file store'}`);
+        }
+        const got = await store.reopen(result.key, answer.tables.map((t) => ({ table: t.name, name: t.file })));
+        result.stored = s.add_stored(result.key, answer.tables.map((t, i) => ({ name: t.name, rows: t.rows, file: got[i]?.id ?? -1, bytes: got[i]?.bytes ?? 0 })));
+        const [encodeMs, callMs] = pipeMs(result);
+        result.pipeStats = { ...open.stats, encodeMs: open.stats.encodeMs + encodeMs, callMs: open.stats.callMs + callMs, writerMs: answer.writerMs ?? 0 };
       }
       shown = result.key;
       shownNtff = ntffOf(result.profile_id ?? '', Number(result.key.slice(result.key.lastIndexOf('#') + 1)));

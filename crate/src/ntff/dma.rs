@@ -1544,6 +1544,23 @@ pub(super) fn dma_buffer_bytes(info: &NtffInfo) -> u64 {
         .fold(0u64, u64::saturating_add)
 }
 
+/// The share of an NTFF's trace-buffer bytes that are DMA and throttle records (0 – 1; 0 without
+/// buffers): how much of a split decode the DMA side is (ntff.md §3, buffer kinds). The page
+/// pipelines the first half's Parquet to the DMA side's worker only when it is small
+/// (crate/src/wasm.rs `process_split`).
+pub fn dma_share(info: &NtffInfo) -> f64 {
+    let all = info
+        .subgraphs
+        .iter()
+        .flat_map(|sg| &sg.buffers)
+        .map(|b| b.size)
+        .fold(0u64, u64::saturating_add);
+    if all == 0 {
+        return 0.0;
+    }
+    dma_bytes_total(info) as f64 / all as f64
+}
+
 pub(super) fn dma_bytes_total(info: &NtffInfo) -> u64 {
     info.subgraphs
         .iter()

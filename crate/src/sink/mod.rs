@@ -729,6 +729,124 @@ pub fn ipc_of(schema: &arrow_schema::Schema, batches: &[RecordBatch]) -> Result<
     Ok(out)
 }
 
+/// Schema metadata of a [`pipe_encode`] stream: the batch's rows, and the indices (in the
+/// table's schema) of the columns left out because every value is null.
+const PIPE_ROWS: &str = "nscope.pipe.rows";
+const PIPE_NULLS: &str = "nscope.pipe.nulls";
+
+/// One table batch as a standalone Arrow IPC stream for a Parquet writer in another worker (the
+/// page's pipelined split decode: `wasm.rs` `RemoteSink`): dictionaries kept, and columns whose
+/// every value is null left out (named in the schema metadata). An instruction-dense
+/// `Instruction` batch is ≈ 65 % such columns (counters and attribution a NEFF does not fill).
+/// [`PipeReader::decode`] gives the batch back with the same values, so that writer's Parquet is the
+/// bytes this worker's would have been (crate/tests/end_to_end.rs `Mode::WorkersPiped`).
+pub fn pipe_encode(batch: &RecordBatch) -> Result<Vec<u8>> {
+    let rows = batch.num_rows();
+    let schema = batch.schema();
+    let (mut fields, mut cols, mut nulls) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, (f, c)) in schema.fields().iter().zip(batch.columns()).enumerate() {
+        if rows > 0 && c.null_count() == rows {
+            nulls.push(i.to_string());
+        } else {
+            fields.push(f.clone());
+            cols.push(c.clone());
+        }
+    }
+    let meta = std::collections::HashMap::from([
+        (PIPE_ROWS.to_string(), rows.to_string()),
+        (PIPE_NULLS.to_string(), nulls.join(",")),
+    ]);
+    let kept = std::sync::Arc::new(arrow_schema::Schema::new_with_metadata(fields, meta));
+    let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(rows));
+    let part = RecordBatch::try_new_with_options(kept.clone(), cols, &opts)?;
+    let mut out = Vec::with_capacity(part.get_array_memory_size() + 4096);
+    {
+        let mut w = arrow_ipc::writer::StreamWriter::try_new(&mut out, &kept)?;
+        w.write(&part)?;
+        w.finish()?;
+    }
+    Ok(out)
+}
+
+/// The receiving end of [`pipe_encode`]: decodes each stream on its table's schema. Left-out
+/// columns become null arrays again, made once per (table, column, rows) and shared by every
+/// batch (arrays are immutable; a full batch's all-null columns are ≈ 16 MB to zero otherwise).
+#[derive(Default)]
+pub struct PipeReader {
+    nulls: std::collections::HashMap<(&'static str, usize, usize), arrow_array::ArrayRef>,
+}
+
+impl PipeReader {
+    /// The table named `table` and the batches of one [`pipe_encode`] stream, on the table's
+    /// own schema. Reads `bytes` in place (no copy of the arrays). Errors: an unknown table,
+    /// bytes that are no such stream, columns that are not the table's.
+    pub fn decode(
+        &mut self,
+        table: &str,
+        bytes: Vec<u8>,
+    ) -> Result<(&'static TableDef, Vec<RecordBatch>)> {
+        pipe_decode(table, bytes, &mut self.nulls)
+    }
+}
+
+fn pipe_decode(
+    table: &str,
+    bytes: Vec<u8>,
+    null_arrays: &mut std::collections::HashMap<
+        (&'static str, usize, usize),
+        arrow_array::ArrayRef,
+    >,
+) -> Result<(&'static TableDef, Vec<RecordBatch>)> {
+    let def = crate::tables::table_def(table)
+        .ok_or_else(|| Error::Other(format!("pipe: no table {table}")))?;
+    let schema = def.schema();
+    let bad = |what: &str| Error::Other(format!("pipe: {table}: {what}"));
+    let mut buf = arrow_buffer::Buffer::from_vec(bytes);
+    let mut decoder = arrow_ipc::reader::StreamDecoder::new();
+    let mut out = Vec::new();
+    while let Some(part) = decoder.decode(&mut buf)? {
+        let meta = part.schema_ref().metadata().clone();
+        let rows: usize = meta
+            .get(PIPE_ROWS)
+            .and_then(|r| r.parse().ok())
+            .ok_or_else(|| bad("no row count"))?;
+        let nulls: Vec<usize> = meta
+            .get(PIPE_NULLS)
+            .map(|n| {
+                n.split(',')
+                    .filter(|x| !x.is_empty())
+                    .map(str::parse)
+                    .collect()
+            })
+            .transpose()
+            .map_err(|_| bad("bad null column list"))?
+            .unwrap_or_default();
+        let mut kept = part.columns().iter();
+        let mut cols = Vec::with_capacity(schema.fields().len());
+        for (i, f) in schema.fields().iter().enumerate() {
+            if nulls.contains(&i) {
+                let a = null_arrays
+                    .entry((def.name, i, rows))
+                    .or_insert_with(|| arrow_array::new_null_array(f.data_type(), rows));
+                cols.push(a.clone());
+            } else {
+                cols.push(kept.next().ok_or_else(|| bad("too few columns"))?.clone());
+            }
+        }
+        if kept.next().is_some() {
+            return Err(bad("too many columns"));
+        }
+        let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(rows));
+        out.push(RecordBatch::try_new_with_options(
+            schema.clone(),
+            cols,
+            &opts,
+        )?);
+    }
+    decoder.finish()?;
+    Ok((def, out))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

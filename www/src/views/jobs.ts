@@ -44,7 +44,7 @@ export function jobName(file: string): string {
 function splitText(job: Job): string {
   if ((job.helper ?? null) === null) return '';
   const why = job.helperError ?? null;
-  if (why === null) return `DMA side on worker ${(job.helper ?? 0) + 1}`;
+  if (why === null) return `DMA side${job.piped === true ? ' and Parquet' : ''} on worker ${(job.helper ?? 0) + 1}`;
   return `DMA side redone on worker ${job.worker + 1} (${why.length > 120 ? `${why.slice(0, 119)}…` : why})`;
 }
 
@@ -122,7 +122,7 @@ export function mountJobs(root: HTMLElement, client: CoreClient, onCleared: () =
         const cancel = j.state === 'running'
           ? h('button', { class: 'btn small', 'data-testid': 'job-cancel', onclick: () => client.cancel(j.id) }, 'Cancel')
           : null;
-        const attrs = { 'data-testid': 'job', 'data-state': j.state, 'data-error': j.error, 'data-problems': j.problems ?? (j.error !== null ? 1 : 0), 'data-worker': j.worker, 'data-helper': j.helper ?? '', 'data-helper-error': j.helperError ?? '', 'data-file': j.file, 'data-rows': j.rows, 'data-stored-bytes': j.storedBytes, 'data-wasm-memory': j.wasmMemory, title: text };
+        const attrs = { 'data-testid': 'job', 'data-state': j.state, 'data-error': j.error, 'data-problems': j.problems ?? (j.error !== null ? 1 : 0), 'data-worker': j.worker, 'data-helper': j.helper ?? '', 'data-helper-error': j.helperError ?? '', 'data-piped': j.piped === true ? '1' : '', 'data-file': j.file, 'data-rows': j.rows, 'data-stored-bytes': j.storedBytes, 'data-wasm-memory': j.wasmMemory, title: text };
         return h('li', attrs, text, ' ', cancel);
       }),
     );
