@@ -5,7 +5,7 @@
 //   the event kinds include a Kineto trace's categories, and sum to the rows of the table.
 // - A cut NTFF (KevGomes' NTFF cut in half, beside its NEFF): the sidebar card says it has
 //   problems (count, first message on hover, the list on expand), the jobs strip says "done …
-//   with N problems" (not "failed") with the rows kept, and the Summary lists each problem once.
+//   with E errors" (not "failed"; the card's error count) with the rows kept, and the Summary lists each problem once.
 // Needs `npm run build`, ../shared/samples and a neuronscope CLI under target/ (for `synth`).
 
 import { after, before, test } from 'node:test';
@@ -122,7 +122,7 @@ test('Kineto System Summary: event kinds count trace.json categories; they sum t
   }
 });
 
-test('a cut NTFF: the card says it has problems, the jobs strip says done with N problems, the Summary lists each once', async () => {
+test('a cut NTFF: the card says it has problems, the jobs strip says done with its E errors, the Summary lists each once', async () => {
   const b = await launch();
   try {
     const { page } = b;
@@ -156,7 +156,7 @@ test('a cut NTFF: the card says it has problems, the jobs strip says done with N
     const job = page.locator('[data-testid=job]', { hasText: 'profile_exec_2.ntff' }).first();
     assert.equal(await job.getAttribute('data-state'), 'done');
     const line = await job.innerText();
-    assert.match(line, new RegExp(`^profile_exec_2\\.ntff: done in \\d+ s with ${errors.length} problems? \\(`), line);
+    assert.match(line, new RegExp(`^profile_exec_2\\.ntff: done in \\d+ s with ${errors.length} errors? \\(`), line);
     assert.match(line, /· [\d,]+ rows kept/, line);
     assert.doesNotMatch(line, /failed/, line);
     assert.equal(Number(await job.getAttribute('data-problems')), errors.length);

@@ -1,5 +1,5 @@
 // Decodes that ended with errors said as such (the new-user trials): a decode that ended with
-// errors keeps its rows; the jobs panel line says done with N problems (the first one's message)
+// errors keeps its rows; the jobs panel line says done with N errors (the first one's message)
 // when rows were kept, failed when none were. Bundled on the fly with
 // esbuild (as jobs-units.test.mjs does).
 import { test } from 'node:test';
@@ -16,9 +16,9 @@ function job(over) {
 test('a decode that ended with errors but kept rows is done with its problems; with no rows it failed', () => {
   // Session 9's trial: "failed after 1 s · 5,844 rows kept" for a profile that opened.
   const line = jobs.jobText(job({ rows: 1234, problems: 2, error: 'cap/x.neff: truncated at byte 512 (and 1 more)' }), 5_000);
-  assert.equal(line, 'x.ntff: done in 2 s with 2 problems (first: cap/x.neff: truncated at byte 512) · 1,234 rows kept');
+  assert.equal(line, 'x.ntff: done in 2 s with 2 errors (first: cap/x.neff: truncated at byte 512) · 1,234 rows kept');
   const one = jobs.jobText(job({ rows: 5844, problems: 1, error: 'x.ntff: cut at byte 9' }), 5_000);
-  assert.equal(one, 'x.ntff: done in 2 s with 1 problem (x.ntff: cut at byte 9) · 5,844 rows kept');
+  assert.equal(one, 'x.ntff: done in 2 s with 1 error (x.ntff: cut at byte 9) · 5,844 rows kept');
   const none = jobs.jobText(job({ rows: 0, problems: 1, error: 'x.ntff: not an NTFF' }), 5_000);
   assert.equal(none, 'x.ntff: failed after 2 s (x.ntff: not an NTFF) · no rows kept');
   assert.match(jobs.jobText(job({ rows: 1234 }), 5_000), /^x\.ntff: done in 2 s/);

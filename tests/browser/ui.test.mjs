@@ -162,6 +162,8 @@ test('Memory view: times in ms since the first entry, a click pins the stack, a 
     const loc = await link.getAttribute('data-location');
     assert.match(loc, /^.+\.py:\d+$/, `frame location ${loc}`);
     for (const f of await page.locator('[data-testid=memory-frame]').allInnerTexts()) assert.match(f, /:\d+ \S/, `frame text ${f}`);
+    // Frames PyTorch could not symbolise (`??`, line 0) have no Source link.
+    for (const l of await page.locator('[data-testid=memory-frame-link]').evaluateAll((ls) => ls.map((x) => x.dataset.location))) assert.doesNotMatch(l, /^\?+:|:0$/, `link ${l}`);
     await shoot(page, 'memory');
     await link.focus();
     await page.keyboard.press('Enter');

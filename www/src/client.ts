@@ -713,7 +713,7 @@ export class CoreClient {
         if (ps !== undefined) {
           // For scripts/bench-lod.mjs ("page spans"): how long each end of the pipe was busy or waiting.
           performance.measure(`split: owner waited on the pipe (${ps.batches} batches, ${(ps.bytes / 1e6).toFixed(0)} MB)`, { start: t0, duration: ps.waitMs });
-          performance.measure('split: pipe writer busy (second worker)', { start: t0, duration: ps.writerMs });
+          performance.measure(`split: pipe writer busy (second worker, wasm memory ${((ps.writerMemory ?? 0) / 2 ** 20).toFixed(0)} MiB)`, { start: t0, duration: ps.writerMs });
           performance.measure('split: owner encoding IPC for the pipe', { start: t0, duration: ps.encodeMs });
           performance.measure('split: owner posting to the pipe', { start: t0, duration: ps.callMs });
         }

@@ -167,7 +167,7 @@ export interface ReplyMap {
   processSplit: { key: string; pending: true; piped?: boolean } & StoredInfo;
   pipeParquet: null;
   dmaSide: DmaSideReply;
-  finishSplit: ProcessResult & StoredInfo & { pipeStats?: { waitMs: number; batches: number; bytes: number; writerMs: number; encodeMs: number; callMs: number } };
+  finishSplit: ProcessResult & StoredInfo & { pipeStats?: { waitMs: number; batches: number; bytes: number; writerMs: number; encodeMs: number; callMs: number; writerMemory?: number } };
   dropHanded: null;
   processSystem: SystemResult & StoredInfo;
   processMemory: MemoryResult & StoredInfo;

@@ -114,7 +114,7 @@ function pipeSender(pipe: PipeEnd, stats: PipeStats): (table: string, bytes: Uin
   };
 }
 
-/** What a pipelined decode's ends saw (for benchmarks: scripts/bench-lod.mjs prints it): ms the sender waited on the writer, batches and IPC bytes sent, ms the core spent encoding and in the sender, ms the writer was busy. */
+/** What a pipelined decode's ends saw (for benchmarks: scripts/bench-lod.mjs prints it): ms the sender waited on the writer, batches and IPC bytes sent, ms the core spent encoding and in the sender, ms the writer was busy and its wasm memory. */
 interface PipeStats {
   waitMs: number;
   batches: number;
@@ -122,6 +122,8 @@ interface PipeStats {
   encodeMs: number;
   callMs: number;
   writerMs: number;
+  /** The writer's wasm memory at the end, bytes. */
+  writerMemory?: number;
 }
 
 /** The core's `pipe_ms` of a pipelined call: [ms encoding, ms in the sender]. */
@@ -134,7 +136,7 @@ function pipeMs(result: unknown): [number, number] {
 const openPipes = new Map<string, { pipe: PipeEnd; stats: PipeStats }>();
 
 /** After a pipelined `processSplit`: `{end}` over the pipe, and the writer's answer (its files, or why it has none). */
-function pipeEnd(pipe: PipeEnd): Promise<{ tables?: HandedTable[]; error?: string; writerMs?: number }> {
+function pipeEnd(pipe: PipeEnd): Promise<{ tables?: HandedTable[]; error?: string; writerMs?: number; writerMemory?: number }> {
   const control = new Int32Array(pipe.control);
   return new Promise((resolve) => {
     // A writer that died (its worker crashed) never answers: the page sets the stop flag then.
@@ -142,13 +144,13 @@ function pipeEnd(pipe: PipeEnd): Promise<{ tables?: HandedTable[]; error?: strin
       if (Atomics.load(control, 1) === 0) return;
       done({ error: 'it stopped' });
     }, 100);
-    const done = (answer: { tables?: HandedTable[]; error?: string; writerMs?: number }): void => {
+    const done = (answer: { tables?: HandedTable[]; error?: string; writerMs?: number; writerMemory?: number }): void => {
       clearInterval(poll);
       pipe.port.onmessage = null;
       pipe.port.close();
       resolve(answer);
     };
-    pipe.port.onmessage = (ev: MessageEvent<{ tables?: HandedTable[]; error?: string; writerMs?: number }>) => done(ev.data);
+    pipe.port.onmessage = (ev: MessageEvent<{ tables?: HandedTable[]; error?: string; writerMs?: number; writerMemory?: number }>) => done(ev.data);
     pipe.port.postMessage({ end: true });
   });
 }
@@ -213,7 +215,7 @@ function pipeWriter(s: WasmSession, key: string, pipe: PipeEnd): void {
         if (tables.some((t) => t.file === '')) throw new Error('the pipelined writer kept a table in memory (the file store had no free file)');
         // The decoding worker opens these files: close them here (a sync handle is exclusive).
         store?.forget(key);
-        pipe.port.postMessage({ tables, writerMs });
+        pipe.port.postMessage({ tables, writerMs, writerMemory: exports.memory?.buffer.byteLength ?? 0 });
       } catch (e) {
         pipe.port.postMessage({ error: failed ?? describe(e) });
         stop(e);
@@ -545,7 +547,7 @@ async function handle(msg: Envelope): Promise<void> {
         const got = await store.reopen(result.key, answer.tables.map((t) => ({ table: t.name, name: t.file })));
         result.stored = s.add_stored(result.key, answer.tables.map((t, i) => ({ name: t.name, rows: t.rows, file: got[i]?.id ?? -1, bytes: got[i]?.bytes ?? 0 })));
         const [encodeMs, callMs] = pipeMs(result);
-        result.pipeStats = { ...open.stats, encodeMs: open.stats.encodeMs + encodeMs, callMs: open.stats.callMs + callMs, writerMs: answer.writerMs ?? 0 };
+        result.pipeStats = { ...open.stats, encodeMs: open.stats.encodeMs + encodeMs, callMs: open.stats.callMs + callMs, writerMs: answer.writerMs ?? 0, writerMemory: answer.writerMemory ?? 0 };
       }
       shown = result.key;
       shownNtff = ntffOf(result.profile_id ?? '', Number(result.key.slice(result.key.lastIndexOf('#') + 1)));

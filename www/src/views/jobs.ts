@@ -67,7 +67,8 @@ export function jobText(job: Job, now: number): string {
         if (job.rows > 0) {
           const n = job.problems ?? 1;
           const first = job.error.replace(/ \(and \d+ more\)$/, '');
-          return [`${name}: done in ${duration(took)} with ${n} problem${n === 1 ? '' : 's'} (${n > 1 ? 'first: ' : ''}${first})`, `${int(job.rows)} rows kept`, splitText(job)]
+          // Errors, as the profile's card counts them beside its other problems ("N problems (E errors; …)").
+          return [`${name}: done in ${duration(took)} with ${n} error${n === 1 ? '' : 's'} (${n > 1 ? 'first: ' : ''}${first})`, `${int(job.rows)} rows kept`, splitText(job)]
             .filter((x) => x !== '').join(' · ');
         }
         return [`${name}: failed after ${duration(took)} (${job.error})`, 'no rows kept', splitText(job)].filter((x) => x !== '').join(' · ');

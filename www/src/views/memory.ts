@@ -337,12 +337,16 @@ export class MemoryView {
     }, (err: unknown) => frames.replaceChildren(h('li', { class: 'muted' }, `stack unavailable: ${String(err)}`)));
   }
 
-  /** A frame: its file:line is a button into the Source view when the file and line are known. */
+  /**
+   * A frame: its file:line is a button into the Source view when the file and line are known.
+   * PyTorch records frames it could not symbolise (native code) as file `??`, line 0: no source to open.
+   */
   private frameItem(f: StackFrame): HTMLElement {
     const open = this.onSource;
     const where = `${f.file || '?'}:${f.line ?? '?'}`;
     const rest = ` ${f.name || '?'}${f.fx ? `  [fx ${f.fx}]` : ''}`;
-    if (open === null || f.file === '' || f.line === null) return h('li', { 'data-testid': 'memory-frame' }, where, rest);
+    const unknown = f.file === '' || /^\?+$/.test(f.file) || f.line === null || f.line <= 0;
+    if (open === null || unknown) return h('li', { 'data-testid': 'memory-frame' }, where, rest);
     const loc = `${f.file}:${f.line}`;
     return h('li', { 'data-testid': 'memory-frame' },
       h('button', { class: 'frame-link mono', 'data-testid': 'memory-frame-link', 'data-location': loc, title: `Open ${loc} in the Source view`, onclick: () => open(loc) }, where),
