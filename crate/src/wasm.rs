@@ -138,8 +138,9 @@ fn store_sink(key: &str) -> StoreSink<'_> {
 }
 
 /// Largest DMA share of an NTFF's trace bytes ([`crate::ntff::dma::dma_share`]) for which a
-/// split decode pipelines its Parquet to the DMA side's worker. The instruction-dense synthetic
-/// NTFF's is below 0.01; the v6 samples' mix is mostly DMA records.
+/// split decode pipelines its Parquet to the DMA side's worker. The demo's instruction-dense
+/// mix is 0.07, the KevGomes v6 sample's above 0.5 (crate/tests/end_to_end.rs
+/// `split_decode_equals_one_thread`).
 const PIPE_MAX_DMA_SHARE: f64 = 0.25;
 
 /// A sink whose batches go to another worker's Parquet writer ([`Session::pipe_begin`]): each

@@ -655,6 +655,8 @@ fn split_decode_equals_one_thread() {
         cut.clone(),
     ];
     let (mut compared, mut devices, mut cut_problems, mut dma_tracks) = (0, 0, 0, 0);
+    // NTFFs whose DMA share was checked: (the demo, KevGomes).
+    let mut shares = (0, 0);
     for dir in &dirs {
         let (inv, base) = scan(dir);
         for p in &inv.profiles {
@@ -694,6 +696,20 @@ fn split_decode_equals_one_thread() {
                 if *dir == cut {
                     cut_problems += p1.matches("Problem {").count();
                 }
+                // The page pipelines only where the DMA side is small (wasm.rs
+                // PIPE_MAX_DMA_SHARE 0.25): the demo's instruction-dense mix is, the v6 samples'
+                // DMA-heavy mix is not.
+                let src = FileSource::open(&base.join(d.ntff.as_ref().unwrap())).unwrap();
+                if let Some(info) = neuronscope::ntff::read_info(&src).unwrap() {
+                    let share = neuronscope::ntff::dma::dma_share(&info);
+                    if d.name == "matmul_demo_exec_2" {
+                        assert!(share < 0.25, "{}: DMA share {share}", d.name);
+                        shares.0 += 1;
+                    } else if dir.ends_with("i-0af76a70a6d3864dd_pid_713479") {
+                        assert!(share > 0.5, "{}: DMA share {share}", d.name);
+                        shares.1 += 1;
+                    }
+                }
                 devices += 1;
             }
         }
@@ -701,6 +717,11 @@ fn split_decode_equals_one_thread() {
     let _ = std::fs::remove_dir_all(&tmp);
     eprintln!(
         "split: {devices} devices, {compared} tables, {cut_problems} problems on the cut NTFF"
+    );
+    assert_eq!(
+        shares,
+        (1, 1),
+        "the DMA share checked on the demo and on KevGomes"
     );
     assert!(devices >= 8, "only {devices} devices");
     assert!(compared >= 180, "only {compared} tables compared");
