@@ -681,11 +681,8 @@ export class CoreClient {
     // worker's Parquet (the core declines when the DMA side is large; crate/src/wasm.rs).
     const pipe = this.pipeOk && mayPipe ? await this.openPipe(helper, `${profileId}#${deviceIndex}~pipe`) : null;
     const side = this.raw(helper, { op: 'dmaSide', profileId, deviceIndex })
-      .catch((e: unknown) => {
-        // The writer is gone with the worker: the decode must not wait on it.
-        if (pipe !== null) stopPipe(pipe.control);
-        return e instanceof Error ? e : new Error(String(e));
-      })
+      // A crash of that worker stops its pipe too (replace); a failed DMA side leaves the writer running.
+      .catch((e: unknown) => (e instanceof Error ? e : new Error(String(e))))
       .finally(() => {
         performance.measure('split: DMA rows (second worker)', { start: t0 });
         helper.decoding = Math.max(0, helper.decoding - 1);
