@@ -724,7 +724,12 @@ export class CoreClient {
       // The other worker's Parquet writer failed (it crashed, or its store did): once more without the pipe.
       if (pipe !== null && generation === this.generation && e instanceof Error && /Parquet writer/.test(e.message)) {
         this.pipes.delete(pipe.control);
-        if (job !== undefined) job.helperError = e.message;
+        if (job !== undefined) {
+          // The cause: that worker's crash when it crashed (its DMA side then failed with it), else the writer's error.
+          const other = await side;
+          job.helperError = other instanceof Error ? other.message : e.message;
+          job.piped = false;
+        }
         return this.splitDecode(slot, req, progress, job, false);
       }
       throw e;
