@@ -147,8 +147,8 @@ const PIPE_MAX_DMA_SHARE: f64 = 0.25;
 /// batch as an IPC stream ([`crate::sink::pipe_encode`]) handed to the JS function
 /// `f(table, bytes)` as a view of wasm memory, which `f` copies into the pipe's shared slots
 /// before it returns, first blocking while the other worker is too far behind
-/// (www/src/worker.ts `pipeSender`: memory stays bounded, and no buffer is allocated per batch). Errors: `f` threw (the other worker
-/// stopped; the decode then stops at its next batch).
+/// (www/src/worker.ts `pipeSender`: memory stays bounded, and no buffer is allocated per
+/// batch). Errors: `f` threw (the other worker stopped; the decode then stops with it).
 struct RemoteSink<'a> {
     f: &'a js_sys::Function,
     /// Only this table goes to `f` (the rest to `local`); `None`: every table.
@@ -307,6 +307,16 @@ fn wasm_memory_bytes() -> f64 {
         .unwrap_or(0) as f64
 }
 
+/// Closes every writer of a finished sink: its tables as stored ones. Errors: the store's.
+fn finished(sink: StoreSink<'_>) -> std::result::Result<Stored, JsError> {
+    let mut stored = Stored::new();
+    for (name, (w, rows)) in sink.into_outputs().map_err(js_err)? {
+        let data = w.finish().map_err(js_err)?;
+        stored.insert(name.to_string(), StoredTable { data, rows });
+    }
+    Ok(stored)
+}
+
 /// Where each table of a profile went: `[{name, kind: "opfs"|"memory", file, bytes, rows}]`
 /// (`file` the file store id, null in memory).
 fn stored_list(stored: &Stored) -> js_sys::Array {
@@ -372,7 +382,7 @@ pub struct Session {
     /// wait for [`Session::finish_split`] (same keys as `results`).
     pending: BTreeMap<String, crate::profile::DevicePending>,
     /// The Parquet writer of another worker's pipelined decode ([`Session::pipe_begin`]): its
-    /// store key and sink.
+    /// sink and the reader of the batches' IPC streams.
     pipe: Option<(StoreSink<'static>, crate::sink::PipeReader)>,
     /// Source heat of each device profile, built while its `Instruction` rows streamed (same
     /// keys as `results`; a re-opened profile has none: [`Session::source_heat`] reads its table).
@@ -544,10 +554,7 @@ impl Session {
         js: &JsValue,
     ) -> std::result::Result<(), JsError> {
         let mut stored = self.results.remove(key).unwrap_or_default();
-        for (name, (w, rows)) in sink.into_outputs().map_err(js_err)? {
-            let data = w.finish().map_err(js_err)?;
-            stored.insert(name.to_string(), StoredTable { data, rows });
-        }
+        stored.extend(finished(sink)?);
         let _ = js_sys::Reflect::set(js, &"stored".into(), &stored_list(&stored));
         let _ = js_sys::Reflect::set(
             js,
@@ -556,6 +563,14 @@ impl Session {
         );
         self.results.insert(key.to_string(), stored);
         Ok(())
+    }
+    /// Registers re-opened files (`[{name, rows, file, bytes}]`, [`adopted_tables`]) beside the
+    /// tables `key` already has; every table of `key` after. Errors: not that shape.
+    fn add_tables(&mut self, key: &str, tables: &JsValue) -> std::result::Result<&Stored, JsError> {
+        let adopted = adopted_tables(tables)?;
+        let stored = self.results.entry(key.to_string()).or_default();
+        stored.extend(adopted);
+        Ok(stored)
     }
     /// [`crate::ntff::dma::dma_share`] of a device's NTFF (its info section read); `None` when
     /// there is no readable one.
@@ -703,10 +718,12 @@ impl Session {
     /// [`Session::dma_side`] is done (or without it). The tables so far and the timeline
     /// summaries are kept under the key. Returns `{key, pending: true, stored, wasm_memory_bytes}`.
     ///
-    /// With `remote` (a JS function `(table, bytes)`, see [`RemoteSink`]) the tables are not
-    /// written here: every batch goes to another worker's Parquet writer ([`Session::pipe_begin`])
-    /// as an IPC stream, so that worker encodes Parquet while this one decodes; `stored` is then
-    /// empty and the other worker's files come to [`Session::finish_split`] with the DMA side's.
+    /// With `remote` (a JS function `(table, bytes)`, see [`RemoteSink`]) the `Instruction`
+    /// table is not written here: its batches go to another worker's Parquet writer
+    /// ([`Session::pipe_begin`]) as IPC streams, so that worker encodes Parquet while this one
+    /// decodes; the writer's files come back after [`Session::finish_split`]
+    /// ([`Session::add_stored`]). The core declines (writes everything here, `piped: false`)
+    /// when the NTFF's DMA share is above [`PIPE_MAX_DMA_SHARE`].
     pub fn process_split(
         &mut self,
         profile_id: String,
@@ -826,12 +843,8 @@ impl Session {
                 l.absorb(&bytes).map_err(js_err)?;
             }
         }
-        // The DMA side's files (with `side`) and a pipelined decode's (with or without it).
-        let adopted = adopted_tables(&tables)?;
-        let stored = self.results.entry(key.clone()).or_default();
-        for (name, t) in adopted {
-            stored.insert(name, t);
-        }
+        // The DMA side's files (none without `side`).
+        self.add_tables(&key, &tables)?;
         let k = key.clone();
         // Every table: the other worker has nothing else to do by now.
         let remote = remote.as_ref().map(|f| (f, None));
@@ -1099,12 +1112,7 @@ impl Session {
         key: &str,
         tables: JsValue,
     ) -> std::result::Result<JsValue, JsError> {
-        let adopted = adopted_tables(&tables)?;
-        let stored = self.results.entry(key.to_string()).or_default();
-        for (name, t) in adopted {
-            stored.insert(name, t);
-        }
-        Ok(stored_list(stored).into())
+        Ok(stored_list(self.add_tables(key, &tables)?).into())
     }
     /// Starts this worker's half of a pipelined split decode: a Parquet writer under store key
     /// `key` (not a profile key of this session: the files are handed to the decoding worker)
@@ -1129,27 +1137,15 @@ impl Session {
         }
         Ok(())
     }
-    /// Closes the pipelined writer's files: `[{name, rows, file, bytes}]` (`file` the file
-    /// store id), to be closed here and handed to the decoding worker. Errors: no writer, the
+    /// Closes the pipelined writer's files: `[{name, kind, rows, file, bytes}]` as `stored` lists
+    /// them (`file` the file store id), to be closed here and handed to the decoding worker. Errors: no writer, the
     /// store's errors, a table the store kept in memory (`file` null then: the caller refuses).
     pub fn pipe_end(&mut self) -> std::result::Result<JsValue, JsError> {
         let (sink, _) = self
             .pipe
             .take()
             .ok_or_else(|| JsError::new("pipe_end: no pipe_begin"))?;
-        let list = js_sys::Array::new();
-        for (name, (w, rows)) in sink.into_outputs().map_err(js_err)? {
-            let data = w.finish().map_err(js_err)?;
-            let o = js_sys::Object::new();
-            let _ = js_sys::Reflect::set(&o, &"name".into(), &JsValue::from_str(name));
-            let file = data.file_id().map_or(JsValue::NULL, JsValue::from);
-            let _ = js_sys::Reflect::set(&o, &"file".into(), &file);
-            let bytes = parquet::file::reader::Length::len(&data) as f64;
-            let _ = js_sys::Reflect::set(&o, &"bytes".into(), &JsValue::from_f64(bytes));
-            let _ = js_sys::Reflect::set(&o, &"rows".into(), &JsValue::from_f64(rows as f64));
-            list.push(&o);
-        }
-        Ok(list.into())
+        Ok(stored_list(&finished(sink)?).into())
     }
     /// Drops the pipelined writer without closing its files (the decode failed; the worker
     /// deletes the files of the writer's key).

@@ -127,7 +127,6 @@ export interface Job {
   problems?: number;
 }
 
-/** Requests that process something and the key their result is kept under. */
 /** Pipe ports already transferred to a worker (a port goes once). */
 const sentPorts = new WeakSet<MessagePort>();
 
@@ -138,6 +137,7 @@ function stopPipe(control: SharedArrayBuffer): void {
   Atomics.notify(c, 0);
 }
 
+/** Requests that process something and the key their result is kept under. */
 function producesKey(req: Request): boolean {
   return req.op === 'process' || req.op === 'processSystem' || req.op === 'processMemory';
 }
@@ -747,10 +747,10 @@ export class CoreClient {
   /** May a split decode pipeline its Parquet to the other worker? Needs SharedArrayBuffer (a cross-origin isolated page); `?pipe=off` turns it off. */
   private readonly pipeOk = typeof SharedArrayBuffer === 'function' && globalThis.crossOriginIsolated === true && new URLSearchParams(globalThis.location?.search ?? '').get('pipe') !== 'off';
 
-  /** Starts the Parquet writer of a pipelined split decode in `helper` under store key `key`; the decoding worker's end of the pipe, or null when the helper cannot (the decode then writes its own). */
   /** Open pipes (their control cells) → the worker writing them: its crash or cancel stops them (replace). */
   private readonly pipes = new Map<SharedArrayBuffer, Slot>();
 
+  /** Starts the Parquet writer of a pipelined split decode in `helper` under store key `key`; the decoding worker's end of the pipe, or null when the helper cannot (the decode then writes its own). */
   private async openPipe(helper: Slot, key: string): Promise<PipeEnd | null> {
     const channel = new MessageChannel();
     const control = new SharedArrayBuffer(8);

@@ -22,7 +22,7 @@ interface WasmSession extends CoreSession {
   /** The Parquet writer of a pipelined split decode (crate/src/wasm.rs `pipe_begin` … `pipe_end`). */
   pipe_begin?(key: string): void;
   pipe_batch?(table: string, bytes: Uint8Array): void;
-  pipe_end?(): { name: string; rows: number; file: number | null; bytes: number }[];
+  pipe_end?(): { name: string; kind: string; rows: number; file: number | null; bytes: number }[];
   pipe_drop?(): void;
   dma_side?(profileId: string, deviceIndex: number, progress: ProgressFn): { key: string; side: string; lod: Uint8Array } & StoredInfo;
   finish_split?(key: string, side: string | undefined, lod: Uint8Array | undefined, tables: { name: string; rows: number; file: number; bytes: number }[], progress: ProgressFn, remote?: (table: string, bytes: Uint8Array) => void): ProcessResult & StoredInfo;
@@ -79,6 +79,16 @@ function inputBytes(paths: (string | null | undefined)[]): number {
   let n = 0;
   for (const p of paths) n += scanned?.files.find((f) => f.path === p)?.size ?? 0;
   return n;
+}
+
+/** The core's `stored` list as files another worker re-opens (`<this dir>/<name>`); `file` '' for a table kept in memory. */
+function handedFiles(stored: readonly { name: string; bytes: number; file?: unknown; rows?: number }[]): HandedTable[] {
+  return stored.map((t) => ({
+    name: t.name,
+    rows: Number(t.rows ?? 0),
+    file: typeof t.file === 'number' && store !== null ? `${store.dirName}/${store.nameOf(t.file)}` : '',
+    bytes: Number(t.bytes),
+  }));
 }
 
 /**
@@ -205,13 +215,7 @@ function pipeWriter(s: WasmSession, key: string, pipe: PipeEnd): void {
     if (m.end === true) {
       try {
         if (failed !== null) throw new Error(failed);
-        const list = s.pipe_end!();
-        const tables = list.map((t) => ({
-          name: t.name,
-          rows: Number(t.rows),
-          file: typeof t.file === 'number' && store !== null ? `${store.dirName}/${store.nameOf(t.file)}` : '',
-          bytes: Number(t.bytes),
-        }));
+        const tables = handedFiles(s.pipe_end!());
         if (tables.some((t) => t.file === '')) throw new Error('the pipelined writer kept a table in memory (the file store had no free file)');
         // The decoding worker opens these files: close them here (a sync handle is exclusive).
         store?.forget(key);
@@ -494,13 +498,7 @@ async function handle(msg: Envelope): Promise<void> {
       const armed = fault !== null && fault.step === 'dmaSide' && ntffOf(msg.profileId, msg.deviceIndex).includes(fault.on);
       core().arm_test_fault?.(armed ? fault!.kind : '', 'dmaSide');
       const result = s.dma_side(msg.profileId, msg.deviceIndex, progressTo(id));
-      const raw = (result.stored ?? []) as (StoredTable & { file?: unknown; rows?: number })[];
-      const tables = raw.map((t) => ({
-        name: t.name,
-        rows: Number(t.rows ?? 0),
-        file: typeof t.file === 'number' ? `${store!.dirName}/${store!.nameOf(t.file)}` : '',
-        bytes: Number(t.bytes),
-      }));
+      const tables = handedFiles(result.stored ?? []);
       // The finishing worker opens these files: close them here (a sync handle is exclusive).
       s.release(result.key);
       store.forget(result.key);

@@ -785,66 +785,56 @@ impl PipeReader {
         table: &str,
         bytes: Vec<u8>,
     ) -> Result<(&'static TableDef, Vec<RecordBatch>)> {
-        pipe_decode(table, bytes, &mut self.nulls)
-    }
-}
-
-fn pipe_decode(
-    table: &str,
-    bytes: Vec<u8>,
-    null_arrays: &mut std::collections::HashMap<
-        (&'static str, usize, usize),
-        arrow_array::ArrayRef,
-    >,
-) -> Result<(&'static TableDef, Vec<RecordBatch>)> {
-    let def = crate::tables::table_def(table)
-        .ok_or_else(|| Error::Other(format!("pipe: no table {table}")))?;
-    let schema = def.schema();
-    let bad = |what: &str| Error::Other(format!("pipe: {table}: {what}"));
-    let mut buf = arrow_buffer::Buffer::from_vec(bytes);
-    let mut decoder = arrow_ipc::reader::StreamDecoder::new();
-    let mut out = Vec::new();
-    while let Some(part) = decoder.decode(&mut buf)? {
-        let meta = part.schema_ref().metadata().clone();
-        let rows: usize = meta
-            .get(PIPE_ROWS)
-            .and_then(|r| r.parse().ok())
-            .ok_or_else(|| bad("no row count"))?;
-        let nulls: Vec<usize> = meta
-            .get(PIPE_NULLS)
-            .map(|n| {
-                n.split(',')
-                    .filter(|x| !x.is_empty())
-                    .map(str::parse)
-                    .collect()
-            })
-            .transpose()
-            .map_err(|_| bad("bad null column list"))?
-            .unwrap_or_default();
-        let mut kept = part.columns().iter();
-        let mut cols = Vec::with_capacity(schema.fields().len());
-        for (i, f) in schema.fields().iter().enumerate() {
-            if nulls.contains(&i) {
-                let a = null_arrays
-                    .entry((def.name, i, rows))
-                    .or_insert_with(|| arrow_array::new_null_array(f.data_type(), rows));
-                cols.push(a.clone());
-            } else {
-                cols.push(kept.next().ok_or_else(|| bad("too few columns"))?.clone());
+        let def = crate::tables::table_def(table)
+            .ok_or_else(|| Error::Other(format!("pipe: no table {table}")))?;
+        let schema = def.schema();
+        let bad = |what: &str| Error::Other(format!("pipe: {table}: {what}"));
+        let mut buf = arrow_buffer::Buffer::from_vec(bytes);
+        let mut decoder = arrow_ipc::reader::StreamDecoder::new();
+        let mut out = Vec::new();
+        while let Some(part) = decoder.decode(&mut buf)? {
+            let meta = part.schema_ref().metadata().clone();
+            let rows: usize = meta
+                .get(PIPE_ROWS)
+                .and_then(|r| r.parse().ok())
+                .ok_or_else(|| bad("no row count"))?;
+            let nulls: Vec<usize> = meta
+                .get(PIPE_NULLS)
+                .map(|n| {
+                    n.split(',')
+                        .filter(|x| !x.is_empty())
+                        .map(str::parse)
+                        .collect()
+                })
+                .transpose()
+                .map_err(|_| bad("bad null column list"))?
+                .unwrap_or_default();
+            let mut kept = part.columns().iter();
+            let mut cols = Vec::with_capacity(schema.fields().len());
+            for (i, f) in schema.fields().iter().enumerate() {
+                if nulls.contains(&i) {
+                    let a = self
+                        .nulls
+                        .entry((def.name, i, rows))
+                        .or_insert_with(|| arrow_array::new_null_array(f.data_type(), rows));
+                    cols.push(a.clone());
+                } else {
+                    cols.push(kept.next().ok_or_else(|| bad("too few columns"))?.clone());
+                }
             }
+            if kept.next().is_some() {
+                return Err(bad("too many columns"));
+            }
+            let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(rows));
+            out.push(RecordBatch::try_new_with_options(
+                schema.clone(),
+                cols,
+                &opts,
+            )?);
         }
-        if kept.next().is_some() {
-            return Err(bad("too many columns"));
-        }
-        let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(rows));
-        out.push(RecordBatch::try_new_with_options(
-            schema.clone(),
-            cols,
-            &opts,
-        )?);
+        decoder.finish()?;
+        Ok((def, out))
     }
-    decoder.finish()?;
-    Ok((def, out))
 }
 
 #[cfg(test)]
