@@ -1137,9 +1137,10 @@ impl Session {
         }
         Ok(())
     }
-    /// Closes the pipelined writer's files: `[{name, kind, rows, file, bytes}]` as `stored` lists
-    /// them (`file` the file store id), to be closed here and handed to the decoding worker. Errors: no writer, the
-    /// store's errors, a table the store kept in memory (`file` null then: the caller refuses).
+    /// Closes the pipelined writer's files and lists them as `stored` does:
+    /// `[{name, kind, rows, file, bytes}]` (`file` the file store id), for the decoding worker to
+    /// re-open ([`Session::add_stored`]). Errors: no writer, the store's errors; a table the store
+    /// kept in memory has `file` null (the caller refuses it).
     pub fn pipe_end(&mut self) -> std::result::Result<JsValue, JsError> {
         let (sink, _) = self
             .pipe
