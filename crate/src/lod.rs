@@ -170,6 +170,19 @@ struct Grid {
 }
 
 impl Grid {
+    /// The bucket index of time `t`: `t.div_euclid(width)`, as a shift when the width is a power
+    /// of two (always, but for a saturated width or one read from another worker): a 64-bit
+    /// division per call was ≈ 7 % of the page's decode step natively.
+    #[inline]
+    fn index(&self, t: i64) -> i64 {
+        let w = self.width;
+        if w > 0 && w & (w - 1) == 0 {
+            t >> w.trailing_zeros()
+        } else {
+            t.div_euclid(w)
+        }
+    }
+
     fn new(cap: usize) -> Grid {
         Grid {
             width: 1,
@@ -183,21 +196,21 @@ impl Grid {
     /// merging pairs, then extends the vector to cover them.
     fn fit(&mut self, s: i64, e: i64) {
         if self.buckets.is_empty() {
-            while e.div_euclid(self.width) - s.div_euclid(self.width) >= self.cap as i64 {
+            while self.index(e) - self.index(s) >= self.cap as i64 {
                 self.width = self.width.saturating_mul(2);
             }
-            self.base = s.div_euclid(self.width);
+            self.base = self.index(s);
             return;
         }
         loop {
-            let lo = self.base.min(s.div_euclid(self.width));
-            let hi = (self.base + self.buckets.len() as i64 - 1).max(e.div_euclid(self.width));
+            let lo = self.base.min(self.index(s));
+            let hi = (self.base + self.buckets.len() as i64 - 1).max(self.index(e));
             if hi - lo < self.cap as i64 {
                 break;
             }
             self.coarsen();
         }
-        let first = s.div_euclid(self.width);
+        let first = self.index(s);
         if first < self.base {
             let add = (self.base - first) as usize;
             // Exact: the loop above keeps len + add within the cap (the memory bound).
@@ -249,7 +262,7 @@ impl Grid {
     fn add(&mut self, s: i64, e: i64, code: u32, v: f64) {
         self.fit(s, e);
         let w = self.width;
-        let (i0, i1) = (s.div_euclid(w), e.div_euclid(w));
+        let (i0, i1) = (self.index(s), self.index(e));
         {
             let b = self.slot(i0);
             b.count += 1;
@@ -1089,6 +1102,33 @@ pub fn window_rows<R: parquet::file::reader::ChunkReader + 'static>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn index_is_div_euclid() {
+        let ts = [
+            i64::MIN,
+            i64::MIN + 1,
+            -1_000_000_007,
+            -129,
+            -128,
+            -1,
+            0,
+            1,
+            127,
+            128,
+            999,
+            i64::MAX,
+        ];
+        for w in [1, 2, 64, 1 << 40, 1 << 62, i64::MAX, 3, 1000] {
+            let g = Grid {
+                width: w,
+                ..Grid::new(8)
+            };
+            for t in ts {
+                assert_eq!(g.index(t), t.div_euclid(w), "{t} / {w}");
+            }
+        }
+    }
 
     #[test]
     fn mul_sat_saturates_like_i64() {

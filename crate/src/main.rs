@@ -137,6 +137,7 @@ enum Outcome {
 
 fn main() -> ExitCode {
     // clap prints help/version (exit 0) and usage errors with suggestions (exit 2) itself.
+    cli::limit_malloc_arenas();
     let args = Cli::parse();
     cli::set_verbosity(args.quiet, args.verbose);
     let r = match &args.command {

@@ -515,6 +515,14 @@ pub enum PairStatus {
     },
     /// No NEFF in the drop matches the NTFF's uuid and none is hinted by name or directory.
     MissingNeff,
+    /// No readable NEFF matches the NTFF's uuid, and `neff` beside it could not be read (cut
+    /// or damaged before its uuid): it may be the one the NTFF ran. Timing only, as
+    /// [`PairStatus::MissingNeff`]; the `MISSING_NEFF` problem names the NEFF's fault and offset
+    /// ([`blame_unreadable_neffs`]).
+    NeffUnreadable {
+        /// Path of the unreadable NEFF in the NTFF's folder.
+        neff: String,
+    },
     /// The names or the directory point at `neff` but its uuid differs: a different
     /// compilation (Explorer: `ERROR_PROCESS_INCOMPLETE`).
     UuidMismatch {
@@ -606,8 +614,10 @@ pub fn pair_all(ntffs: &[NtffCandidate], neffs: &[NeffCandidate]) -> Vec<PairOut
 /// Rewrites the `MISSING_NEFF` problem of each NTFF that paired with no NEFF when a NEFF of its
 /// folder could not be read (`unreadable`: path and the reading problem, with its offset): the
 /// NEFF the NTFF ran may be that one, cut or damaged, so the message names it, its fault and
-/// offset instead of saying no NEFF was found (pairing.md §4). The problem takes the NEFF's
-/// offset; its code stays `MISSING_NEFF` (the NTFF's tables have timing only).
+/// offset instead of saying no NEFF was found (pairing.md §4), and the status becomes
+/// [`PairStatus::NeffUnreadable`] (the page's card says so instead of "no matching NEFF"). The
+/// problem takes the NEFF's offset; its code stays `MISSING_NEFF` (the NTFF's tables have timing
+/// only).
 pub fn blame_unreadable_neffs(
     ntffs: &[NtffCandidate],
     outcomes: &mut [PairOutcome],
@@ -642,6 +652,9 @@ pub fn blame_unreadable_neffs(
             p = p.at(off);
         }
         o.problem = Some(p);
+        o.status = PairStatus::NeffUnreadable {
+            neff: neff.to_string(),
+        };
     }
 }
 

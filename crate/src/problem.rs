@@ -96,12 +96,14 @@ codes! {
     DerivedFailed = ("DERIVED", Error, None),
     /// Instruction records that decode to no instruction were dropped.
     NtffRecordsDropped = ("NTFF_RECORDS_DROPPED", Info, None),
-    /// A trace buffer outside the file or of a size that is not whole records.
-    NtffBadBuffer = ("NTFF_BAD_BUFFER", Warning, None),
+    /// A trace buffer outside the file or of a size that is not whole records (its records, or
+    /// those past the last whole one, are lost: an error, as a cut NTFF is).
+    NtffBadBuffer = ("NTFF_BAD_BUFFER", Error, None),
     /// The NTFF ends before its info section says.
     NtffTruncated = ("NTFF_TRUNCATED", Error, None),
-    /// A code block that could not be read (instructions of it keep no opcode).
-    NtffBadCodeBlock = ("NTFF_BAD_CODE_BLOCK", Warning, None),
+    /// A code block that could not be read (instructions of it keep no opcode: data lost, so an
+    /// error).
+    NtffBadCodeBlock = ("NTFF_BAD_CODE_BLOCK", Error, None),
     /// v4/v5 time origin taken from the start-of-execution NOTIFY of a single execution.
     NtffTimeOriginNotify = ("NTFF_TIME_ORIGIN", Info, None),
     /// v4/v5 time origin that is a choice among several (executions, or the earliest record).
@@ -125,8 +127,10 @@ codes! {
     /// A memory snapshot whose trace and segments disagree.
     MemorySnapshotInconsistent = ("MEMORY_SNAPSHOT_INCONSISTENT", Warning, None),
     /// A trace cut short: a Kineto event array not closed (or a file that stops being
-    /// readable), a framed `.pb` whose last record is incomplete. Everything before is kept.
-    TruncatedTrace = ("TRUNCATED_TRACE", Warning, None),
+    /// readable), a framed `.pb` whose last record is incomplete. Everything before is kept; what
+    /// followed is lost, so it is an error, as a cut NTFF is (`NTFF_TRUNCATED`): one severity for
+    /// a cut file of any kind, in the CLI's lines, its exit code and the page's counts.
+    TruncatedTrace = ("TRUNCATED_TRACE", Error, None),
     /// A Kineto trace without `traceEvents`.
     NoTraceEvents = ("NO_TRACE_EVENTS", Warning, None),
     /// `ntrace.pb` start or stop records without their other half.

@@ -237,6 +237,32 @@ fn a_truncated_neff_is_named_with_its_offset() {
         if cut == 100 {
             assert_eq!(p.code, "MISSING_NEFF", "{p:?}");
             assert!(p.message.contains("truncated or corrupt"), "{p:?}");
+            // The card's status names the NEFF too (not "no matching NEFF").
+            let picked: Vec<(String, u64)> = files
+                .iter()
+                .map(|(p, b)| (p.clone(), b.len() as u64))
+                .collect();
+            let open = |p: &str| -> neuronscope::Result<Box<dyn neuronscope::source::ByteSource>> {
+                let b = files
+                    .iter()
+                    .find(|(n, _)| n == p)
+                    .map(|(_, b)| Rc::clone(b));
+                b.map(|b| Box::new(b) as Box<dyn neuronscope::source::ByteSource>)
+                    .ok_or_else(|| neuronscope::Error::Io(format!("{p}: no such file")))
+            };
+            let inv = neuronscope::inventory::build(&picked, &open);
+            let d = inv.profiles[0]
+                .devices
+                .iter()
+                .find(|d| d.ntff.is_some())
+                .expect("the NTFF's device");
+            assert_eq!(
+                d.pairing,
+                neuronscope::pairing::PairStatus::NeffUnreadable {
+                    neff: "cap/fused.neff".into()
+                },
+                "{d:?}"
+            );
         } else {
             assert!(
                 run.problems.iter().any(|p| p.severity == Severity::Error

@@ -157,7 +157,8 @@ fn corrupt_length_prefix_is_an_implausible_length_error() {
     assert_eq!(p.offset, Some(at as u64));
     assert!(!p.message.contains("truncated"), "{}", p.message);
 
-    // A cut file stays a warning.
+    // A cut file is an error too (`TRUNCATED_TRACE`, as a cut NTFF is `NTFF_TRUNCATED`: the
+    // records after the cut are lost), told apart from the bit flip by its code and message.
     let (mut files, offs) = sample_ntrace();
     files.get_mut(&key).expect("ntrace").truncate(offs[k] + 9);
     let (rep, _) = run(&files);
@@ -166,7 +167,9 @@ fn corrupt_length_prefix_is_an_implausible_length_error() {
         .iter()
         .find(|p| p.offset == Some(offs[k] as u64))
         .expect("cut reported");
-    assert_eq!(p.severity, Severity::Warning, "{}", p.message);
+    assert_eq!(p.severity, Severity::Error, "{}", p.message);
+    assert_eq!(p.code, "TRUNCATED_TRACE", "{}", p.message);
+    assert!(p.message.contains("truncated"), "{}", p.message);
 }
 
 #[test]

@@ -6,6 +6,8 @@
 // - A cut NTFF (KevGomes' NTFF cut in half, beside its NEFF): the sidebar card says it has
 //   problems (count, first message on hover, the list on expand), the jobs strip says "done …
 //   with E errors" (not "failed"; the card's error count) with the rows kept, and the Summary lists each problem once.
+// - A cut ntrace.pb (KevGomes' cut to two thirds, beside its trace_info.pb): graded an error as a
+//   cut NTFF is, on the System Summary, in the jobs strip and under the sidebar's system button.
 // Needs `npm run build`, ../shared/samples and a neuronscope CLI under target/ (for `synth`).
 
 import { after, before, test } from 'node:test';
@@ -29,6 +31,11 @@ before(async () => {
   const ntff = readFileSync(join(src, 'profile_exec_2.ntff'));
   writeFileSync(join(cut, 'profile_exec_2.ntff'), ntff.subarray(0, Math.floor(ntff.length / 2)));
   copyFileSync(join(src, 'neff_171450338541704.neff'), join(cut, 'neff_171450338541704.neff'));
+  const cutSys = join(dir, 'cut-ntrace');
+  mkdirSync(cutSys);
+  const ntrace = readFileSync(join(src, 'ntrace.pb'));
+  writeFileSync(join(cutSys, 'ntrace.pb'), ntrace.subarray(0, Math.floor((ntrace.length * 2) / 3)));
+  for (const f of ['trace_info.pb', 'cpu_util.pb', 'host_mem.pb']) copyFileSync(join(src, f), join(cutSys, f));
   const bin = process.env.NEURONSCOPE_BIN ?? ['ci', 'release', 'debug'].map((p) => join(REPO, 'target', p, 'neuronscope')).find((p) => existsSync(p));
   if (bin === undefined) throw new Error('no neuronscope CLI under target/{ci,release,debug}: run "cargo build --release" (or the Rust tests) first');
   execFileSync(bin, ['synth', join(dir, 'kineto'), '--kineto-mb', '1'], { stdio: 'ignore' });
@@ -160,6 +167,30 @@ test('a cut NTFF: the card says it has problems, the jobs strip says done with i
     assert.match(line, /· [\d,]+ rows kept/, line);
     assert.doesNotMatch(line, /failed/, line);
     assert.equal(Number(await job.getAttribute('data-problems')), errors.length);
+    assert.deepEqual(foreignRequests(b.requests, server.origin), []);
+    assert.deepEqual(b.errors, []);
+  } finally {
+    await b.close();
+  }
+});
+
+test('a cut ntrace.pb: an error on the System Summary, in the jobs strip and under the system button, with the offset', async () => {
+  const b = await launch();
+  try {
+    const { page } = b;
+    await openSystem(page, join(dir, 'cut-ntrace'));
+    const errors = await page.locator('[data-testid=summary] [data-testid=problem].sev-error').evaluateAll((ps) => ps.map((p) => p.textContent ?? ''));
+    assert.equal(errors.length, 1, `one error on the Summary: ${errors.join(' | ')}`);
+    assert.match(errors[0], /TRUNCATED_TRACE/, errors[0]);
+    assert.match(errors[0], /ntrace\.pb/, errors[0]);
+    assert.match(errors[0], /offset \d+/, errors[0]);
+    const job = page.locator('[data-testid=job]').last();
+    assert.equal(await job.getAttribute('data-state'), 'done');
+    assert.equal(Number(await job.getAttribute('data-problems')), 1);
+    assert.match(await job.innerText(), /done in \d+ s with 1 error \(/);
+    const card = page.locator('[data-testid=system-problems]');
+    assert.equal(Number(await card.getAttribute('data-errors')), 1);
+    assert.match(await card.locator('summary').innerText(), /^⚠ \d+ problems? in the decode \(1 error; the rows before each fault are kept\)$/);
     assert.deepEqual(foreignRequests(b.requests, server.origin), []);
     assert.deepEqual(b.errors, []);
   } finally {

@@ -105,6 +105,8 @@ test('pairing results read as sentences, for serde-tagged and externally tagged 
   assert.match(profiles.pairingText(d({ status: 'UuidMismatch', neff: 'dir/other.neff' })), /other\.neff.*uuid mismatch/);
   assert.match(profiles.pairingText(d({ status: 'Ambiguous', candidates: ['p/a.neff', 'q/b.neff'] })), /a\.neff, b\.neff/);
   assert.match(profiles.pairingText(d({ status: 'Unreadable', message: 'at offset 4: expected magic' })), /offset 4/);
+  assert.equal(profiles.isPaired(d({ status: 'NeffUnreadable', neff: 'a/x.neff' })), false);
+  assert.match(profiles.pairingText(d({ status: 'NeffUnreadable', neff: 'a/x.neff' })), /^x\.neff beside it cannot be read \(cut or damaged\): timing only/);
   assert.match(profiles.pairingText(d({ status: 'SomethingNew', detail: 1 })), /something new/);
 });
 

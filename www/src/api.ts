@@ -34,7 +34,8 @@ export interface InventoryFile {
 
 /**
  * NEFF ↔ NTFF pairing result (crate::pairing::PairStatus), serde-tagged by `status`:
- * {status: "Paired", by: "uuid"}, {status: "MissingNeff"}, {status: "UuidMismatch", neff},
+ * {status: "Paired", by: "uuid"}, {status: "MissingNeff"}, {status: "NeffUnreadable", neff},
+ * {status: "UuidMismatch", neff},
  * {status: "Ambiguous", candidates}, {status: "EmptyNtff"}, {status: "NeffOnly"},
  * {status: "Unreadable", message}. Externally tagged forms ("MissingNeff", {"Paired": {…}}) are
  * accepted too.

@@ -77,6 +77,8 @@ let inventory: Inventory | null = null;
 let selected: { profileId: string; deviceIndex: number } | null = null;
 /** Problems of each processed device (`profileId#deviceIndex`): the list marks a NEFF that failed to decode. */
 const deviceProblems = new Map<string, readonly Problem[]>();
+/** Problems of each decoded system trace, by profile id (the sidebar lists them under its button). */
+const systemProblems = new Map<string, readonly Problem[]>();
 /** The picked files (for reading a JSON export on the page); empty for the demo. */
 let pickedFiles: PickedFile[] = [];
 let coreReady: Promise<void> = Promise.resolve();
@@ -395,6 +397,7 @@ function renderInventory(): void {
     onOpenMemory: (path) => void openMemory(path),
     memoryShown,
     deviceProblems,
+    systemProblems,
   });
   if (focusKey !== null) {
     for (const el of side.querySelectorAll<HTMLElement>('[tabindex], button')) {
@@ -887,6 +890,8 @@ async function openSystem(profile: ProfileEntry): Promise<void> {
     summary: (result) => {
       const where = [profile.instance_id, profile.pid !== null && profile.pid !== undefined ? `pid ${profile.pid}` : null].filter(Boolean).join(' · ');
       renderSystemSummary(byId('summary'), `${profile.profile_type} profile · system trace${where ? ` · ${where}` : ''}`, result);
+      systemProblems.set(profile.id, result.problems);
+      renderInventory();
     },
     drawWhat: 'The system timeline',
     draw: async (result, source) => {

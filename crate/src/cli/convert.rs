@@ -35,7 +35,7 @@ use arrow_array::builder::{ListBuilder, StringBuilder};
 use arrow_array::{ArrayRef, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use neuronscope::inventory::{FileKind, Inventory};
-use neuronscope::{pairing, profile, sink, Code, Error, Problem, Result, Severity};
+use neuronscope::{pairing, profile, sink, Error, Problem, Result, Severity};
 
 use super::walk::{self, Picked};
 
@@ -97,13 +97,9 @@ pub struct ProfileRow {
     pub ntff_version: Option<u8>,
     /// Problems, one sentence each, severity first.
     pub problems: Vec<String>,
-    /// How many of them are errors.
+    /// How many of them are errors, i.e. lost data ([`loses_data`]); decides `convert`'s exit
+    /// code 3.
     pub errors: u64,
-    /// How many of them lost data ([`loses_data`]: the errors, and the warnings of a cut or
-    /// damaged file whose rest was read). Decides `convert`'s exit code 3; not a column of
-    /// `_profiles.parquet`.
-    #[serde(default)]
-    pub faults: u64,
     /// Rows written outside `SchemaFields` and `Warning` (0: nothing usable was decoded). Not a
     /// column of `_profiles.parquet`.
     #[serde(default)]
@@ -241,7 +237,6 @@ fn jobs(inv: &Inventory, picked: &Picked, layout: Layout) -> Vec<Job> {
         ntff_version: None,
         problems: Vec::new(),
         errors: 0,
-        faults: 0,
         data_rows: 0,
         tables: Vec::new(),
         rows: 0,
@@ -545,11 +540,7 @@ fn convert_job(
             row.data_rows += n;
         }
     }
-    row.errors = problems
-        .iter()
-        .filter(|p| p.severity == Severity::Error)
-        .count() as u64;
-    row.faults = problems.iter().filter(|p| loses_data(p)).count() as u64;
+    row.errors = problems.iter().filter(|p| loses_data(p)).count() as u64;
     row.problems = problems.iter().map(problem_line).collect();
     let files = written.lock().map(|w| w.clone()).unwrap_or_default();
     Ok((row, files))
@@ -607,7 +598,6 @@ fn run_job(
             let mut row = job.row.clone();
             row.problems = vec![format!("Error: not converted: {e}")];
             row.errors = 1;
-            row.faults = 1;
             let state = State {
                 fingerprint: Vec::new(),
                 files: Vec::new(),
@@ -724,18 +714,13 @@ fn write_profiles(out: &Path, rows: &[ProfileRow]) -> Result<()> {
     std::fs::rename(&tmp, &path).map_err(|e| Error::Io(format!("{}: {e}", path.display())))
 }
 
-/// True for a problem that lost data: an error (a damaged or truncated NTFF or NEFF, corrupt
-/// records of any file), or a warning of a file cut short (`TRUNCATED_TRACE`: a cut `ntrace.pb`
-/// / `cpu_util.pb` / `host_mem.pb`, an unclosed `trace.json`) or of an NTFF buffer or code block
-/// that could not be read. A cut NTFF is an error: these are the same situation in the other
-/// file kinds, so every kind gives the same exit code (3). Notes that lose nothing (rows written
-/// out of start order, a clock assumed) are not.
+/// True for a problem that lost data: an error (a damaged or cut NTFF, NEFF, `ntrace.pb`,
+/// `cpu_util.pb`, `host_mem.pb` or `trace.json`, an NTFF buffer or code block that could not be
+/// read, corrupt records of any file: `crate::problem::Code` grades them all errors), so every
+/// file kind gives the same exit code (3). Notes that lose nothing (rows written out of start
+/// order, a clock assumed) are warnings and do not count.
 pub fn loses_data(p: &Problem) -> bool {
     p.severity == Severity::Error
-        || matches!(
-            p.code,
-            Code::TruncatedTrace | Code::NtffBadBuffer | Code::NtffBadCodeBlock
-        )
 }
 
 /// How a `convert` run ended, per profile.
@@ -865,7 +850,7 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome> {
     let failed = done.iter().filter(|d| d.failed.is_some()).count() as u64;
     let with_errors = done
         .iter()
-        .filter(|d| d.failed.is_none() && (d.row.errors > 0 || d.row.faults > 0))
+        .filter(|d| d.failed.is_none() && d.row.errors > 0)
         .count() as u64;
     let skipped = done.iter().filter(|d| d.skipped).count();
     note!(

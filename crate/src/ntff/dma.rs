@@ -150,7 +150,7 @@ pub fn throughput(bytes: u64, duration_fs: i128) -> Option<f32> {
         return None;
     }
     // i64 → f64 when it fits (the same rounding as i128 → f64, which wasm32 does in a libcall).
-    let fs = i64::try_from(duration_fs).map_or(duration_fs as f64, |d| d as f64);
+    let fs = i64::try_from(duration_fs).map_or_else(|_| duration_fs as f64, |d| d as f64);
     let secs = (fs * 1e-15) as f32;
     (secs > 0.0).then(|| bytes as f32 / secs)
 }

@@ -5,9 +5,9 @@
 //!
 //! Entry point: [`process`]. The framed files are streamed record by record ([`decode::FrameReader`],
 //! 1 MiB windows); `ntrace.pb` events leave as soon as they are paired, through a bounded reorder
-//! window ([`ntrace`]). Bad records become [`Problem`]s with file and offset (an undecodable record
-//! or an implausible length prefix is an error, a cut last record a warning); everything decoded
-//! before (and, when the framing is intact, after) is kept.
+//! window ([`ntrace`]). Bad records become [`Problem`]s with file and offset (an undecodable
+//! record, an implausible length prefix and a cut last record are errors: `TRUNCATED_TRACE` for
+//! the cut); everything decoded before (and, when the framing is intact, after) is kept.
 
 pub mod decode;
 pub mod kineto;

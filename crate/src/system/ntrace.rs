@@ -702,9 +702,9 @@ fn read_records(
     Ok(())
 }
 
-/// A framing error's code: a cut last record is a warning (everything before is kept;
-/// `TRUNCATED_TRACE`, as a cut `trace.json`, so `convert` counts it as lost data), an
-/// implausible length prefix (corruption) an error.
+/// A framing error's code: a cut last record `TRUNCATED_TRACE` (everything before is kept; an
+/// error, as a cut `trace.json` or NTFF), an implausible length prefix (corruption)
+/// `ERROR_PROCESS_INCOMPLETE`.
 pub(super) fn frame_code(e: &crate::error::Error) -> Code {
     match e {
         crate::error::Error::Truncated { .. } => Code::TruncatedTrace,

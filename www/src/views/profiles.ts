@@ -74,6 +74,11 @@ export function pairingText(d: DeviceEntry): string {
     }
     case 'MissingNeff':
       return 'no matching NEFF: timing only (add the .neff it ran for names, source and tensors)';
+    case 'NeffUnreadable': {
+      // A NEFF beside it cut or damaged before its uuid: the one it ran, perhaps.
+      const neff = typeof data['neff'] === 'string' ? basename(data['neff']) : 'the NEFF beside it';
+      return `${neff} beside it cannot be read (cut or damaged): timing only (copy the .neff again for names, source and tensors)`;
+    }
     case 'UuidMismatch': {
       const neff = typeof data['neff'] === 'string' ? ` ${basename(data['neff'])}` : '';
       return `the NEFF${neff} is from a different compilation (uuid mismatch, ERROR_PROCESS_INCOMPLETE)`;
@@ -152,14 +157,17 @@ export interface ProfileListOptions {
   memoryShown?: string | null;
   /** Problems of each processed device (`profileId#deviceIndex`): a NEFF error there marks the pairing. */
   deviceProblems?: ReadonlyMap<string, readonly Problem[]>;
+  /** Problems of each decoded system trace (by profile id), shown under its button. */
+  systemProblems?: ReadonlyMap<string, readonly Problem[]>;
 }
 
 /**
  * A device card's line for the problems its decode reported (errors and warnings; the
  * profile's own, listed under the profile, and the NEFF error the pairing line names are left
  * out): their count, the first message on hover, the list on expand. Null when there are none.
+ * `testid`: `device-problems` on a device card, `system-problems` under a system trace's button.
  */
-export function decodeProblems(profile: readonly Problem[], decoded: readonly Problem[], shown?: Problem): HTMLElement | null {
+export function decodeProblems(profile: readonly Problem[], decoded: readonly Problem[], shown?: Problem, testid = 'device-problems'): HTMLElement | null {
   const key = (p: Problem): string => `${p.severity}\u0000${p.code}\u0000${p.file ?? ''}\u0000${p.offset ?? ''}\u0000${p.message}`;
   const known = new Set([...profile, ...(shown === undefined ? [] : [shown])].map(key));
   const own = uniqueProblems(decoded).filter((p) => p.severity !== 'info' && !known.has(key(p)));
@@ -172,7 +180,7 @@ export function decodeProblems(profile: readonly Problem[], decoded: readonly Pr
   const list = problemList(own);
   return h('details', {
     class: `device-problems${errors > 0 ? ' has-errors' : ''}`,
-    'data-testid': 'device-problems',
+    'data-testid': testid,
     'data-count': own.length,
     'data-errors': errors,
     title: first?.message ?? '',
@@ -278,6 +286,7 @@ export function renderProfiles(root: HTMLElement, inv: Inventory, opts: ProfileL
             onclick: () => opts.onOpenSystem?.(p),
           }, 'Open system trace')
         : null,
+      hasSystemTrace(p) ? decodeProblems(p.problems ?? [], opts.systemProblems?.get(p.id) ?? [], undefined, 'system-problems') : null,
       devices.length > 0
         ? h('ul', { class: 'devices' }, devices)
         : h('div', { class: 'muted small' }, 'no device profile (system trace only)'),
