@@ -591,7 +591,39 @@ fn convert_exit_codes_agree_across_file_kinds() {
                 .is_file(),
             "{name}"
         );
+        // One severity for a lost part whatever the kind: an `Error:` line naming the file,
+        // printed under --quiet too (stderr), with the same exit code.
+        assert!(
+            out.lines()
+                .any(|l| l.trim_start().starts_with("Error:") && l.contains(file)),
+            "{name}: {out}"
+        );
+        let q = ns(&[
+            "convert",
+            "-q",
+            s(&t.join(name)),
+            "-o",
+            s(&t.join(format!("outq-{name}"))),
+        ]);
+        let (qout, qerr) = text(&q);
+        assert_eq!(q.status.code(), Some(3), "{name} -q: {qout}{qerr}");
+        assert!(
+            qerr.lines()
+                .any(|l| l.contains("Error:") && l.contains(file)),
+            "{name} -q: {qerr}"
+        );
     }
+    // A folder whose only NTFF is empty (an idle core): not counted as converted.
+    let z = t.join("zero");
+    std::fs::create_dir_all(&z).unwrap();
+    std::fs::write(z.join("a.ntff"), b"").unwrap();
+    let o = ns(&["convert", s(&z), "-o", s(&t.join("out-zero"))]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(
+        out.contains("1 profiles: 0 converted, 1 empty (no trace data"),
+        "{out}"
+    );
     let o = ns(&["convert", "-q", s(&kdir), "-o", s(&t.join("out-clean"))]);
     assert_eq!(o.status.code(), Some(0), "clean: {:?}", text(&o));
     let o = ns(&[

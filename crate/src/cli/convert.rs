@@ -853,10 +853,21 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome> {
         .filter(|d| d.failed.is_none() && d.row.errors > 0)
         .count() as u64;
     let skipped = done.iter().filter(|d| d.skipped).count();
+    // Converted without a data row or an error: an empty NTFF (EMPTY_NTFF, an idle core) or a
+    // file with nothing in it; counted apart so "converted" means tables with rows.
+    let empty = done
+        .iter()
+        .filter(|d| !d.skipped && d.failed.is_none() && d.row.errors == 0 && d.row.data_rows == 0)
+        .count();
     note!(
-        "{} profiles: {} converted, {skipped} unchanged (skipped), {} with errors{}; {} rows in {}",
+        "{} profiles: {} converted, {}{skipped} unchanged (skipped), {} with errors{}; {} rows in {}",
         done.len(),
-        done.len() - skipped - failed as usize,
+        done.len() - skipped - failed as usize - empty,
+        if empty > 0 {
+            format!("{empty} empty (no trace data; only SchemaFields and Warning written), ")
+        } else {
+            String::new()
+        },
         with_errors + failed,
         if failed > 0 {
             format!(" ({failed} not converted)")
