@@ -22,4 +22,9 @@ test('a decode that ended with errors but kept rows is done with its problems; w
   const none = jobs.jobText(job({ rows: 0, problems: 1, error: 'x.ntff: not an NTFF' }), 5_000);
   assert.equal(none, 'x.ntff: failed after 2 s (x.ntff: not an NTFF) · no rows kept');
   assert.match(jobs.jobText(job({ rows: 1234 }), 5_000), /^x\.ntff: done in 2 s/);
+  // Session 11's trial: a random .ntff said "15 rows kept", its SchemaFields rows.
+  const schemaOnly = jobs.jobText(job({ rows: 15, dataRows: 0, problems: 1, error: 'x.ntff: not an NTFF' }), 5_000);
+  assert.equal(schemaOnly, 'x.ntff: failed after 2 s (x.ntff: not an NTFF) · no rows kept');
+  const kept = jobs.jobText(job({ rows: 1249, dataRows: 1234, problems: 1, error: 'x.ntff: cut at byte 9' }), 5_000);
+  assert.equal(kept, 'x.ntff: done in 2 s with 1 error (x.ntff: cut at byte 9) · 1,234 rows kept');
 });

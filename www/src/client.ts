@@ -111,6 +111,8 @@ export interface Job {
   total: number;
   /** Rows written so far (the core's progress; the final count when done). */
   rows: number;
+  /** When done: rows outside `SchemaFields` and `Warning` (what a damaged input's decode kept). */
+  dataRows?: number;
   /** Parquet bytes stored (when done). */
   storedBytes: number;
   /** The worker's wasm memory after the decode (bytes, when done; its high-water mark). */
@@ -851,8 +853,10 @@ export class CoreClient {
     job.error = error;
     job.ended = performance.now();
     if (value !== undefined) {
-      const v = value as StoredInfo & { tables?: { rows: number }[] };
+      const v = value as StoredInfo & { tables?: { name?: string; rows: number }[] };
       job.rows = (v.tables ?? []).reduce((n, t) => n + t.rows, 0);
+      // The schema listing and the problems themselves are no data kept from the input.
+      job.dataRows = (v.tables ?? []).filter((t) => t.name !== 'SchemaFields' && t.name !== 'Warning').reduce((n, t) => n + t.rows, 0);
       job.storedBytes = (v.stored ?? []).reduce((n, t) => n + t.bytes, 0);
       job.wasmMemory = v.wasm_memory_bytes ?? 0;
       // A decode that ended with errors (a NEFF or NTFF that could not be read) keeps what it

@@ -63,12 +63,12 @@ export function jobText(job: Job, now: number): string {
     case 'done':
       if (job.error !== null) {
         // Ended with errors but kept rows (the profile opened): done, with its problems; with
-        // nothing kept it failed.
-        if (job.rows > 0) {
+        // nothing of the input kept (the schema listing and the problems alone) it failed.
+        if ((job.dataRows ?? job.rows) > 0) {
           const n = job.problems ?? 1;
           const first = job.error.replace(/ \(and \d+ more\)$/, '');
           // Errors, as the profile's card counts them beside its other problems ("N problems (E errors; …)").
-          return [`${name}: done in ${duration(took)} with ${n} error${n === 1 ? '' : 's'} (${n > 1 ? 'first: ' : ''}${first})`, `${int(job.rows)} rows kept`, splitText(job)]
+          return [`${name}: done in ${duration(took)} with ${n} error${n === 1 ? '' : 's'} (${n > 1 ? 'first: ' : ''}${first})`, `${int(job.dataRows ?? job.rows)} rows kept`, splitText(job)]
             .filter((x) => x !== '').join(' · ');
         }
         return [`${name}: failed after ${duration(took)} (${job.error})`, 'no rows kept', splitText(job)].filter((x) => x !== '').join(' · ');
