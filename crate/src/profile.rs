@@ -830,7 +830,20 @@ pub fn process_system(
         rows: BTreeMap::new(),
     };
     let report = crate::system::process(profile, open, &mut sink, progress)?;
-    let mut problems: Vec<Problem> = profile.problems.clone();
+    // The profile's problems but those of a device's NTFF or NEFF: each is counted once, with
+    // the device it concerns (`begin_device` takes them), not again against the system trace.
+    let device_file = |f: &str| {
+        profile
+            .devices
+            .iter()
+            .any(|d| d.ntff.as_deref() == Some(f) || d.neff.as_deref() == Some(f))
+    };
+    let mut problems: Vec<Problem> = profile
+        .problems
+        .iter()
+        .filter(|p| !p.file.as_deref().is_some_and(device_file))
+        .cloned()
+        .collect();
     problems.extend(report.problems.iter().cloned());
     let tables = finish_tables(&problems, &mut sink)?;
     Ok(SystemResult {

@@ -613,6 +613,36 @@ fn convert_exit_codes_agree_across_file_kinds() {
             "{name} -q: {qerr}"
         );
     }
+    // A System+Device capture whose NEFF is cut: its error counts once, with the NEFF's own
+    // entry, not again against the system trace (session 12's trial: "2 with errors", the
+    // Error line printed twice under -q).
+    let nc = t.join("neffcut").join(cap);
+    std::fs::create_dir_all(&nc).unwrap();
+    for f in std::fs::read_dir(&kev).unwrap() {
+        let f = f.unwrap().path();
+        std::fs::copy(&f, nc.join(f.file_name().unwrap())).unwrap();
+    }
+    let neff = nc.join("neff_171450338541704.neff");
+    // The copy is read-only as the sample is; the folder is ours.
+    std::fs::remove_file(&neff).unwrap();
+    std::fs::write(
+        &neff,
+        &std::fs::read(kev.join("neff_171450338541704.neff")).unwrap()[..50],
+    )
+    .unwrap();
+    let o = ns(&[
+        "convert",
+        "-q",
+        s(&t.join("neffcut")),
+        "-o",
+        s(&t.join("out-neffcut")),
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{out}{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("Error:")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].contains("neff_171450338541704.neff"), "{err}");
+    assert!(err.contains("1 profile(s) had errors"), "{err}");
     // A folder whose only NTFF is empty (an idle core): not counted as converted.
     let z = t.join("zero");
     std::fs::create_dir_all(&z).unwrap();

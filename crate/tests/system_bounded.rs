@@ -170,6 +170,29 @@ fn corrupt_length_prefix_is_an_implausible_length_error() {
     assert_eq!(p.severity, Severity::Error, "{}", p.message);
     assert_eq!(p.code, "TRUNCATED_TRACE", "{}", p.message);
     assert!(p.message.contains("truncated"), "{}", p.message);
+
+    // Cut on a record boundary (no partial record to notice): fewer records than
+    // trace_info.pb's count in a file that just ends is a cut file too, at its length; one
+    // error, not also a COUNT_MISMATCH.
+    for keep in [0, k] {
+        let (mut files, offs) = sample_ntrace();
+        files.get_mut(&key).expect("ntrace").truncate(offs[keep]);
+        let (rep, _) = run(&files);
+        let mine: Vec<_> = rep
+            .problems
+            .iter()
+            .filter(|p| p.file.as_deref() == Some(key.as_str()) && p.code != "UNPAIRED_EVENT")
+            .collect();
+        assert_eq!(mine.len(), 1, "{mine:#?}");
+        assert_eq!(mine[0].code, "TRUNCATED_TRACE", "{}", mine[0].message);
+        assert_eq!(mine[0].severity, Severity::Error);
+        assert_eq!(mine[0].offset, Some(offs[keep] as u64));
+        assert!(
+            mine[0].message.contains(&format!("{keep} records")),
+            "{}",
+            mine[0].message
+        );
+    }
 }
 
 #[test]
@@ -318,4 +341,33 @@ fn kineto_bit_flips_never_lose_events_silently() {
         errors > 0 && runs > errors,
         "{errors} errors in {runs} runs"
     );
+}
+
+/// A `trace.json` that is empty or ends inside its top-level object before `traceEvents` is a
+/// cut file (`TRUNCATED_TRACE`, an error at its length); a whole object without the array is a
+/// `NO_TRACE_EVENTS` warning.
+#[test]
+fn trace_json_cut_before_its_events_is_an_error() {
+    for (text, code, sev) in [
+        (&b""[..], "TRUNCATED_TRACE", Severity::Error),
+        (
+            &b"{\"schemaVersion\": 1, \"devicePro"[..],
+            "TRUNCATED_TRACE",
+            Severity::Error,
+        ),
+        (
+            &b"{\"schemaVersion\": 1}"[..],
+            "NO_TRACE_EVENTS",
+            Severity::Warning,
+        ),
+    ] {
+        let mut t = Tables::default();
+        let rep = kineto::read_trace_bytes(text, "trace.json", "i-x", &mut t).expect("sink");
+        assert_eq!(rep.problems.len(), 1, "{:#?}", rep.problems);
+        let p = &rep.problems[0];
+        assert_eq!((p.code.as_str(), p.severity), (code, sev), "{}", p.message);
+        if sev == Severity::Error {
+            assert_eq!(p.offset, Some(text.len() as u64), "{}", p.message);
+        }
+    }
 }

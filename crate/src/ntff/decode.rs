@@ -22,12 +22,13 @@ use crate::tables::{explorer, Memo, TableBuilder, TableSink, PROFILE_SCHEMA_VERS
 /// Bytes read per request when streaming a buffer (a multiple of 16 and of 64). Natively small
 /// enough that a piece is still in cache when its records are decoded right after the copy
 /// (4 MiB pieces cost the instruction-dense decode ≈ 13 % more: each byte went to memory and
-/// back); in the page 4 MiB, since every read is a `FileReaderSync` call through the browser.
+/// back); in the page 16 MiB, since every read is a `FileReaderSync` call through the browser.
 #[cfg(not(target_arch = "wasm32"))]
 pub const CHUNK: usize = 256 * 1024;
-/// Bytes read per request when streaming a buffer (see the native definition).
+/// Bytes read per request when streaming a buffer (see the native definition;
+/// [`crate::source::BROWSER_READ`]).
 #[cfg(target_arch = "wasm32")]
-pub const CHUNK: usize = 4 * 1024 * 1024;
+pub const CHUNK: usize = crate::source::BROWSER_READ;
 /// Open start records kept per (engine, pc) before the oldest is dropped (the samples never
 /// have more than one, ntff.md §4.1).
 pub const MAX_OPEN_PER_PC: usize = 16;

@@ -489,12 +489,12 @@ pub const MAX_RUNS: usize = 64;
 /// Bytes each run's reader holds at least while the runs are merged.
 pub const RUN_CHUNK: usize = 64 * 1024;
 /// Bytes all run readers of a core hold together: each reads `RUN_BUDGET / runs` (≥
-/// [`RUN_CHUNK`], ≤ 1 MiB) at a time. In the page each read is a `Blob.slice` + `FileReaderSync`
-/// call (≈ 11 000 of 64 KiB for the 700 MB of DMA buffers of a 1 GB real-mix NTFF), so the budget
-/// is 16 MiB there. Natively a read is a `pread` and every run reads [`RUN_CHUNK`]: 1 MiB reads
+/// [`RUN_CHUNK`], ≤ `RUN_BUDGET`) at a time. In the page each read is a `Blob.slice` +
+/// `FileReaderSync` call, ≈ 10 ms each whatever its size ([`crate::source::BROWSER_READ`]), so the
+/// budget is 16 MiB there: one run reads 16 MiB pieces, the 16 of a real capture 1 MiB. Natively a read is a `pread` and every run reads [`RUN_CHUNK`]: 1 MiB reads
 /// measured no faster and raised the split step's peak RSS at 10 GB from 328 to 433 MB.
 pub const RUN_BUDGET: usize = if cfg!(target_arch = "wasm32") {
-    16 << 20
+    crate::source::BROWSER_READ
 } else {
     RUN_CHUNK
 };
@@ -1052,7 +1052,9 @@ impl TimePass<'_> {
             bufs.get(buf)
                 .and_then(|b| self.info.blob_offset.checked_add(b.offset))
         };
-        let per = (RUN_BUDGET / runs.len().max(1)).clamp(RUN_CHUNK, 1 << 20) as u64 / 16;
+        let per = (RUN_BUDGET / runs.len().max(1)).clamp(RUN_CHUNK, RUN_BUDGET.max(RUN_CHUNK))
+            as u64
+            / 16;
         let mut cursors: Vec<Cursor> = runs
             .iter()
             .filter_map(|r| {

@@ -42,8 +42,13 @@ use super::ev;
 use crate::error::{Code, Error, Problem, Result};
 use crate::tables::{explorer, TableBuilder, TableSink};
 
-/// Bytes read from the input per call.
-const READ_CHUNK: usize = 1 << 20;
+/// Bytes read from the input per call (in the page [`crate::source::BROWSER_READ`]: a read there
+/// is a `FileReaderSync` call).
+const READ_CHUNK: usize = if cfg!(target_arch = "wasm32") {
+    crate::source::BROWSER_READ
+} else {
+    1 << 20
+};
 /// Largest single event object accepted (bigger ones are skipped, not buffered).
 const MAX_EVENT: usize = 16 << 20;
 /// Finished rows held back (for late flow events) before they are emitted.
@@ -1498,11 +1503,26 @@ pub fn read_trace(
         );
     }
     if st.events_depth.is_none() {
-        r.rep.problems.push(Problem::new(
-            Code::NoTraceEvents,
-            Some(file),
-            format!("{file}: no `traceEvents` array found"),
-        ));
+        // An empty file, or one that ends inside its top-level value, was cut before its events:
+        // lost data, as a cut event array is; a whole JSON value without them is only odd.
+        let cut = (off == 0 || st.depth > 0) && st.garbage.is_none() && st.desync.is_none();
+        r.rep.problems.push(if cut {
+            r.rep.truncated = true;
+            Problem::new(
+                Code::TruncatedTrace,
+                Some(file),
+                format!(
+                    "{file}: ends at byte {off} before a `traceEvents` array (an empty or cut file); no event kept"
+                ),
+            )
+            .at(off)
+        } else {
+            Problem::new(
+                Code::NoTraceEvents,
+                Some(file),
+                format!("{file}: no `traceEvents` array found"),
+            )
+        });
     }
     let mut rep = r.finish()?;
     if let Some((at, what, objects)) = fault {

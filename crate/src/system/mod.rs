@@ -481,11 +481,8 @@ fn stream_frames(
     progress(path, fr.position(), total);
     if let Some(exp) = expected {
         if exp != records {
-            rep.problems.push(Problem::new(
-                Code::CountMismatch,
-                Some(path),
-                format!("{path}: {records} records, trace_info.pb says {exp}"),
-            ));
+            rep.problems
+                .push(count_problem(path, records, exp, total, &rep.problems));
         }
     }
     rep.files.push(FileCount {
@@ -777,4 +774,38 @@ fn emit_devices(
         rep.rows.insert(b.def().name.into(), n);
     }
     Ok(())
+}
+
+/// The problem of a framed file whose record count is not `trace_info.pb`'s: fewer records in a
+/// file that ends on a record boundary (`total` bytes) with no cut reported for it is a cut
+/// file all the same (`TRUNCATED_TRACE`, an error: records were lost, the ones read are kept);
+/// otherwise a `COUNT_MISMATCH` warning (more records than announced, or a count off beside the
+/// cut already reported).
+pub(crate) fn count_problem(
+    path: &str,
+    records: u64,
+    expected: u64,
+    total: u64,
+    reported: &[Problem],
+) -> Problem {
+    let cut_reported = reported
+        .iter()
+        .any(|p| p.code == Code::TruncatedTrace && p.file.as_deref() == Some(path));
+    if records < expected && !cut_reported {
+        Problem::new(
+            Code::TruncatedTrace,
+            Some(path),
+            format!(
+                "{path}: {records} records, trace_info.pb says {expected}: the file ends after \
+                 {total} bytes on a record boundary (cut?); the records read are kept"
+            ),
+        )
+        .at(total)
+    } else {
+        Problem::new(
+            Code::CountMismatch,
+            Some(path),
+            format!("{path}: {records} records, trace_info.pb says {expected}"),
+        )
+    }
 }

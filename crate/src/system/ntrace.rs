@@ -685,10 +685,12 @@ fn read_records(
     let remainder = total.saturating_sub(fr.position());
     if let Some(exp) = expected {
         if exp != records {
-            rep.problems.push(Problem::new(
-                Code::CountMismatch,
-                Some(path),
-                format!("{path}: {records} records, trace_info.pb says {exp}"),
+            rep.problems.push(super::count_problem(
+                path,
+                records,
+                exp,
+                total,
+                &rep.problems,
             ));
         }
     }
