@@ -448,6 +448,9 @@ async function loadDemo(): Promise<void> {
 function showInventory(inv: Inventory): void {
   inventory = inv;
   selected = null;
+  // Keyed by profile id (the root folder): a new pick with the same folder names starts clean.
+  deviceProblems.clear();
+  systemProblems.clear();
   sourceView.reset();
   document.body.classList.add('has-capture');
   renderInventory();
