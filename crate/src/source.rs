@@ -41,6 +41,14 @@ pub trait ByteSource {
 /// the decoders keep their own smaller pieces (cache-sized).
 pub const BROWSER_READ: usize = 16 << 20;
 
+/// Bytes per read of the streaming readers that take 1 MiB natively (`trace.json`, framed `.pb`
+/// files, pickles): [`BROWSER_READ`] in the page.
+pub const STREAM_READ: usize = if cfg!(target_arch = "wasm32") {
+    BROWSER_READ
+} else {
+    1 << 20
+};
+
 /// Checks that `offset + len` lies within a source of length `total`.
 pub fn check_range(total: u64, offset: u64, len: usize) -> Result<()> {
     match offset.checked_add(len as u64) {

@@ -32,13 +32,8 @@ use std::io::Read;
 use crate::error::{Error, Result};
 use crate::source::{ByteSource, RangeReader};
 
-/// Bytes per underlying read of the input (in the page [`crate::source::BROWSER_READ`]: a read
-/// there is a `FileReaderSync` call).
-pub const READ_CHUNK: usize = if cfg!(target_arch = "wasm32") {
-    crate::source::BROWSER_READ
-} else {
-    1 << 20
-};
+/// Bytes per underlying read of the input ([`crate::source::STREAM_READ`]).
+pub const READ_CHUNK: usize = crate::source::STREAM_READ;
 
 /// A pickled value as the machine and the arena hold it (16 bytes, `Copy`).
 #[derive(Debug, Clone, Copy, PartialEq)]

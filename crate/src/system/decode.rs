@@ -9,13 +9,9 @@ use crate::error::{Error, Result};
 use crate::proto;
 use crate::source::ByteSource;
 
-/// Bytes read per refill of the framing window (records are small; files may be GBs). In the
-/// page [`crate::source::BROWSER_READ`]: a read there is a `FileReaderSync` call.
-pub const CHUNK: usize = if cfg!(target_arch = "wasm32") {
-    crate::source::BROWSER_READ
-} else {
-    1 << 20
-};
+/// Bytes read per refill of the framing window (records are small; files may be GBs;
+/// [`crate::source::STREAM_READ`]).
+pub const CHUNK: usize = crate::source::STREAM_READ;
 /// Largest record accepted (a length above this is treated as corruption, not allocated).
 pub const MAX_RECORD: u32 = 64 << 20;
 /// Largest `trace_info.pb` accepted (the sample's is 1 891 bytes).

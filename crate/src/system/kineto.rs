@@ -42,13 +42,8 @@ use super::ev;
 use crate::error::{Code, Error, Problem, Result};
 use crate::tables::{explorer, TableBuilder, TableSink};
 
-/// Bytes read from the input per call (in the page [`crate::source::BROWSER_READ`]: a read there
-/// is a `FileReaderSync` call).
-const READ_CHUNK: usize = if cfg!(target_arch = "wasm32") {
-    crate::source::BROWSER_READ
-} else {
-    1 << 20
-};
+/// Bytes read from the input per call ([`crate::source::STREAM_READ`]).
+const READ_CHUNK: usize = crate::source::STREAM_READ;
 /// Largest single event object accepted (bigger ones are skipped, not buffered).
 const MAX_EVENT: usize = 16 << 20;
 /// Finished rows held back (for late flow events) before they are emitted.

@@ -113,11 +113,16 @@ function problemItem(p: Problem): HTMLElement {
   );
 }
 
+/** What makes two problems the same one (severity, code, file, offset and message). */
+function problemKey(p: Problem): string {
+  return `${p.severity}\u0000${p.code}\u0000${p.file ?? ''}\u0000${p.offset ?? ''}\u0000${p.message}`;
+}
+
 /** `problems` without repeats: the scan and the decode of one file can report the same problem. */
 function uniqueProblems(problems: readonly Problem[]): Problem[] {
   const seen = new Set<string>();
   return problems.filter((p) => {
-    const key = `${p.severity}\u0000${p.code}\u0000${p.file ?? ''}\u0000${p.offset ?? ''}\u0000${p.message}`;
+    const key = problemKey(p);
     if (seen.has(key)) return false;
     seen.add(key);
     return true;
@@ -168,9 +173,8 @@ export interface ProfileListOptions {
  * `testid`: `device-problems` on a device card, `system-problems` under a system trace's button.
  */
 export function decodeProblems(profile: readonly Problem[], decoded: readonly Problem[], shown?: Problem, testid = 'device-problems'): HTMLElement | null {
-  const key = (p: Problem): string => `${p.severity}\u0000${p.code}\u0000${p.file ?? ''}\u0000${p.offset ?? ''}\u0000${p.message}`;
-  const known = new Set([...profile, ...(shown === undefined ? [] : [shown])].map(key));
-  const own = uniqueProblems(decoded).filter((p) => p.severity !== 'info' && !known.has(key(p)));
+  const known = new Set([...profile, ...(shown === undefined ? [] : [shown])].map(problemKey));
+  const own = uniqueProblems(decoded).filter((p) => p.severity !== 'info' && !known.has(problemKey(p)));
   if (own.length === 0) return null;
   const errors = own.filter((p) => p.severity === 'error').length;
   const first = own.find((p) => p.severity === 'error') ?? own[0];
