@@ -4,13 +4,15 @@
 // paired and decoded into Parquet tables that stream to each worker's OPFS directory
 // (Session.process / process_system through the worker protocol, www/src/protocol.ts).
 //
-// usage: node scripts/bench-wasm.mjs [--pool N] [--store opfs|memory] [--no-spill] [--trace] [--repeat N] DIR [DIR...]
+// usage: node scripts/bench-wasm.mjs [--pool N] [--store opfs|memory] [--no-spill] [--no-read-ahead] [--trace] [--repeat N] DIR [DIR...]
 //   (needs `npm run build` first)
 // --pool N: N workers (default 1), each with its own wasm instance; the NTFFs of a folder are
 //   dealt round-robin to them and decoded concurrently.
 // --store memory: tables kept in wasm memory (the fallback without OPFS) instead of OPFS.
 // --no-spill: the core keeps its growing decode state in wasm memory instead of spilling full
 //   chunks of it to an OPFS file (crate/src/store.rs `Spill`): the before of an A/B.
+// --no-read-ahead: the core reads every piece itself (FileReaderSync in the decode worker) instead
+//   of taking the pieces its helper worker read ahead (www/src/readahead.ts): the before of an A/B.
 // --repeat N: decode each input N times in a row on its worker ("file (run k)"): the first run
 //   includes the browser's tier-up of the wasm code (Chromium starts every function in its
 //   baseline compiler and optimizes the hot ones while they run), later runs are steady state,
@@ -25,7 +27,8 @@
 // rows, rows/s, the worker's wasm memory after the file (bytes; wasm memory never shrinks, so
 // the high-water mark of that worker so far), the peak of live heap bytes during the file (what
 // the core held at once; the gap to the wasm memory is allocator fragmentation), the Parquet bytes
-// stored for it and where (opfs|memory); then a line per folder (read-only pass over its NTFFs)
+// stored for it and where (opfs|memory), and what the read-ahead did (pieces served of those
+// offered, ms waited); then a line per folder (read-only pass over its NTFFs)
 // with the wall time of the whole pool and its MB/s, and
 // the CPU seconds the Chromium processes used for the folder (Linux; read-only pass included)
 // with MB per CPU second, comparable with `neuronscope bench`'s MB/cpu_s on a busy machine.
@@ -39,6 +42,7 @@ const args = process.argv.slice(2);
 let pool = 1;
 let store = 'opfs';
 let spill = true;
+let readAhead = true;
 let trace = false;
 let repeat = 1;
 const dirs = [];
@@ -46,12 +50,13 @@ for (let i = 0; i < args.length; i++) {
   if (args[i] === '--pool') pool = Math.max(1, Number(args[++i]));
   else if (args[i] === '--store') store = args[++i];
   else if (args[i] === '--no-spill') spill = false;
+  else if (args[i] === '--no-read-ahead') readAhead = false;
   else if (args[i] === '--trace') trace = true;
   else if (args[i] === '--repeat') repeat = Math.max(1, Math.floor(Number(args[++i])));
   else dirs.push(resolve(args[i]));
 }
 if (dirs.length === 0 || !Number.isFinite(pool) || !Number.isFinite(repeat) || !['opfs', 'memory'].includes(store)) {
-  console.error('usage: node scripts/bench-wasm.mjs [--pool N] [--store opfs|memory] [--no-spill] [--trace] [--repeat N] DIR [DIR...]');
+  console.error('usage: node scripts/bench-wasm.mjs [--pool N] [--store opfs|memory] [--no-spill] [--no-read-ahead] [--trace] [--repeat N] DIR [DIR...]');
   process.exit(2);
 }
 
@@ -98,6 +103,11 @@ async function ntffBytes(dir) {
   return n;
 }
 
+/** The read-ahead column: pieces served from it / offered, and the ms the core waited for them ('off' without one). */
+function ra(s) {
+  return s === null ? 'off' : `${s.served}/${s.served + s.missed} served, waited ${Math.round(s.waitMs)} ms`;
+}
+
 requireBuild();
 const workerAsset = readdirSync(join(DIST, 'assets')).find((f) => /^worker-.*\.js$/.test(f));
 if (workerAsset === undefined) throw new Error(`${DIST}/assets has no worker-*.js: run "npm run build" first`);
@@ -106,7 +116,7 @@ const b = await launch();
 try {
   const { page } = b;
   await page.goto(`${server.origin}/`);
-  console.log('input\tfile\tworker\tread_only_MB/s\tinput_bytes\tseconds\tMB/s\trows\trows/s\twasm_memory_bytes\theap_peak_bytes\tstored_bytes\tstore');
+  console.log('input\tfile\tworker\tread_only_MB/s\tinput_bytes\tseconds\tMB/s\trows\trows/s\twasm_memory_bytes\theap_peak_bytes\tstored_bytes\tstore\tread_ahead');
   for (const dir of dirs) {
     await page.evaluate(() => {
       document.querySelector('#nscope-bench')?.remove();
@@ -119,7 +129,7 @@ try {
     });
     await page.setInputFiles('#nscope-bench', dir);
     const cpu0 = childCpuSeconds();
-    const r = await page.evaluate(async ({ origin, workerUrl, pool, store, spill, repeat }) => {
+    const r = await page.evaluate(async ({ origin, workerUrl, pool, store, spill, readAhead, repeat }) => {
       const files = Array.from(document.querySelector('#nscope-bench').files);
       const picked = files.map((f) => ({ path: f.webkitRelativePath || f.name, file: f }));
       // Read-only pass (the limit): every NTFF through Blob slices of the decoder's window size.
@@ -167,7 +177,7 @@ try {
       }
       try {
         const storeDir = store === 'opfs' ? (i) => `bench-${Date.now().toString(36)}-w${i}` : () => null;
-        const inits = await Promise.all(workers.map((w, i) => w.call({ op: 'init', pkgUrl: `${origin}/pkg/neuronscope.js`, fault: null, storeDir: storeDir(i), spill })));
+        const inits = await Promise.all(workers.map((w, i) => w.call({ op: 'init', pkgUrl: `${origin}/pkg/neuronscope.js`, fault: null, storeDir: storeDir(i), spill, readAhead })));
         const invs = await Promise.all(workers.map((w) => w.call({ op: 'load', files: picked })));
         const inv = invs[0];
         const jobs = [];
@@ -203,6 +213,7 @@ try {
               trace: res.memory_trace ?? [],
               stored: (res.stored ?? []).reduce((n, t) => n + t.bytes, 0),
               store: [...new Set((res.stored ?? []).map((t) => t.kind))].join('+') || inits[wi].store,
+              readAhead: res.readAhead ?? null,
             });
           }
         }));
@@ -214,7 +225,7 @@ try {
       } finally {
         for (const w of workers) w.w.terminate();
       }
-    }, { origin: server.origin, workerUrl: `${server.origin}/assets/${workerAsset}`, pool, store, spill, repeat });
+    }, { origin: server.origin, workerUrl: `${server.origin}/assets/${workerAsset}`, pool, store, spill, readAhead, repeat });
     const cpu = childCpuSeconds() - cpu0;
     if (r.error) throw new Error(`${dir}: ${r.error}`);
     const nb = await ntffBytes(dir);
@@ -224,7 +235,7 @@ try {
       const s = o.ms / 1000;
       total += o.bytes;
       const own = o.readMs > 0 ? (o.bytes / 1e6 / (o.readMs / 1000)).toFixed(1) : '';
-      console.log(`${dir}\t${o.file}\t${o.worker}\t${own}\t${o.bytes}\t${s.toFixed(3)}\t${(o.bytes / 1e6 / s).toFixed(1)}\t${o.rows}\t${Math.round(o.rows / s)}\t${o.memory}\t${o.heapPeak}\t${o.stored}\t${o.store}`);
+      console.log(`${dir}\t${o.file}\t${o.worker}\t${own}\t${o.bytes}\t${s.toFixed(3)}\t${(o.bytes / 1e6 / s).toFixed(1)}\t${o.rows}\t${Math.round(o.rows / s)}\t${o.memory}\t${o.heapPeak}\t${o.stored}\t${o.store}\t${ra(o.readAhead)}`);
       if (trace) {
         for (const m of o.trace) console.log(`  trace\t${m.stage}\t${m.done}/${m.total}\theap_live ${m.heap_live}\theap_peak ${m.heap_peak}\twasm_memory ${m.wasm_memory}`);
       }

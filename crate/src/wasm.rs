@@ -29,6 +29,50 @@ const WINDOW: u64 = 4 << 20;
 const DIRECT_READ: u64 = 32 << 10;
 const _: () = assert!(crate::ntff::dma::RUN_CHUNK as u64 >= DIRECT_READ);
 
+#[wasm_bindgen]
+extern "C" {
+    /// The worker's read-ahead (www/src/readahead.ts `ReadAhead`): a helper worker reads the
+    /// piece after each large read into a `SharedArrayBuffer` while the core decodes this one, so
+    /// the next `FileReaderSync` call (≈ 2.5 ms per MiB, ARCHITECTURE "Memory") overlaps with
+    /// decoding instead of stalling it. Only in a cross-origin isolated page.
+    pub type ReadAhead;
+    /// Fills `buf` with bytes `at .. at + buf.len()` of `blob` from bytes read in advance and
+    /// returns `buf.len()`, or returns -1 when it does not hold them all (the caller reads them
+    /// itself). After a read of a streaming decoder's size (4 MiB or more) it asks its helper
+    /// for the piece after it.
+    #[wasm_bindgen(method, catch)]
+    fn read(
+        this: &ReadAhead,
+        blob: &web_sys::Blob,
+        at: f64,
+        buf: &mut [u8],
+    ) -> std::result::Result<f64, JsValue>;
+}
+
+thread_local! {
+    /// The installed [`ReadAhead`] (`set_read_ahead`).
+    static READ_AHEAD: RefCell<Option<ReadAhead>> = const { RefCell::new(None) };
+}
+
+/// Installs the worker's read-ahead (www/src/worker.ts): from now on the reads of picked files
+/// that bypass [`BlobSource`]'s window are offered to it first. `null` removes it. The bytes are
+/// the same either way: a read it does not serve is read directly.
+#[wasm_bindgen]
+pub fn set_read_ahead(r: Option<ReadAhead>) {
+    READ_AHEAD.with(|c| *c.borrow_mut() = r);
+}
+
+/// `buf` served by the installed [`ReadAhead`] (false: none, or it did not hold the bytes, or
+/// it failed; the caller then reads them itself).
+fn read_ahead(blob: &web_sys::Blob, offset: u64, buf: &mut [u8]) -> bool {
+    READ_AHEAD.with(|c| {
+        c.borrow().as_ref().is_some_and(|r| {
+            r.read(blob, offset as f64, buf)
+                .is_ok_and(|n| n == buf.len() as f64)
+        })
+    })
+}
+
 /// A browser `Blob`/`File` read by slices with `FileReaderSync` (worker only). Offsets cross as
 /// f64 (`Blob.slice`'s i32 overload overflows past 2 GiB; spec/README.md).
 pub struct BlobSource {
@@ -82,6 +126,9 @@ impl ByteSource for BlobSource {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         check_range(self.len, offset, buf.len())?;
         if buf.len() as u64 >= DIRECT_READ {
+            if read_ahead(&self.blob, offset, buf) {
+                return Ok(());
+            }
             return self.read_raw(offset, buf);
         }
         let mut cache = self.cache.borrow_mut();

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
-import { foreignRequests, launch, sample, showView, timelineColouredPixels, waitReady, zipEntryNames, useServer } from './harness.mjs';
+import { appWorker, foreignRequests, launch, sample, showView, timelineColouredPixels, waitReady, zipEntryNames, useServer } from './harness.mjs';
 
 const server = useServer();
 
@@ -21,6 +21,7 @@ async function open(b, query) {
   const { page } = b;
   const workers = [];
   page.on('worker', (w) => {
+    if (!appWorker(w)) return;
     const entry = { closed: false };
     workers.push(entry);
     w.on('close', () => (entry.closed = true));

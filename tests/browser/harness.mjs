@@ -264,6 +264,11 @@ export async function revealBand(page, top, height, testid = 'timeline-canvas') 
 
 /** Imports `www/src/<rel>` in Node for unit tests: bundled on the fly with esbuild (apache-arrow
  * left to Node's own resolution, so tests and module share one copy). */
+/** Is Playwright worker `w` one of the app's core workers (www/src/worker.ts), not a read-ahead helper one of them started (www/src/readahead-worker.ts)? */
+export function appWorker(w) {
+  return !/readahead-worker/.test(w.url());
+}
+
 export async function loadModule(rel) {
   const { build } = await import('esbuild');
   const out = await build({

@@ -11,7 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { foreignRequests, launch, REPO, requireBuild, serve } from './harness.mjs';
+import { appWorker, foreignRequests, launch, REPO, requireBuild, serve } from './harness.mjs';
 
 const MB = Number(process.env.NEURONSCOPE_BIG_MB ?? 200);
 // 256 MiB: a 2 GB NTFF peaks at 158 MB since the decode state spills (docs/ARCHITECTURE.md "Memory"); the target is 512 MiB.
@@ -69,6 +69,7 @@ test('a decode cancelled mid-way ends as cancelled, its worker (and the one deco
     const { page } = b;
     const workers = [];
     page.on('worker', (w) => {
+      if (!appWorker(w)) return;
       const entry = { closed: false };
       workers.push(entry);
       w.on('close', () => (entry.closed = true));

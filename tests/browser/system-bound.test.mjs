@@ -117,3 +117,37 @@ test('a 24 MB Kineto trace: the System view gets summaries and windows of bounde
     await b.close();
   }
 });
+
+/** Opens the trace's System profile in `url` and returns its event count, the decode's problems line and the read-ahead totals. */
+async function openSystem(url) {
+  const b = await launch();
+  try {
+    const { page } = b;
+    await page.goto(url);
+    await page.waitForFunction(() => document.body.dataset.state === 'idle', null, { timeout: 30_000 });
+    await page.setInputFiles('[data-testid=folder-input]', dir);
+    await waitReady(page);
+    await page.locator('[data-testid=open-system]').first().click();
+    await page.waitForFunction(() => document.body.classList.contains('has-system') && document.body.dataset.state === 'ready', null, { timeout: 180_000 });
+    await waitReady(page);
+    const events = Number(await page.locator('[data-testid=system-event-count]').getAttribute('data-value'));
+    const problems = await page.locator('[data-testid=system-problems]').allTextContents();
+    const readAhead = await page.evaluate(() => window.__neuronscope.readAhead());
+    assert.deepEqual(b.errors, [], 'no uncaught page errors');
+    return { events, problems, readAhead };
+  } finally {
+    await b.close();
+  }
+}
+
+test('read-ahead (www/src/readahead.ts): the trace\'s second 16 MiB piece comes from the helper worker, and the events are those read without it', async () => {
+  const on = await openSystem(`${server.origin}/`);
+  const off = await openSystem(`${server.origin}/?readahead=off`);
+  // 24 MB = two 16 MiB pieces, each read twice (the scan for baseTimeNanoseconds stops in the first).
+  assert.ok(on.readAhead.served >= 1, `pieces served from the read-ahead: ${JSON.stringify(on.readAhead)}`);
+  assert.ok(on.readAhead.asked >= on.readAhead.served);
+  assert.deepEqual(off.readAhead, { served: 0, missed: 0, asked: 0, waitMs: 0 }, '?readahead=off: the core reads every piece');
+  assert.ok(on.events > 2 * SYSTEM_ROWS * 0.9, `${on.events} events`);
+  assert.equal(on.events, off.events, 'the same events either way');
+  assert.deepEqual(on.problems, off.problems, 'the same problems line either way');
+});

@@ -19,6 +19,7 @@ import type { CrashInfo, FaultSpec, FromWorker, InitInfo, PickedFile, PipeEnd, R
 import type { ColumnFilter, ConformReport, DeviceEntry, Inventory, LodListing, LodWindow, MemoryResult, Problem, ProcessResult, RangeSummary, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SearchResult, SystemResult, TableViewInfo } from './api.ts';
 import { clearStale, opfsListable, STORE_DIR, sweepDir } from './opfs.ts';
 import { PIPE_DEPTH, PIPE_SLOT_BYTES } from './protocol.ts';
+import type { ReadAheadStats } from './readahead.ts';
 
 type Progress = (stage: string, done: number, total: number) => void;
 
@@ -219,6 +220,23 @@ const received: Received = { bytes: 0, messages: 0, largest: 0, progress: 0, par
   (g.__neuronscope ??= {}).received = () => ({ ...received });
 }
 
+/** What the workers' read-ahead did since the page loaded (readahead.ts), summed over their results; read by tests as window.__neuronscope.readAhead. */
+const readAheadTotals: ReadAheadStats = { served: 0, missed: 0, asked: 0, waitMs: 0 };
+{
+  const g = globalThis as { __neuronscope?: { readAhead?: () => ReadAheadStats } };
+  (g.__neuronscope ??= {}).readAhead = () => ({ ...readAheadTotals });
+}
+
+/** Adds a result's read-ahead counts (if it has any) to readAheadTotals. */
+function countReadAhead(value: unknown): void {
+  const r = (value as { readAhead?: ReadAheadStats } | null)?.readAhead;
+  if (typeof r !== 'object' || r === null) return;
+  readAheadTotals.served += r.served;
+  readAheadTotals.missed += r.missed;
+  readAheadTotals.asked += r.asked;
+  readAheadTotals.waitMs += r.waitMs;
+}
+
 /** Most parts of one answer payloadBytes visits (large JSON reports): beyond it, received.partial. */
 const WALK_BUDGET = 100_000;
 
@@ -269,6 +287,8 @@ export class CoreClient {
   storeNote: string | null = null;
   private pkgUrl: string | null = null;
   private fault: FaultSpec | null = null;
+  /** May the workers read ahead (readahead.ts; they start it only in a cross-origin isolated page)? `?readahead=off` turns it off. */
+  private readonly readAheadOk = new URLSearchParams(globalThis.location?.search ?? '').get('readahead') !== 'off';
   /** Distinguishes this page load's OPFS directories from other tabs'. */
   private readonly pageId = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
   /** The requests that built the current session (load or demo, then addSources): replayed into a new worker. */
@@ -322,7 +342,7 @@ export class CoreClient {
   private async boot(slot: Slot): Promise<void> {
     slot.restoring = true;
     try {
-      await this.raw(slot, { op: 'init', pkgUrl: this.pkgUrl ?? '', fault: this.fault, storeDir: this.storeDir(slot) });
+      await this.raw(slot, { op: 'init', pkgUrl: this.pkgUrl ?? '', fault: this.fault, storeDir: this.storeDir(slot), readAhead: this.readAheadOk });
       slot.initialized = true;
       for (const req of this.session) {
         if (req.op === 'addSources' && slot.index !== 0) continue;
@@ -358,6 +378,7 @@ export class CoreClient {
     // Every call as a user-timing span (scripts/bench-lod.mjs lists the longest).
     if (p.sentAt !== undefined) performance.measure(`worker ${index + 1}: ${p.req.op}`, { start: p.sentAt });
     if (msg.ok) {
+      countReadAhead(msg.value);
       p.resolve(msg.value);
       return;
     }
@@ -921,7 +942,7 @@ export class CoreClient {
       if (locked > 0) retryLocked(() => clearStale(new Set(this.slots.map((s) => s.dir))), 10);
     }
     const slot = this.slots[0] ?? this.addSlot();
-    const v: InitInfo = await this.raw(slot, { op: 'init', pkgUrl, fault, storeDir: this.storeDir(slot) });
+    const v: InitInfo = await this.raw(slot, { op: 'init', pkgUrl, fault, storeDir: this.storeDir(slot), readAhead: this.readAheadOk });
     slot.initialized = true;
     this.store = v.store ?? 'memory';
     this.storeNote = v.storeNote ?? null;

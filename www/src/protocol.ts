@@ -8,6 +8,7 @@
 // cross as File objects (a handle on the stored file, nothing read).
 
 import type { ColumnFilter, ConformReport, Inventory, LodListing, LodWindow, MemoryResult, ProcessResult, RangeSummary, SourceHeat, SourceInputLoad, SourceListing, SourceResolved, SearchResult, SystemResult, TableViewInfo } from './api.ts';
+import type { ReadAheadStats } from './readahead.ts';
 
 /** A picked file: its path relative to the picked folder ('/'-separated) and the File itself. */
 export interface PickedFile {
@@ -97,6 +98,8 @@ export interface StoredInfo {
   stored?: StoredTable[];
   /** wasm memory of the worker after the call, bytes (it never shrinks: the high-water mark). */
   wasm_memory_bytes?: number;
+  /** What the worker's read-ahead did since its previous result (readahead.ts; absent without one). */
+  readAhead?: ReadAheadStats;
 }
 
 /** Reply to init: the core version and where tables will be kept. */
@@ -118,7 +121,8 @@ export interface StoreInfo {
 }
 
 export type Request =
-  | { op: 'init'; pkgUrl: string; fault?: FaultSpec | null; storeDir?: string | null; spill?: boolean }
+  /** `readAhead: false` turns the read-ahead off (readahead.ts; on where the page is cross-origin isolated). */
+  | { op: 'init'; pkgUrl: string; fault?: FaultSpec | null; storeDir?: string | null; spill?: boolean; readAhead?: boolean }
   | { op: 'load'; files: PickedFile[] }
   | { op: 'demo' }
   | { op: 'process'; profileId: string; deviceIndex: number }

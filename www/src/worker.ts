@@ -8,6 +8,7 @@ import type { Inventory, ProcessResult, WasmModule as CoreModule, WasmSession as
 import type { CrashInfo, Envelope, FaultSpec, FromWorker, HandedTable, PipeEnd, StoredInfo, StoredTable } from './protocol.ts';
 import { PIPE_DEPTH, PIPE_SLOT_BYTES } from './protocol.ts';
 import { FileStore, opfsAvailable } from './opfs.ts';
+import { ReadAhead, type ReadAheadStats } from './readahead.ts';
 
 /** The core's storage calls (crate/src/wasm.rs, crate/src/store.rs); optional: older cores lack them. */
 interface WasmSession extends CoreSession {
@@ -36,6 +37,8 @@ interface WasmModule extends Omit<CoreModule, 'Session'> {
   set_file_store?(store: FileStore | null): void;
   /** Allows the core to spill growing decode state to a store file (crate/src/store.rs `Spill`; on by default). */
   set_spill?(on: boolean): void;
+  /** Installs the read-ahead its large reads are offered to first (crate/src/wasm.rs `ReadAhead`). */
+  set_read_ahead?(r: ReadAhead | null): void;
 }
 
 /** Profile key and table of the core's spill file (crate/src/store.rs SPILL_KEY, SPILL_TABLE): scratch of one decode, deleted after it. */
@@ -67,6 +70,28 @@ let fault: FaultSpec | null = null;
 let store: FileStore | null = null;
 /** Why there is no store (shown before decoding); null with one. */
 let storeNote: string | null = null;
+/** The core's read-ahead (readahead.ts); null outside a cross-origin isolated page or with `readAhead: false`. */
+let readAhead: ReadAhead | null = null;
+/** `readAhead.stats` when the last result was sent (each result carries what happened since). */
+let readAheadMark: ReadAheadStats = { served: 0, missed: 0, asked: 0, waitMs: 0 };
+
+/** Installs the read-ahead once (its helper needs SharedArrayBuffer: a cross-origin isolated page); without one the core reads directly, as before. */
+function startReadAhead(m: WasmModule, on: boolean): void {
+  if (!on) {
+    m.set_read_ahead?.(null);
+    readAhead = null;
+    return;
+  }
+  if (readAhead !== null || m.set_read_ahead === undefined) return;
+  if (typeof SharedArrayBuffer !== 'function' || (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated !== true) return;
+  try {
+    // Made here, between calls: a nested worker made during a synchronous decode would load only after it (readahead.ts).
+    readAhead = new ReadAhead(new Worker(new URL('./readahead-worker.ts', import.meta.url), { type: 'module', name: 'neuronscope-read-ahead' }));
+    m.set_read_ahead(readAhead);
+  } catch {
+    readAhead = null;
+  }
+}
 
 /** NTFF that fits in wasm32's 4 GiB when tables stay in memory: a 1 GB synthetic NTFF took 1.86 GB (decode state plus its Parquet; scripts/bench-wasm.mjs --store memory). */
 const MEMORY_LIMIT_TEXT = 'about 2 GB of NTFF per worker';
@@ -272,6 +297,11 @@ const storedKeys = new Set<string>();
 /** Adds the stored files' names to a processing result (the page re-opens them after a restart). */
 function withFiles<T extends StoredInfo & { key: string }>(result: T): T {
   storedKeys.add(result.key);
+  if (readAhead !== null) {
+    const now = { ...readAhead.stats };
+    result.readAhead = { served: now.served - readAheadMark.served, missed: now.missed - readAheadMark.missed, asked: now.asked - readAheadMark.asked, waitMs: now.waitMs - readAheadMark.waitMs };
+    readAheadMark = now;
+  }
   const raw = (result.stored ?? []) as (StoredTable & { file?: unknown })[];
   result.stored = raw.map((t) => {
     const id = typeof t.file === 'number' ? t.file : null;
@@ -401,6 +431,7 @@ async function handle(msg: Envelope): Promise<void> {
       }
       fault = msg.fault ?? null;
       wasm.set_spill?.(msg.spill !== false);
+      startReadAhead(wasm, msg.readAhead !== false);
       if (msg.storeDir && opfsAvailable() && wasm.set_file_store !== undefined) {
         try {
           store = await FileStore.open(msg.storeDir);
