@@ -388,7 +388,7 @@ pub fn build(
                 not_ntffs.insert(f.path.clone(), p);
             }
         }
-        content_problems.extend(content_problem(f, &c));
+        content_problems.extend(content_problem(f, &c, &head, len));
         f.content = Some(c);
     }
 
@@ -403,6 +403,15 @@ pub fn build(
                     Err(e) => {
                         let mut p = Problem::from_error(Code::ProcessIncomplete, &f.path, &e);
                         p.message = match &f.content {
+                            // Shorter than the header: the NEFF cut, whatever its bytes look like
+                            // (an empty one is said to be empty below).
+                            _ if (1..crate::neff::HEADER_LEN as u64).contains(&f.size) => format!(
+                                "{}: {} bytes, shorter than the {}-byte NEFF header: the file is \
+                                 cut (copy it again)",
+                                f.path,
+                                f.size,
+                                crate::neff::HEADER_LEN
+                            ),
                             Some(c) if *c != Sniffed::Neff => {
                                 format!("{} looks like {}, not a NEFF ({e})", f.path, c.describe())
                             }
@@ -747,10 +756,34 @@ fn worth_sniffing(f: &InputFile) -> bool {
 /// The problem a file's contents raise against its name, if any: Warning when a named system
 /// file holds something else, Info when an unnamed file is a profiler file under another name
 /// (NEFF/NTFF mismatches are reported by their readers).
-fn content_problem(f: &InputFile, c: &Sniffed) -> Option<Problem> {
+fn content_problem(f: &InputFile, c: &Sniffed, head: &[u8], len: u64) -> Option<Problem> {
     let gz = f.path.to_ascii_lowercase().ends_with(".gz");
     if *c == Sniffed::Empty {
         return None; // the decoders say what an empty file means for its kind
+    }
+    // A cut copy of the kind its name says is that file cut, not another format: an error, as
+    // a cut NEFF or NTFF is (the decoder then reports the cut with its offset, which stands for
+    // this one: profile::process_system).
+    let cut = match f.kind {
+        FileKind::Ntrace | FileKind::CpuUtil | FileKind::HostMem => {
+            matches!(c, Sniffed::Unknown { .. }) && crate::sniff::cut_framed(head, len)
+        }
+        FileKind::TraceInfo => {
+            matches!(c, Sniffed::Unknown { .. }) && crate::sniff::cut_message(head, len)
+        }
+        _ => false,
+    };
+    if cut {
+        return Some(Problem::new(
+            Code::TruncatedTrace,
+            Some(&f.path),
+            format!(
+                "{} is a {} file that ends after {len} bytes, inside a record: the file is cut \
+                 (copy it again)",
+                f.path,
+                kind_label(&f.kind)
+            ),
+        ));
     }
     let fits = match f.kind {
         FileKind::Neff | FileKind::Ntff | FileKind::SourcePy => return None,

@@ -638,14 +638,22 @@ pub fn blame_unreadable_neffs(
         let at = why
             .offset
             .map_or(String::new(), |o| format!(" at byte {o}"));
+        // The NEFF's own message without its leading path (named once here).
+        let reason = why
+            .message
+            .strip_prefix(neff)
+            .map_or(why.message.as_str(), |r| {
+                r.trim_start_matches(':').trim_start()
+            })
+            .trim_end_matches(" (copy it again)");
         let mut p = Problem::new(
             Code::MissingNeff,
             Some(&t.path),
             format!(
                 "{}: the NEFF with uuid {uuid} cannot be read: {neff} beside it is truncated or \
-                 corrupt{at} ({}); if it is the NEFF this NTFF ran, copy it again — timing is \
-                 still shown",
-                t.path, why.message
+                 corrupt{at}: {reason}. If it is the NEFF this NTFF ran, copy it again; timing \
+                 is still shown",
+                t.path
             ),
         );
         if let Some(off) = why.offset {

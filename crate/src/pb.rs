@@ -4,6 +4,27 @@
 
 use crate::error::{Error, Result};
 
+/// What a prost decode error found, in the words of an [`Error::Format`]'s `found`: bytes that
+/// end inside a field (the message is cut: prost's "buffer underflow"), or damaged protobuf.
+/// prost prints `failed to decode Protobuf message: Msg.field: description`.
+pub fn decode_error_text(e: &prost::DecodeError) -> String {
+    let text = e.to_string();
+    let rest = text
+        .strip_prefix("failed to decode Protobuf message: ")
+        .unwrap_or(&text);
+    match rest.strip_suffix("buffer underflow") {
+        Some(at) => {
+            let field = at.trim_end_matches([':', ' ']);
+            if field.is_empty() {
+                "bytes that end inside a field (the file is cut or damaged)".into()
+            } else {
+                format!("bytes that end inside field {field} (the file is cut or damaged)")
+            }
+        }
+        None => format!("damaged protobuf ({rest})"),
+    }
+}
+
 /// One decoded field value. `Bytes` borrows from the message buffer.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Value<'a> {
@@ -194,6 +215,25 @@ pub fn put_uint(out: &mut Vec<u8>, number: u32, v: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cut_message_is_named_as_cut() {
+        use prost::Message;
+        // `instance_id` (field 4, bytes) claiming 5 bytes, of which 2 are there.
+        let e = crate::proto::TraceInfoPb::decode([0x22u8, 0x05, 0x0a, 0x01].as_slice())
+            .expect_err("cut");
+        let t = decode_error_text(&e);
+        assert!(
+            t.starts_with("bytes that end inside field TraceInfoPb."),
+            "{t}"
+        );
+        assert!(t.ends_with("(the file is cut or damaged)"), "{t}");
+        let bad = crate::proto::TraceInfoPb::decode([0x0fu8].as_slice()).expect_err("wire 7");
+        assert!(
+            decode_error_text(&bad).starts_with("damaged protobuf ("),
+            "{bad}"
+        );
+    }
 
     #[test]
     fn roundtrip_and_errors() {

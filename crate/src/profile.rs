@@ -10,7 +10,7 @@ use arrow_array::RecordBatch;
 use serde::Serialize;
 
 use crate::engine::Engine;
-use crate::error::{Code, Error, Problem, Result};
+use crate::error::{Code, Error, Problem, Result, Severity};
 use crate::inventory::{DeviceProfile, Inventory, Profile};
 use crate::pairing::PairStatus;
 use crate::source::ByteSource;
@@ -838,10 +838,21 @@ pub fn process_system(
             .iter()
             .any(|d| d.ntff.as_deref() == Some(f) || d.neff.as_deref() == Some(f))
     };
+    // A file the inventory found cut, whose decoder reported the cut too (with its offset):
+    // counted once, the decoder's.
+    let cut_reported = |f: &str| {
+        report
+            .problems
+            .iter()
+            .any(|q| q.file.as_deref() == Some(f) && q.severity == Severity::Error)
+    };
     let mut problems: Vec<Problem> = profile
         .problems
         .iter()
         .filter(|p| !p.file.as_deref().is_some_and(device_file))
+        .filter(|p| {
+            !(p.code == Code::TruncatedTrace && p.file.as_deref().is_some_and(cut_reported))
+        })
         .cloned()
         .collect();
     problems.extend(report.problems.iter().cloned());

@@ -274,6 +274,55 @@ fn varint(b: &[u8], pos: &mut usize) -> Option<u64> {
     None
 }
 
+/// True when `head` (the first bytes of a file of `len` bytes) is a cut copy of a framed
+/// protobuf file (`ntrace.pb`, `cpu_util.pb`, `host_mem.pb`; system-profile.md §2): every frame
+/// in the window is well formed until one whose length or body the file's end cuts off. A file
+/// that [`sniff`] cannot place for another reason (a bad length, a body that is not protobuf)
+/// is not cut but foreign.
+pub fn cut_framed(head: &[u8], len: u64) -> bool {
+    let mut pos = 0usize;
+    loop {
+        if pos as u64 >= len {
+            return false; // ends on a frame boundary: whole
+        }
+        if pos as u64 + 4 > len {
+            return true; // the length prefix itself is cut
+        }
+        let Some(n) = head
+            .get(pos..pos + 4)
+            .and_then(|b| b.try_into().ok())
+            .map(u32::from_le_bytes)
+        else {
+            return false; // past the window: judged by the frames before it
+        };
+        let n = u64::from(n);
+        if n == 0 || n > u64::from(crate::system::decode::MAX_RECORD) {
+            return false;
+        }
+        let start = pos as u64 + 4;
+        let end = start + n;
+        let whole = end <= head.len() as u64;
+        let body = &head[start as usize..end.min(head.len() as u64) as usize];
+        if end > len {
+            // Cut here if what is left of the body still reads as protobuf fields.
+            return walk_fields(body, false).is_some();
+        }
+        if !whole || walk_fields(body, true).is_none() {
+            return false;
+        }
+        pos = end as usize;
+    }
+}
+
+/// True when `head` is a whole file of `len` bytes holding protobuf fields that the file's
+/// end cuts off (a cut `trace_info.pb`, system-profile.md §3): at least one whole field, no bad
+/// key or wire type, and the last field runs past the end.
+pub fn cut_message(head: &[u8], len: u64) -> bool {
+    head.len() as u64 == len
+        && walk_fields(head, true).is_none()
+        && walk_fields(head, false).is_some_and(|n| n >= 1)
+}
+
 /// `Some(samples)` when `head` starts with u32-LE-framed protobuf records (at least one whole
 /// frame, and every frame in the window well formed).
 fn framed(head: &[u8], len: u64) -> Option<bool> {
@@ -338,6 +387,39 @@ mod tests {
         f.extend_from_slice(info);
         f.extend_from_slice(&[0; 64]);
         f
+    }
+
+    #[test]
+    fn cut_copies_of_framed_and_plain_protobuf() {
+        // Two framed records: field 1 varint, field 2 of 3 bytes.
+        let rec = [0x08u8, 0x01, 0x12, 0x03, b'a', b'b', b'c'];
+        let mut whole = Vec::new();
+        for _ in 0..2 {
+            whole.extend_from_slice(&(rec.len() as u32).to_le_bytes());
+            whole.extend_from_slice(&rec);
+        }
+        let n = whole.len() as u64;
+        assert!(!cut_framed(&whole, n), "whole");
+        assert!(!cut_framed(&whole[..11], 11), "one whole record");
+        for cut in [1usize, 3, 4, 6, 10, 12, 16, 21] {
+            assert!(cut_framed(&whole[..cut], cut as u64), "cut at {cut}");
+        }
+        assert!(
+            !cut_framed(&[0xff, 0xff, 0xff, 0x7f, 0], 5),
+            "a huge length is foreign"
+        );
+        assert!(
+            !cut_framed(&[3, 0, 0, 0, 0x0f, 0, 0], 7),
+            "a body that is not protobuf is foreign"
+        );
+        // trace_info-like: the same fields unframed.
+        assert!(!cut_message(&rec, rec.len() as u64), "whole message");
+        assert!(cut_message(&rec[..5], 5), "cut inside field 2");
+        assert!(
+            !cut_message(&rec[..5], 100),
+            "only a window of a longer file"
+        );
+        assert!(!cut_message(&[0x0f, 0x01], 2), "wire type 7: foreign");
     }
 
     #[test]

@@ -643,6 +643,60 @@ fn convert_exit_codes_agree_across_file_kinds() {
     assert_eq!(lines.len(), 1, "{err}");
     assert!(lines[0].contains("neff_171450338541704.neff"), "{err}");
     assert!(err.contains("1 profile(s) had errors"), "{err}");
+    // Its message says the NEFF is cut, once, in plain words (session 12's trial: "looks like
+    // no format … not a NEFF (truncated at offset 0 …)", nested in double parentheses).
+    assert!(
+        lines[0].contains("shorter than the 1024-byte NEFF header"),
+        "{err}"
+    );
+    let o = ns(&["scan", s(&t.join("neffcut"))]);
+    let (out, _) = text(&o);
+    assert!(!out.contains("(("), "{out}");
+    // A system file too short for its kind (a cut copy): `scan` says it is cut, an error as a
+    // cut NEFF or NTFF is, and `convert` prints that error once, the decoder's, with its offset
+    // (session 12's trial: a CONTENT_MISMATCH warning, exit 0, then reported twice).
+    for (name, file, keep) in [
+        ("ntcut", "ntrace.pb", 3usize),
+        ("ticut", "trace_info.pb", 900),
+    ] {
+        let d = t.join(name).join(cap);
+        std::fs::create_dir_all(&d).unwrap();
+        for f in std::fs::read_dir(&kev).unwrap() {
+            let f = f.unwrap().path();
+            std::fs::copy(&f, d.join(f.file_name().unwrap())).unwrap();
+        }
+        std::fs::remove_file(d.join(file)).unwrap();
+        std::fs::write(
+            d.join(file),
+            &std::fs::read(kev.join(file)).unwrap()[..keep],
+        )
+        .unwrap();
+        let o = ns(&["scan", s(&t.join(name))]);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(3), "{name}: {out}{err}");
+        let errs: Vec<&str> = out.lines().filter(|l| l.contains("Error:")).collect();
+        assert_eq!(errs.len(), 1, "{name}: {out}");
+        assert!(
+            errs[0].contains(file) && errs[0].contains(&format!("ends after {keep} bytes")),
+            "{name}: {out}"
+        );
+        assert!(!out.contains("named like"), "{name}: {out}");
+        let o = ns(&[
+            "convert",
+            s(&t.join(name)),
+            "-o",
+            s(&t.join(format!("out-{name}"))),
+        ]);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(3), "{name}: {out}{err}");
+        let about: Vec<&str> = out
+            .lines()
+            .filter(|l| l.contains(file) && (l.contains("Error:") || l.contains("named like")))
+            .collect();
+        assert_eq!(about.len(), 1, "{name}: one line about the cut file: {out}");
+        assert!(about[0].contains("offset"), "{name}: {out}");
+        assert!(!out.contains("failed to decode Protobuf"), "{name}: {out}");
+    }
     // A folder whose only NTFF is empty (an idle core): not counted as converted.
     let z = t.join("zero");
     std::fs::create_dir_all(&z).unwrap();

@@ -96,6 +96,11 @@ test('axis tick labels tell neighbouring ticks apart at every zoom level', () =>
 
 test('pairing results read as sentences, for serde-tagged and externally tagged forms', () => {
   const d = (pairing, extra = {}) => ({ name: 'x', ntff: 'a/x.ntff', neff: 'a/x.neff', pairing, ...extra });
+  const pr = (severity, code) => ({ severity, code, file: 'x.ntff', offset: null, message: `${code} ${severity}` });
+  const md = pr('warning', 'Missing Data');
+  assert.equal(profiles.decodeLabel([md, md, md]), 'ⓘ 3 notes Explorer also gives (data this capture does not hold)', "Explorer's Missing Data alone: notes");
+  assert.equal(profiles.decodeLabel([pr('warning', 'COUNT_MISMATCH'), md]), '⚠ 1 warning in the decode, 1 note Explorer also gives');
+  assert.equal(profiles.decodeLabel([pr('error', 'TRUNCATED_TRACE'), md]), '⚠ 2 problems in the decode (1 error; the rows before each fault are kept)');
   assert.equal(profiles.pairingKind({ status: 'Paired', by: 'uuid' }), 'Paired');
   assert.equal(profiles.pairingKind('MissingNeff'), 'MissingNeff');
   assert.equal(profiles.pairingKind({ UuidMismatch: { neff: 'b.neff' } }), 'UuidMismatch');

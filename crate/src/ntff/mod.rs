@@ -356,7 +356,7 @@ pub fn read_info<S: ByteSource + ?Sized>(src: &S) -> Result<Option<NtffInfo>> {
         Error::format(
             HEADER_LEN,
             "an NTFF info section (protobuf, ntff.md §3)",
-            e.to_string(),
+            crate::pb::decode_error_text(&e),
         )
     })?;
     Ok(Some(info_from_pb(version, p, pb)))

@@ -248,7 +248,7 @@ pub fn read_trace_info(src: &dyn ByteSource) -> Result<TraceInfo> {
         Error::format(
             0,
             "a trace_info.pb message (system-profile.md §3)",
-            e.to_string(),
+            crate::pb::decode_error_text(&e),
         )
     })?;
     let mut tables: BTreeMap<String, BTreeMap<u64, String>> = BTreeMap::new();
@@ -327,7 +327,7 @@ pub fn decode_ntrace(bytes: &[u8], offset: u64) -> Result<NtraceRecord> {
         Error::format(
             offset,
             "an ntrace.pb record (system-profile.md §5.1)",
-            e.to_string(),
+            crate::pb::decode_error_text(&e),
         )
     })?;
     let mut attrs: Vec<(String, String)> = pb
@@ -371,7 +371,7 @@ pub fn decode_cpu(bytes: &[u8], offset: u64) -> Result<(u64, u64, f32)> {
         Error::format(
             offset,
             "a cpu_util.pb record (system-profile.md §7.1)",
-            e.to_string(),
+            crate::pb::decode_error_text(&e),
         )
     })?;
     Ok((pb.timestamp_ns, pb.cpu_id, pb.util_percent))
@@ -383,7 +383,7 @@ pub fn decode_mem(bytes: &[u8], offset: u64) -> Result<(u64, u64)> {
         Error::format(
             offset,
             "a host_mem.pb record (system-profile.md §7.2)",
-            e.to_string(),
+            crate::pb::decode_error_text(&e),
         )
     })?;
     Ok((pb.timestamp_ns, pb.used_bytes))

@@ -166,6 +166,23 @@ export interface ProfileListOptions {
   systemProblems?: ReadonlyMap<string, readonly Problem[]>;
 }
 
+/** Code of Explorer's Missing Data warnings as serialised (crate/src/problem.rs `Code::MissingData`). */
+const MISSING_DATA = 'Missing Data';
+
+/**
+ * The summary line of a decode's problems (errors and warnings). Explorer's own Missing Data
+ * warnings (crate/src/derived.rs `explorer_warnings`: data the capture lacks, e.g. a NEFF
+ * without compiler metrics) are no fault of the files, so alone they are notes, not warnings.
+ */
+export function decodeLabel(own: readonly Problem[]): string {
+  const errors = own.filter((p) => p.severity === 'error').length;
+  const explorer = own.filter((p) => p.severity === 'warning' && p.code === MISSING_DATA).length;
+  const others = own.length - explorer;
+  if (errors > 0) return `⚠ ${count(own.length, 'problem')} in the decode (${count(errors, 'error')}; the rows before each fault are kept)`;
+  if (others === 0) return `ⓘ ${count(explorer, 'note')} Explorer also gives (data this capture does not hold)`;
+  return `⚠ ${count(others, 'warning')} in the decode${explorer > 0 ? `, ${count(explorer, 'note')} Explorer also gives` : ''}`;
+}
+
 /**
  * A device card's line for the problems its decode reported (errors and warnings; the
  * profile's own, listed under the profile, and the NEFF error the pairing line names are left
@@ -178,9 +195,7 @@ export function decodeProblems(profile: readonly Problem[], decoded: readonly Pr
   if (own.length === 0) return null;
   const errors = own.filter((p) => p.severity === 'error').length;
   const first = own.find((p) => p.severity === 'error') ?? own[0];
-  const label = errors > 0
-    ? `⚠ ${count(own.length, 'problem')} in the decode (${count(errors, 'error')}; the rows before each fault are kept)`
-    : `⚠ ${count(own.length, 'warning')} in the decode`;
+  const label = decodeLabel(own);
   const list = problemList(own);
   return h('details', {
     class: `device-problems${errors > 0 ? ' has-errors' : ''}`,
