@@ -67,13 +67,7 @@ test('a 24 MB Kineto trace: the System view gets summaries and windows of bounde
   try {
     const { page } = b;
     const cdp = await page.context().newCDPSession(page);
-    await page.goto(`${server.origin}/`);
-    await page.waitForFunction(() => document.body.dataset.state === 'idle', null, { timeout: 30_000 });
-    await page.setInputFiles('[data-testid=folder-input]', dir);
-    await waitReady(page);
-    await page.locator('[data-testid=open-system]').first().click();
-    await page.waitForFunction(() => document.body.classList.contains('has-system') && document.body.dataset.state === 'ready', null, { timeout: 180_000 });
-    await waitReady(page);
+    await openSystem(page, `${server.origin}/`);
     await page.click('[data-testid=tab-system]');
     await page.waitForFunction(() => (window.__neuronscope?.timeline?.('system-canvas')?.drawn ?? 0) > 0, null, { timeout: 60_000 });
 
@@ -118,18 +112,23 @@ test('a 24 MB Kineto trace: the System view gets summaries and windows of bounde
   }
 });
 
-/** Opens the trace's System profile in `url` and returns its event count, the decode's problems line and the read-ahead totals. */
-async function openSystem(url) {
+/** Opens the page at `url`, picks the trace's folder and decodes its System profile. */
+async function openSystem(page, url) {
+  await page.goto(url);
+  await page.waitForFunction(() => document.body.dataset.state === 'idle', null, { timeout: 30_000 });
+  await page.setInputFiles('[data-testid=folder-input]', dir);
+  await waitReady(page);
+  await page.locator('[data-testid=open-system]').first().click();
+  await page.waitForFunction(() => document.body.classList.contains('has-system') && document.body.dataset.state === 'ready', null, { timeout: 180_000 });
+  await waitReady(page);
+}
+
+/** The System profile decoded at `url` in a new browser: its event count, the decode's problems line and the read-ahead totals. */
+async function decodedAt(url) {
   const b = await launch();
   try {
     const { page } = b;
-    await page.goto(url);
-    await page.waitForFunction(() => document.body.dataset.state === 'idle', null, { timeout: 30_000 });
-    await page.setInputFiles('[data-testid=folder-input]', dir);
-    await waitReady(page);
-    await page.locator('[data-testid=open-system]').first().click();
-    await page.waitForFunction(() => document.body.classList.contains('has-system') && document.body.dataset.state === 'ready', null, { timeout: 180_000 });
-    await waitReady(page);
+    await openSystem(page, url);
     const events = Number(await page.locator('[data-testid=system-event-count]').getAttribute('data-value'));
     const problems = await page.locator('[data-testid=system-problems]').allTextContents();
     const readAhead = await page.evaluate(() => window.__neuronscope.readAhead());
@@ -141,8 +140,8 @@ async function openSystem(url) {
 }
 
 test('read-ahead (www/src/readahead.ts): the trace\'s second 16 MiB piece comes from the helper worker, and the events are those read without it', async () => {
-  const on = await openSystem(`${server.origin}/`);
-  const off = await openSystem(`${server.origin}/?readahead=off`);
+  const on = await decodedAt(`${server.origin}/`);
+  const off = await decodedAt(`${server.origin}/?readahead=off`);
   // 24 MB = two 16 MiB pieces, each read twice (the scan for baseTimeNanoseconds stops in the first).
   assert.ok(on.readAhead.served >= 1, `pieces served from the read-ahead: ${JSON.stringify(on.readAhead)}`);
   assert.ok(on.readAhead.asked >= on.readAhead.served);
