@@ -371,20 +371,8 @@ pub fn build(
             continue; // the readers below report an unreadable file
         };
         let c = crate::sniff::sniff(&head, len);
-        // An info length of 0 is an empty NTFF whatever byte 0 says (pairing.md §5).
-        let no_info = head.get(1..9).is_some_and(|p| p.iter().all(|&b| b == 0));
-        if f.kind == FileKind::Ntff && !no_info {
-            if let Err((offset, reason)) = crate::sniff::ntff_shape(&head, len) {
-                let mut p = Problem::new(
-                    Code::ProcessIncomplete,
-                    Some(&f.path),
-                    format!(
-                        "{} looks like {}, not an NTFF ({reason})",
-                        f.path,
-                        c.describe()
-                    ),
-                );
-                p.offset = Some(offset);
+        if f.kind == FileKind::Ntff {
+            if let Some(p) = ntff_head_problem(&f.path, &c, &head, len) {
                 not_ntffs.insert(f.path.clone(), p);
             }
         }
@@ -701,6 +689,90 @@ fn ntff_device(
     (dev, problem.into_iter().chain(unverified).collect())
 }
 
+/// The problem of an NTFF's first bytes, if any: another format's header (a NEFF's bytes 1–8 are
+/// zero, so they read as info length 0), a file cut inside the 128-byte header, or bytes no NTFF
+/// starts with. `None` for an empty NTFF (0 bytes, or info length 0 in a header that is no other
+/// format's, pairing.md §5) and for a header that checks out.
+fn ntff_head_problem(path: &str, c: &Sniffed, head: &[u8], len: u64) -> Option<Problem> {
+    let top = crate::sniff::MAX_PLAUSIBLE_NTFF_VERSION;
+    let info_len = head
+        .get(1..9)
+        .map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()));
+    let unknown = matches!(c, Sniffed::Unknown { .. } | Sniffed::Ntff { .. });
+    if len == 0 || (info_len == Some(0) && unknown) {
+        return None;
+    }
+    let not_ntff = |offset: u64, reason: String| {
+        Some(
+            Problem::new(
+                Code::ProcessIncomplete,
+                Some(path),
+                format!("{path} looks like {}, not an NTFF ({reason})", c.describe()),
+            )
+            .at(offset),
+        )
+    };
+    if *c == Sniffed::Neff {
+        let u = |o: usize| {
+            head.get(o..o + 8)
+                .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or_default()))
+        };
+        return not_ntff(
+            0,
+            format!(
+                "at offset 0: expected an NTFF version byte 1 – {top} and a u64 info-section \
+                 length, found a NEFF header: package version {}, header size {}",
+                u(0),
+                u(8)
+            ),
+        );
+    }
+    if len < crate::ntff::HEADER_LEN {
+        let v = head.first().copied().unwrap_or(0);
+        let plausible = (1..=top).contains(&v)
+            && info_len.is_none_or(|p| p <= crate::ntff::MAX_INFO_LEN)
+            && unknown;
+        if !plausible {
+            let (at, reason) = match info_len {
+                _ if !(1..=top).contains(&v) => (
+                    0,
+                    format!("at offset 0: byte 0 is {v}, not an NTFF version (1 – {top})"),
+                ),
+                Some(p) if p > crate::ntff::MAX_INFO_LEN => (
+                    1,
+                    format!(
+                        "at offset 1: bytes 1–8 give an info-section length of {p}, above {} \
+                         (no NTFF's)",
+                        crate::ntff::MAX_INFO_LEN
+                    ),
+                ),
+                _ => (
+                    0,
+                    format!("{len} bytes, shorter than the 128-byte NTFF header"),
+                ),
+            };
+            return not_ntff(at, reason);
+        }
+        // An NTFF's first bytes, cut before the header ends: the trace is lost, not empty.
+        return Some(
+            Problem::new(
+                Code::NtffTruncated,
+                Some(path),
+                format!(
+                    "{path}: {len} bytes, ending inside the 128-byte NTFF header (version byte \
+                     {v}{}): the file is cut (copy it again)",
+                    info_len.map_or(String::new(), |p| format!(", info section of {p} bytes"))
+                ),
+            )
+            .at(len),
+        );
+    }
+    match crate::sniff::ntff_shape(head, len) {
+        Ok(_) => None,
+        Err((offset, reason)) => not_ntff(offset, reason),
+    }
+}
+
 /// Names whose files are text, sources or well-known other formats (images, weights, archives,
 /// objects, our own Parquet), never a profiler file in disguise: their bytes are not read (in the
 /// browser every first read of a file costs a 4 MiB window).
@@ -742,12 +814,11 @@ const NOT_SNIFFED_SUFFIXES: [&str; 30] = [
 const MAX_OTHER_SNIFFED: usize = 512;
 
 /// True for the files whose bytes [`build`] looks at: every named profiler file, and other files
-/// unless their name says another format. NTFFs under 128 bytes are empty by rule (pairing.md §5).
+/// unless their name says another format.
 fn worth_sniffing(f: &InputFile) -> bool {
     let lower = f.path.to_ascii_lowercase();
     match f.kind {
         FileKind::SourcePy => false,
-        FileKind::Ntff => f.size >= crate::ntff::HEADER_LEN,
         FileKind::Other => !NOT_SNIFFED_SUFFIXES.iter().any(|s| lower.ends_with(s)),
         _ => true,
     }
@@ -759,7 +830,20 @@ fn worth_sniffing(f: &InputFile) -> bool {
 fn content_problem(f: &InputFile, c: &Sniffed, head: &[u8], len: u64) -> Option<Problem> {
     let gz = f.path.to_ascii_lowercase().ends_with(".gz");
     if *c == Sniffed::Empty {
-        return None; // the decoders say what an empty file means for its kind
+        // The capture's metadata cannot be empty (0-byte host samples are normal; the other
+        // decoders say what an empty file means for their kind).
+        return (f.kind == FileKind::TraceInfo).then(|| {
+            Problem::new(
+                Code::ProcessIncomplete,
+                Some(&f.path),
+                format!(
+                    "{}: empty file, expected a TraceInfo message (capture metadata, \
+                     system-profile.md §3) at offset 0",
+                    f.path
+                ),
+            )
+            .at(0)
+        });
     }
     // A cut copy of the kind its name says is that file cut, not another format: an error, as
     // a cut NEFF or NTFF is (the decoder then reports the cut with its offset, which stands for
@@ -784,6 +868,34 @@ fn content_problem(f: &InputFile, c: &Sniffed, head: &[u8], len: u64) -> Option<
                 kind_label(&f.kind)
             ),
         ));
+    }
+    // Bytes of no known format in a file its decoder will read: that file's data is lost, an
+    // error as for a NEFF or NTFF of random bytes (the decoder's own error, with its offset,
+    // stands for this one in a decode: profile::process_system).
+    let expected = match f.kind {
+        FileKind::Ntrace | FileKind::CpuUtil | FileKind::HostMem => {
+            Some("u32-LE-framed protobuf records (a record length, then that many bytes)")
+        }
+        FileKind::TraceInfo => Some("one protobuf message"),
+        FileKind::KinetoTrace if gz => Some("gzip data (1f 8b)"),
+        FileKind::KinetoTrace => Some("JSON (`{` or `[`)"),
+        FileKind::MemorySnapshot { .. } => Some("a pickle (80, then protocol 02 – 05)"),
+        _ => None,
+    };
+    if let (Some(expected), Sniffed::Unknown { head }) = (expected, c) {
+        return Some(
+            Problem::new(
+                Code::ProcessIncomplete,
+                Some(&f.path),
+                format!(
+                    "{} is named like a {} file but is not one: at offset 0 expected {expected}, \
+                     found bytes {head}",
+                    f.path,
+                    kind_label(&f.kind)
+                ),
+            )
+            .at(0),
+        );
     }
     let fits = match f.kind {
         FileKind::Neff | FileKind::Ntff | FileKind::SourcePy => return None,

@@ -838,20 +838,30 @@ pub fn process_system(
             .iter()
             .any(|d| d.ntff.as_deref() == Some(f) || d.neff.as_deref() == Some(f))
     };
-    // A file the inventory found cut, whose decoder reported the cut too (with its offset):
-    // counted once, the decoder's.
+    // A file the inventory found cut or not of its kind, whose decoder reported the fault too
+    // (with its offset): counted once, the decoder's. A memory snapshot's is the part that
+    // reads it (`process_memory`).
     let cut_reported = |f: &str| {
         report
             .problems
             .iter()
             .any(|q| q.file.as_deref() == Some(f) && q.severity == Severity::Error)
     };
+    let snapshot = |f: &str| {
+        inv.files.iter().any(|x| {
+            x.path == f && matches!(x.kind, crate::inventory::FileKind::MemorySnapshot { .. })
+        })
+    };
     let mut problems: Vec<Problem> = profile
         .problems
         .iter()
         .filter(|p| !p.file.as_deref().is_some_and(device_file))
         .filter(|p| {
-            !(p.code == Code::TruncatedTrace && p.file.as_deref().is_some_and(cut_reported))
+            let error = matches!(p.code, Code::TruncatedTrace | Code::ProcessIncomplete);
+            !(error
+                && p.file
+                    .as_deref()
+                    .is_some_and(|f| cut_reported(f) || snapshot(f)))
         })
         .cloned()
         .collect();

@@ -720,3 +720,201 @@ fn convert_exit_codes_agree_across_file_kinds() {
     assert_eq!(ns(&["convert", s(&t)]).status.code(), Some(2), "usage");
     let _ = std::fs::remove_dir_all(&t);
 }
+
+/// `scan` grades what cannot be what its name says as an error of that file, with its offset
+/// (a user trial: a NEFF named `.ntff` and an NTFF cut to 100 bytes were Info `EMPTY_NTFF`, an
+/// empty `trace_info.pb` passed, random `trace.json`/`ntrace.pb`/pickle bytes were warnings,
+/// all exit 0), while an empty NTFF as an idle core leaves it stays Info.
+#[test]
+fn scan_grades_files_not_of_their_kind_as_errors() {
+    let smp = samples();
+    let kev = smp.join(KEV);
+    let t = tmp("not-their-kind");
+    let cap = "i-0af76a70a6d3864dd_pid_713479";
+    // Random bytes of no known format (first byte 0xb1: no JSON, pickle or framed length).
+    let mut noise = Vec::new();
+    let mut x: u32 = 777;
+    for _ in 0..5000 {
+        x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+        noise.push((x >> 16) as u8 | 0x80);
+    }
+    noise[0] = 0xb1;
+    let neff = std::fs::read(kev.join("neff_171450338541704.neff")).unwrap();
+    let ntff = std::fs::read(kev.join("profile_exec_2.ntff")).unwrap();
+    let mut header_only = ntff[..128].to_vec();
+    header_only[1..9].fill(0); // info length 0: an idle core's NTFF
+                               // One folder per case: (folder, file, bytes, code, severity, offset).
+    type Case<'a> = (&'a str, &'a str, Vec<u8>, &'a str, &'a str, Option<u64>);
+    let cases: Vec<Case> = vec![
+        (
+            "neff",
+            "x.ntff",
+            neff.clone(),
+            "ERROR_PROCESS_INCOMPLETE",
+            "error",
+            Some(0),
+        ),
+        (
+            "cut",
+            "x.ntff",
+            ntff[..100].to_vec(),
+            "NTFF_TRUNCATED",
+            "error",
+            Some(100),
+        ),
+        (
+            "info",
+            "trace_info.pb",
+            vec![],
+            "ERROR_PROCESS_INCOMPLETE",
+            "error",
+            Some(0),
+        ),
+        (
+            "json",
+            "trace.json",
+            noise.clone(),
+            "ERROR_PROCESS_INCOMPLETE",
+            "error",
+            Some(0),
+        ),
+        (
+            "nt",
+            "ntrace.pb",
+            noise.clone(),
+            "ERROR_PROCESS_INCOMPLETE",
+            "error",
+            Some(0),
+        ),
+        (
+            "pkl",
+            "memory_snapshot_rank0.pickle",
+            noise.clone(),
+            "ERROR_PROCESS_INCOMPLETE",
+            "error",
+            Some(0),
+        ),
+        ("empty0", "x.ntff", vec![], "EMPTY_NTFF", "info", None),
+        (
+            "empty128",
+            "x.ntff",
+            header_only,
+            "EMPTY_NTFF",
+            "info",
+            None,
+        ),
+    ];
+    for (name, file, bytes, code, sev, offset) in &cases {
+        let d = t.join(name).join(cap);
+        std::fs::create_dir_all(&d).unwrap();
+        // A System capture (trace_info.pb + ntrace.pb) holding the file.
+        for f in ["trace_info.pb", "ntrace.pb"] {
+            std::fs::copy(kev.join(f), d.join(f)).unwrap();
+        }
+        if file.ends_with(".ntff") {
+            std::fs::copy(
+                kev.join("neff_171450338541704.neff"),
+                d.join("neff_171450338541704.neff"),
+            )
+            .unwrap();
+        }
+        let _ = std::fs::remove_file(d.join(file));
+        std::fs::write(d.join(file), bytes).unwrap();
+        let o = ns(&["scan", "--json", s(&t.join(name))]);
+        let (out, err) = text(&o);
+        let want = if *sev == "error" { 3 } else { 0 };
+        assert_eq!(o.status.code(), Some(want), "{name}: {out}{err}");
+        let inv: Value = serde_json::from_str(&out).unwrap();
+        let problems = inv["profiles"][0]["problems"].as_array().unwrap();
+        let path = format!("{name}/{cap}/{file}");
+        let about: Vec<&Value> = problems.iter().filter(|p| p["file"] == path).collect();
+        assert_eq!(about.len(), 1, "{name}: {problems:#?}");
+        let p = about[0];
+        assert_eq!(
+            (
+                p["code"].as_str(),
+                p["severity"].as_str(),
+                p["offset"].as_u64()
+            ),
+            (Some(*code), Some(*sev), *offset),
+            "{name}: {p}"
+        );
+        let errors = problems.iter().filter(|p| p["severity"] == "error").count();
+        assert_eq!(
+            errors,
+            usize::from(*sev == "error"),
+            "{name}: {problems:#?}"
+        );
+    }
+    let msg = |name: &str| {
+        let o = ns(&["scan", "--json", s(&t.join(name))]);
+        let inv: Value = serde_json::from_str(&text(&o).0).unwrap();
+        inv["profiles"][0]["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["severity"] == "error")
+            .unwrap()["message"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let m = msg("neff");
+    assert!(
+        m.contains("looks like a compiled program (NEFF), not an NTFF")
+            && m.contains("at offset 0: expected an NTFF version byte"),
+        "{m}"
+    );
+    assert!(msg("cut").contains("100 bytes, ending inside the 128-byte NTFF header"));
+    assert!(msg("info").contains("empty file, expected a TraceInfo message"));
+    assert!(msg("json").contains("at offset 0 expected JSON"));
+    // `convert` reports each fault once (the decoder's, with its offset), exit 3; the empty
+    // trace_info.pb no longer turns into a count warning against ntrace.pb.
+    for (name, file) in [
+        ("info", "trace_info.pb"),
+        ("json", "trace.json"),
+        ("pkl", "memory_snapshot_rank0.pickle"),
+    ] {
+        let o = ns(&[
+            "convert",
+            "-q",
+            s(&t.join(name)),
+            "-o",
+            s(&t.join(format!("out-{name}"))),
+        ]);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(3), "{name}: {out}{err}");
+        let lines: Vec<&str> = err.lines().filter(|l| l.contains("Error:")).collect();
+        assert_eq!(lines.len(), 1, "{name}: {err}");
+        assert!(lines[0].contains(file), "{name}: {err}");
+        assert!(!err.contains("trace_info.pb says"), "{name}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&t);
+}
+
+/// A `trace.json` whose `traceEvents` is not an array has nothing to show: `convert` reports an
+/// error at the end of its JSON, exit 3 (a user trial: warnings only, exit 0).
+#[test]
+fn trace_json_without_an_event_array_is_an_error() {
+    let kev = samples().join(KEV);
+    let t = tmp("no-events");
+    let d = t.join("in").join("i-0abc_pid_1");
+    std::fs::create_dir_all(&d).unwrap();
+    for f in ["trace_info.pb", "ntrace.pb"] {
+        std::fs::copy(kev.join(f), d.join(f)).unwrap();
+    }
+    let json = b"{\"traceEvents\": 5}\n";
+    std::fs::write(d.join("trace.json"), json).unwrap();
+    let o = ns(&["convert", s(&t.join("in")), "-o", s(&t.join("out"))]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{out}{err}");
+    let errors: Vec<&str> = out.lines().filter(|l| l.contains("Error:")).collect();
+    assert_eq!(errors.len(), 1, "{out}");
+    assert!(
+        errors[0].contains(
+            "in/i-0abc_pid_1/trace.json: no `traceEvents` array by the end of the JSON at byte 19"
+        ),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&t);
+}

@@ -645,7 +645,11 @@ fn garbage_and_truncated_inputs_never_panic() {
         ("g/real.ntff".into(), ntff.clone()),
         ("g/real.neff".into(), neff.clone()),
         ("g/empty.ntff".into(), Vec::new()),
-        ("g/short.ntff".into(), vec![6; 100]),
+        ("g/short.ntff".into(), vec![0; 100]),
+        // The real NTFF cut inside its header is cut, not empty; bytes no header starts with
+        // (an info length above any NTFF's) are not an NTFF.
+        ("g/cut.ntff".into(), ntff[..100].to_vec()),
+        ("g/junk.ntff".into(), vec![6; 100]),
         ("g/zero_info.ntff".into(), vec![0; 300]),
         ("g/empty.neff".into(), Vec::new()),
     ];
@@ -676,6 +680,21 @@ fn garbage_and_truncated_inputs_never_panic() {
         assert_eq!(devs[f].pairing, PairStatus::EmptyNtff, "{f}");
     }
     let p = &inv.profiles[0];
+    for (f, code, offset) in [
+        ("g/cut.ntff", "NTFF_TRUNCATED", 100),
+        ("g/junk.ntff", "ERROR_PROCESS_INCOMPLETE", 1),
+    ] {
+        assert!(
+            matches!(devs[f].pairing, PairStatus::Unreadable { .. }),
+            "{f}"
+        );
+        let q = p.problems.iter().find(|q| q.file.as_deref() == Some(f));
+        assert_eq!(
+            q.map(|q| (q.code.as_str(), q.severity, q.offset)),
+            Some((code, Severity::Error, Some(offset))),
+            "{f}"
+        );
+    }
     let empty = p.problems.iter().filter(|q| q.code == "EMPTY_NTFF").count();
     assert!(empty >= 3);
     assert!(p

@@ -233,7 +233,7 @@ fn listed(f: Option<proto::TraceFilePb>) -> Option<ListedFile> {
 }
 
 /// Decodes `trace_info.pb` (one unframed message). Errors: [`Error::Format`] at offset 0 when
-/// the bytes are not that message; [`Error::Format`] when the file exceeds [`MAX_TRACE_INFO`].
+/// the bytes are not that message or the file is empty; [`Error::Format`] when the file exceeds [`MAX_TRACE_INFO`].
 pub fn read_trace_info(src: &dyn ByteSource) -> Result<TraceInfo> {
     let len = src.len();
     if len > MAX_TRACE_INFO {
@@ -241,6 +241,14 @@ pub fn read_trace_info(src: &dyn ByteSource) -> Result<TraceInfo> {
             0,
             format!("a trace_info.pb of at most {MAX_TRACE_INFO} bytes"),
             format!("{len} bytes"),
+        ));
+    }
+    // Protobuf reads 0 bytes as a message of defaults: every count would read as 0.
+    if len == 0 {
+        return Err(Error::format(
+            0,
+            "a TraceInfo message (system-profile.md §3)",
+            "an empty file",
         ));
     }
     let buf = src.read_vec(0, len as usize)?;
