@@ -131,11 +131,9 @@ codes! {
     /// followed is lost, so it is an error, as a cut NTFF is (`NTFF_TRUNCATED`): one severity for
     /// a cut file of any kind, in the CLI's lines, its exit code and the page's counts.
     TruncatedTrace = ("TRUNCATED_TRACE", Error, None),
-    /// A Kineto trace without `traceEvents`.
-    NoTraceEvents = ("NO_TRACE_EVENTS", Warning, None),
     /// A file named as a framework trace whose JSON holds no `traceEvents` array (none, or a
     /// value of another type): none of it can be shown, so an error.
-    TraceEventsMissing = ("NO_TRACE_EVENTS", Error, None),
+    NoTraceEvents = ("NO_TRACE_EVENTS", Error, None),
     /// `ntrace.pb` start or stop records without their other half.
     UnpairedEvent = ("UNPAIRED_EVENT", Warning, None),
     /// Record counts that disagree with `trace_info.pb`.

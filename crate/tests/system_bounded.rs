@@ -345,7 +345,7 @@ fn kineto_bit_flips_never_lose_events_silently() {
 
 /// A `trace.json` that is empty or ends inside its top-level object before `traceEvents` is a
 /// cut file (`TRUNCATED_TRACE`, an error at its length); a whole object without the array is a
-/// `NO_TRACE_EVENTS` warning.
+/// `NO_TRACE_EVENTS` error at its length (nothing of it can be shown).
 #[test]
 fn trace_json_cut_before_its_events_is_an_error() {
     for (text, code, sev) in [
@@ -358,7 +358,7 @@ fn trace_json_cut_before_its_events_is_an_error() {
         (
             &b"{\"schemaVersion\": 1}"[..],
             "NO_TRACE_EVENTS",
-            Severity::Warning,
+            Severity::Error,
         ),
     ] {
         let mut t = Tables::default();

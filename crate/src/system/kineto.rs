@@ -1508,7 +1508,8 @@ pub fn read_trace(
     }
     if st.events_depth.is_none() {
         // An empty file, or one that ends inside its top-level value, was cut before its events:
-        // lost data, as a cut event array is; a whole JSON value without them is only odd.
+        // lost data, as a cut event array is; a whole JSON value without them has nothing to
+        // show either (every caller reads a file named as a framework trace).
         let cut = (off == 0 || st.depth > 0) && st.garbage.is_none() && st.desync.is_none();
         r.rep.problems.push(if cut {
             r.rep.truncated = true;
@@ -1524,8 +1525,12 @@ pub fn read_trace(
             Problem::new(
                 Code::NoTraceEvents,
                 Some(file),
-                format!("{file}: no `traceEvents` array found"),
+                format!(
+                    "{file}: no `traceEvents` array by the end of the JSON at byte {off}: expected \
+                     the framework trace's events there; no event kept"
+                ),
             )
+            .at(off)
         });
     }
     let mut rep = r.finish()?;

@@ -416,23 +416,7 @@ fn read_framework(
     *rep.rows
         .entry(explorer::SYSTEM_PROFILE_EVENTS.name.into())
         .or_default() += kr.rows;
-    // Named as a framework trace, a JSON without its event array has nothing to show: its data
-    // is lost (kineto only notes it, the reader cannot know what the file was meant to be).
-    rep.problems.extend(kr.problems.iter().map(|p| {
-        if p.code != Code::NoTraceEvents {
-            return p.clone();
-        }
-        Problem::new(
-            Code::TraceEventsMissing,
-            Some(path),
-            format!(
-                "{path}: no `traceEvents` array by the end of the JSON at byte {}: expected the \
-                 framework trace's events there; no event kept",
-                kr.bytes
-            ),
-        )
-        .at(kr.bytes)
-    }));
+    rep.problems.extend(kr.problems.iter().cloned());
     rep.framework.insert(path.into(), kr);
     Ok(())
 }
