@@ -694,10 +694,7 @@ fn ntff_device(
 /// starts with. `None` for an empty NTFF (0 bytes, or info length 0 in a header that is no other
 /// format's, pairing.md §5) and for a header that checks out.
 fn ntff_head_problem(path: &str, c: &Sniffed, head: &[u8], len: u64) -> Option<Problem> {
-    let top = crate::sniff::MAX_PLAUSIBLE_NTFF_VERSION;
-    let info_len = head
-        .get(1..9)
-        .map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()));
+    let info_len = crate::sniff::u64_at(head, 1);
     let unknown = matches!(c, Sniffed::Unknown { .. } | Sniffed::Ntff { .. });
     if len == 0 || (info_len == Some(0) && unknown) {
         return None;
@@ -713,46 +710,29 @@ fn ntff_head_problem(path: &str, c: &Sniffed, head: &[u8], len: u64) -> Option<P
         )
     };
     if *c == Sniffed::Neff {
-        let u = |o: usize| {
-            head.get(o..o + 8)
-                .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or_default()))
-        };
+        let u = |o: usize| crate::sniff::u64_at(head, o).unwrap_or(0);
         return not_ntff(
             0,
             format!(
-                "at offset 0: expected an NTFF version byte 1 – {top} and a u64 info-section \
+                "at offset 0: expected an NTFF version byte 1 – {} and a u64 info-section \
                  length, found a NEFF header: package version {}, header size {}",
+                crate::sniff::MAX_PLAUSIBLE_NTFF_VERSION,
                 u(0),
                 u(8)
             ),
         );
     }
     if len < crate::ntff::HEADER_LEN {
-        let v = head.first().copied().unwrap_or(0);
-        let plausible = (1..=top).contains(&v)
-            && info_len.is_none_or(|p| p <= crate::ntff::MAX_INFO_LEN)
-            && unknown;
-        if !plausible {
-            let (at, reason) = match info_len {
-                _ if !(1..=top).contains(&v) => (
-                    0,
-                    format!("at offset 0: byte 0 is {v}, not an NTFF version (1 – {top})"),
-                ),
-                Some(p) if p > crate::ntff::MAX_INFO_LEN => (
-                    1,
-                    format!(
-                        "at offset 1: bytes 1–8 give an info-section length of {p}, above {} \
-                         (no NTFF's)",
-                        crate::ntff::MAX_INFO_LEN
-                    ),
-                ),
-                _ => (
+        let v = match crate::sniff::ntff_start(head) {
+            Err((at, reason)) => return not_ntff(at, format!("at offset {at}: {reason}")),
+            Ok(_) if !unknown => {
+                return not_ntff(
                     0,
                     format!("{len} bytes, shorter than the 128-byte NTFF header"),
-                ),
-            };
-            return not_ntff(at, reason);
-        }
+                )
+            }
+            Ok((v, _)) => v,
+        };
         // An NTFF's first bytes, cut before the header ends: the trace is lost, not empty.
         return Some(
             Problem::new(

@@ -163,7 +163,8 @@ pub fn sniff(head: &[u8], len: u64) -> Sniffed {
     }
 }
 
-fn u64_at(b: &[u8], o: usize) -> Option<u64> {
+/// The little-endian u64 at byte `o` of `b` (`None` past its end).
+pub(crate) fn u64_at(b: &[u8], o: usize) -> Option<u64> {
     Some(u64::from_le_bytes(b.get(o..o + 8)?.try_into().ok()?))
 }
 
@@ -177,6 +178,30 @@ fn looks_like_neff(head: &[u8], len: u64) -> bool {
     (1..=2).contains(&pkg) && (24..=len).contains(&hsize)
 }
 
+/// Checks an NTFF's first bytes, however few (ntff.md §2): the version byte, and the
+/// info-section length when bytes 1–8 are there. `Ok((version, info length))`, or the offset and
+/// reason they are no NTFF's.
+pub fn ntff_start(head: &[u8]) -> std::result::Result<(u8, Option<u64>), (u64, String)> {
+    let version = head.first().copied().unwrap_or(0);
+    if version == 0 || version > MAX_PLAUSIBLE_NTFF_VERSION {
+        return Err((
+            0,
+            format!("byte 0 is {version}, not an NTFF version (1 – {MAX_PLAUSIBLE_NTFF_VERSION})"),
+        ));
+    }
+    let p = u64_at(head, 1);
+    if let Some(p) = p.filter(|&p| p > crate::ntff::MAX_INFO_LEN) {
+        return Err((
+            1,
+            format!(
+                "bytes 1–8 give an info-section length of {p}, above {} (no NTFF's)",
+                crate::ntff::MAX_INFO_LEN
+            ),
+        ));
+    }
+    Ok((version, p))
+}
+
 /// Checks the NTFF header and the start of its info section (ntff.md §2–3). `Ok(version)`, or
 /// the offset and reason it is not an NTFF: `(0, "byte 0 is 79, not an NTFF version (1 – 31)")`.
 pub fn ntff_shape(head: &[u8], len: u64) -> std::result::Result<u8, (u64, String)> {
@@ -186,23 +211,8 @@ pub fn ntff_shape(head: &[u8], len: u64) -> std::result::Result<u8, (u64, String
             format!("{len} bytes, shorter than the 128-byte NTFF header"),
         ));
     }
-    let version = head[0];
-    if version == 0 || version > MAX_PLAUSIBLE_NTFF_VERSION {
-        return Err((
-            0,
-            format!("byte 0 is {version}, not an NTFF version (1 – {MAX_PLAUSIBLE_NTFF_VERSION})"),
-        ));
-    }
-    let p = u64_at(head, 1).unwrap_or(u64::MAX);
-    if p > crate::ntff::MAX_INFO_LEN {
-        return Err((
-            1,
-            format!(
-                "bytes 1–8 give an info-section length of {p}, above {} (no NTFF's)",
-                crate::ntff::MAX_INFO_LEN
-            ),
-        ));
-    }
+    let (version, p) = ntff_start(head)?;
+    let p = p.unwrap_or(u64::MAX);
     if p == 0 || head.len() <= 128 {
         return Ok(version); // empty, or only the header in hand: nothing more to check
     }
