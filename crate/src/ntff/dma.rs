@@ -149,10 +149,21 @@ pub fn throughput(bytes: u64, duration_fs: i128) -> Option<f32> {
     if duration_fs <= 0 {
         return None;
     }
-    // i64 → f64 when it fits (the same rounding as i128 → f64, which wasm32 does in a libcall).
-    let fs = i64::try_from(duration_fs).map_or_else(|_| duration_fs as f64, |d| d as f64);
+    // i64 → f64 when it fits (the same rounding as i128 → f64, a libcall that the compiler
+    // otherwise computes on both branches).
+    let fs = match i64::try_from(duration_fs) {
+        Ok(d) => d as f64,
+        Err(_) => wide_to_f64(duration_fs),
+    };
     let secs = (fs * 1e-15) as f32;
     (secs > 0.0).then(|| bytes as f32 / secs)
+}
+
+/// `v as f64`, out of line: only for durations beyond ±9.2 · 10¹⁸ fs.
+#[cold]
+#[inline(never)]
+fn wide_to_f64(v: i128) -> f64 {
+    v as f64
 }
 
 /// `DmaQueuesInfo.type` from the queue-table type code (16/16 exports: 2 → `weights`,
@@ -276,6 +287,7 @@ type DmaRec = (u32, u32, u32, i128);
 
 /// Field, queue, phase and calibrated time of a packet start/end record (ntff.md §4.4); `None`
 /// for the other phases.
+#[inline(always)]
 fn classify(sg: &SubgraphInfo, r: &Rec) -> Option<DmaRec> {
     let phase = r.w1 & 0xF;
     if phase != PHASE_START && phase != PHASE_END {
@@ -373,7 +385,9 @@ impl<'a> Pairing<'a> {
     }
 
     /// Feeds one classified record of run `run`; returns the packet it completes, if any.
-    /// `at` is the record's file offset (reports only).
+    /// `at` is the record's file offset (reports only). Inlined: once per DMA record in both
+    /// passes, and a call moved its i128 arguments and result through memory.
+    #[inline(always)]
     fn feed(
         &mut self,
         r: &Rec,
@@ -791,6 +805,7 @@ pub(super) fn dma_rows<S: ByteSource + ?Sized>(
     let mut b = TableBuilder::new(def);
     let mut pairing = Pairing::new(sg, first_core, window);
     let mut runs = Runs::default();
+    let t0ps = ps_floor(window.t0);
     for (bi, buf) in dma_buffers(sg).enumerate() {
         let mut idx = 0u64;
         let buf_at = info.blob_offset.wrapping_add(buf.offset);
@@ -837,8 +852,7 @@ pub(super) fn dma_rows<S: ByteSource + ?Sized>(
                     stats.set_aside.far_outside.note(at);
                 }
                 if let Some(name) = &s.static_name {
-                    let t0ps = window.t0.div_euclid(1000);
-                    let (sp, ep) = (fs1.div_euclid(1000) - t0ps, fs.div_euclid(1000) - t0ps);
+                    let (sp, ep) = (ps_floor(fs1) - t0ps, ps_floor(fs) - t0ps);
                     // classify masks the queue to 4 bits.
                     let slots = &mut agg_index[queue as usize & 0xF];
                     let o = ordinal as usize;
@@ -933,7 +947,7 @@ pub(super) fn dma_rows<S: ByteSource + ?Sized>(
 }
 
 /// One packet awaiting its turn in [`TimePass`]'s reorder heap, ordered by (start, row order).
-#[derive(PartialEq, Eq, PartialOrd, Ord)]
+/// `order` is unique within a core, so comparing those two fields orders as comparing all.
 struct Pending {
     /// Whole calibrated ps from t0 (`DmaUsage` times).
     start: i64,
@@ -947,6 +961,31 @@ struct Pending {
     span: (i64, i64),
     /// In `DmaUsage` (raw times fit in int64, as the `DmaPacket` raw columns need).
     usage: bool,
+}
+
+impl Pending {
+    #[inline]
+    fn key(&self) -> (i64, u64) {
+        (self.start, self.order)
+    }
+}
+
+impl PartialEq for Pending {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+impl Eq for Pending {}
+impl PartialOrd for Pending {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Pending {
+    #[inline]
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key().cmp(&other.key())
+    }
 }
 
 /// Reads one [`Run`] through the source in pieces of [`RUN_BUDGET`] ÷ runs bytes.
@@ -971,43 +1010,46 @@ struct Cursor {
 
 impl Cursor {
     /// The next start/end record of the run (with its index), skipping other phases.
+    #[inline(always)]
     fn next_rec<S: ByteSource + ?Sized>(
         &mut self,
         src: &S,
         sg: &SubgraphInfo,
     ) -> Option<(u64, Rec, DmaRec)> {
         while self.next < self.end && !self.failed {
-            let per = self.per;
             let have = (self.chunk.len() / 16) as u64;
-            if self.next < self.chunk_first || self.next >= self.chunk_first + have {
-                let n = (self.end - self.next).min(per) as usize;
-                self.chunk.resize(n * 16, 0);
-                let off = self.base.saturating_add(self.next * 16);
-                if src.read_at(off, &mut self.chunk).is_err() {
-                    self.failed = true;
-                    return None;
-                }
-                self.chunk_first = self.next;
-                self.read += self.chunk.len() as u64;
+            if (self.next < self.chunk_first || self.next >= self.chunk_first + have)
+                && !self.refill(src)
+            {
+                return None;
             }
             let i = self.next;
             self.next += 1;
             let o = ((i - self.chunk_first) * 16) as usize;
-            let r = self.chunk.get(o..o + 16)?;
-            let w = |k: usize| u32::from_le_bytes([r[k], r[k + 1], r[k + 2], r[k + 3]]);
-            let mut t = [0u8; 8];
-            t.copy_from_slice(r.get(8..16)?);
-            let rec = Rec {
-                w0: w(0),
-                w1: w(4),
-                ts: u64::from_le_bytes(t),
-            };
+            let r = self.chunk.get(o..o + 16)?.try_into().ok()?;
+            let rec = Rec::from_bytes(r);
             if let Some(d) = classify(sg, &rec) {
                 self.max = self.max.max(d.3);
                 return Some((i, rec, d));
             }
         }
         None
+    }
+
+    /// Reads the next piece of the run from record `next` on; false (and `failed`) on a read
+    /// error. Out of line: once per piece, not per record.
+    #[inline(never)]
+    fn refill<S: ByteSource + ?Sized>(&mut self, src: &S) -> bool {
+        let n = (self.end - self.next).min(self.per) as usize;
+        self.chunk.resize(n * 16, 0);
+        let off = self.base.saturating_add(self.next * 16);
+        if src.read_at(off, &mut self.chunk).is_err() {
+            self.failed = true;
+            return false;
+        }
+        self.chunk_first = self.next;
+        self.read += self.chunk.len() as u64;
+        true
     }
 }
 
