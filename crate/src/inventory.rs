@@ -284,7 +284,9 @@ fn stem_of(path: &str, ext: &str) -> String {
 enum Read<T> {
     Ok(T),
     Empty,
-    Failed(String, Problem),
+    /// (the error's text for the pairing status, the problem, for a NEFF its fault without
+    /// the path: what [`pairing::blame_unreadable_neffs`] quotes).
+    Failed(String, Problem, String),
 }
 
 /// Builds the inventory of a picked folder tree.
@@ -390,22 +392,33 @@ pub fn build(
                     Ok(h) => Read::Ok(h),
                     Err(e) => {
                         let mut p = Problem::from_error(Code::ProcessIncomplete, &f.path, &e);
-                        p.message = match &f.content {
+                        // (the fault without the path, the message)
+                        let (reason, message) = match &f.content {
                             // Shorter than the header: the NEFF cut, whatever its bytes look like
                             // (an empty one is said to be empty below).
-                            _ if (1..crate::neff::HEADER_LEN as u64).contains(&f.size) => format!(
-                                "{}: {} bytes, shorter than the {}-byte NEFF header: the file is \
-                                 cut (copy it again)",
-                                f.path,
-                                f.size,
-                                crate::neff::HEADER_LEN
-                            ),
-                            Some(c) if *c != Sniffed::Neff => {
-                                format!("{} looks like {}, not a NEFF ({e})", f.path, c.describe())
+                            _ if (1..crate::neff::HEADER_LEN as u64).contains(&f.size) => {
+                                let r = format!(
+                                    "{} bytes, shorter than the {}-byte NEFF header: the file is \
+                                     cut",
+                                    f.size,
+                                    crate::neff::HEADER_LEN
+                                );
+                                let m = format!("{}: {r} (copy it again)", f.path);
+                                (r, m)
                             }
-                            _ => format!("{}: not a readable NEFF ({e})", f.path),
+                            Some(c) if *c != Sniffed::Neff => {
+                                let r = format!("looks like {}, not a NEFF ({e})", c.describe());
+                                let m = format!("{} {r}", f.path);
+                                (r, m)
+                            }
+                            _ => {
+                                let r = format!("not a readable NEFF ({e})");
+                                let m = format!("{}: {r}", f.path);
+                                (r, m)
+                            }
                         };
-                        Read::Failed(e.to_string(), p)
+                        p.message = message;
+                        Read::Failed(e.to_string(), p, reason)
                     }
                 };
                 neff_reads.push((f.path.clone(), r));
@@ -416,13 +429,13 @@ pub fn build(
                     None => Ok(open(&f.path).and_then(|s| pairing::ntff_ids(&s))),
                 };
                 let r = match ids {
-                    Err(p) => Read::Failed(p.message.clone(), p),
+                    Err(p) => Read::Failed(p.message.clone(), p, String::new()),
                     Ok(Ok(Some(ids))) => Read::Ok(ids),
                     Ok(Ok(None)) => Read::Empty,
                     Ok(Err(e)) => {
                         let mut p = Problem::from_error(Code::ProcessIncomplete, &f.path, &e);
                         p.message = format!("{}: not a readable NTFF ({e})", f.path);
-                        Read::Failed(e.to_string(), p)
+                        Read::Failed(e.to_string(), p, String::new())
                     }
                 };
                 ntff_reads.push((f.path.clone(), r));
@@ -454,10 +467,10 @@ pub fn build(
         })
         .collect();
     let mut outcomes = pairing::pair_all(&ntff_cands, &neff_cands);
-    let unreadable: Vec<(&str, &Problem)> = neff_reads
+    let unreadable: Vec<(&str, &str, &Problem)> = neff_reads
         .iter()
         .filter_map(|(path, r)| match r {
-            Read::Failed(_, p) => Some((path.as_str(), p)),
+            Read::Failed(_, p, reason) => Some((path.as_str(), reason.as_str(), p)),
             _ => None,
         })
         .collect();
@@ -554,7 +567,7 @@ pub fn build(
                 }
                 let h = pairing::parse_neff_name(&f.path);
                 let (pairing, problem) = match neff_read_of.get(f.path.as_str()) {
-                    Some(Read::Failed(m, prob)) => (
+                    Some(Read::Failed(m, prob, _)) => (
                         PairStatus::Unreadable { message: m.clone() },
                         Some(prob.clone()),
                     ),
@@ -680,7 +693,7 @@ fn ntff_device(
                 ),
             ))
         }
-        Some(Read::Failed(m, p)) => {
+        Some(Read::Failed(m, p, _)) => {
             dev.pairing = PairStatus::Unreadable { message: m.clone() };
             Some(p.clone())
         }

@@ -612,7 +612,8 @@ pub fn pair_all(ntffs: &[NtffCandidate], neffs: &[NeffCandidate]) -> Vec<PairOut
 }
 
 /// Rewrites the `MISSING_NEFF` problem of each NTFF that paired with no NEFF when a NEFF of its
-/// folder could not be read (`unreadable`: path and the reading problem, with its offset): the
+/// folder could not be read (`unreadable`: path, the fault without the path, and the reading
+/// problem, with its offset): the
 /// NEFF the NTFF ran may be that one, cut or damaged, so the message names it, its fault and
 /// offset instead of saying no NEFF was found (pairing.md §4), and the status becomes
 /// [`PairStatus::NeffUnreadable`] (the page's card says so instead of "no matching NEFF"). The
@@ -621,31 +622,23 @@ pub fn pair_all(ntffs: &[NtffCandidate], neffs: &[NeffCandidate]) -> Vec<PairOut
 pub fn blame_unreadable_neffs(
     ntffs: &[NtffCandidate],
     outcomes: &mut [PairOutcome],
-    unreadable: &[(&str, &Problem)],
+    unreadable: &[(&str, &str, &Problem)],
 ) {
     for (t, o) in ntffs.iter().zip(outcomes.iter_mut()) {
         if o.status != PairStatus::MissingNeff {
             continue;
         }
-        let near: Vec<&(&str, &Problem)> = unreadable
+        let near: Vec<&(&str, &str, &Problem)> = unreadable
             .iter()
-            .filter(|(n, _)| same_dir(&t.path, n))
+            .filter(|(n, _, _)| same_dir(&t.path, n))
             .collect();
-        let Some((neff, why)) = near.first() else {
+        let Some((neff, reason, why)) = near.first() else {
             continue;
         };
         let uuid = ntff_uuid_text(&t.ids);
         let at = why
             .offset
             .map_or(String::new(), |o| format!(" at byte {o}"));
-        // The NEFF's own message without its leading path (named once here).
-        let reason = why
-            .message
-            .strip_prefix(neff)
-            .map_or(why.message.as_str(), |r| {
-                r.trim_start_matches(':').trim_start()
-            })
-            .trim_end_matches(" (copy it again)");
         let mut p = Problem::new(
             Code::MissingNeff,
             Some(&t.path),

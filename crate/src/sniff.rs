@@ -284,43 +284,84 @@ fn varint(b: &[u8], pos: &mut usize) -> Option<u64> {
     None
 }
 
+/// One step of [`Frames`]: what the next u32-LE length prefix of a framed file leads to.
+enum Frame<'a> {
+    /// The file ends on a frame boundary.
+    End,
+    /// The file ends inside the 4-byte length prefix.
+    PrefixCut,
+    /// The frame runs past the window (not the file): judged by the frames before it.
+    PastWindow,
+    /// A length of 0 or above [`crate::system::decode::MAX_RECORD`].
+    BadLength,
+    /// The file's end cuts the body: the bytes of it in the window.
+    CutBody(&'a [u8]),
+    /// A whole body in the window.
+    Body(&'a [u8]),
+}
+
+/// The frames of `head`, the first bytes of a framed protobuf file of `len` bytes
+/// (system-profile.md §2), front to back; the walk [`framed`] and [`cut_framed`] share.
+struct Frames<'a> {
+    head: &'a [u8],
+    len: u64,
+    pos: u64,
+}
+
+impl<'a> Frames<'a> {
+    fn new(head: &'a [u8], len: u64) -> Self {
+        Frames { head, len, pos: 0 }
+    }
+    /// The next frame; a whole body moves the walk past it, every other step ends it.
+    fn step(&mut self) -> Frame<'a> {
+        let (head, len, pos) = (self.head, self.len, self.pos);
+        if pos >= len {
+            return Frame::End;
+        }
+        if pos + 4 > len {
+            return Frame::PrefixCut;
+        }
+        let Some(n) = usize::try_from(pos)
+            .ok()
+            .and_then(|p| head.get(p..p.checked_add(4)?))
+            .and_then(|b| b.try_into().ok())
+            .map(u32::from_le_bytes)
+        else {
+            return Frame::PastWindow;
+        };
+        let n = u64::from(n);
+        if n == 0 || n > u64::from(crate::system::decode::MAX_RECORD) {
+            return Frame::BadLength;
+        }
+        let (start, end) = (pos + 4, pos + 4 + n);
+        let window = head.len() as u64;
+        let body = &head[start.min(window) as usize..end.min(window) as usize];
+        if end > len {
+            return Frame::CutBody(body);
+        }
+        if end > window {
+            return Frame::PastWindow;
+        }
+        self.pos = end;
+        Frame::Body(body)
+    }
+}
+
 /// True when `head` (the first bytes of a file of `len` bytes) is a cut copy of a framed
 /// protobuf file (`ntrace.pb`, `cpu_util.pb`, `host_mem.pb`; system-profile.md §2): every frame
 /// in the window is well formed until one whose length or body the file's end cuts off. A file
 /// that [`sniff`] cannot place for another reason (a bad length, a body that is not protobuf)
 /// is not cut but foreign.
 pub fn cut_framed(head: &[u8], len: u64) -> bool {
-    let mut pos = 0usize;
+    let mut frames = Frames::new(head, len);
     loop {
-        if pos as u64 >= len {
-            return false; // ends on a frame boundary: whole
-        }
-        if pos as u64 + 4 > len {
-            return true; // the length prefix itself is cut
-        }
-        let Some(n) = head
-            .get(pos..pos + 4)
-            .and_then(|b| b.try_into().ok())
-            .map(u32::from_le_bytes)
-        else {
-            return false; // past the window: judged by the frames before it
-        };
-        let n = u64::from(n);
-        if n == 0 || n > u64::from(crate::system::decode::MAX_RECORD) {
-            return false;
-        }
-        let start = pos as u64 + 4;
-        let end = start + n;
-        let whole = end <= head.len() as u64;
-        let body = &head[start as usize..end.min(head.len() as u64) as usize];
-        if end > len {
+        match frames.step() {
+            Frame::PrefixCut => return true,
             // Cut here if what is left of the body still reads as protobuf fields.
-            return walk_fields(body, false).is_some();
+            Frame::CutBody(body) => return walk_fields(body, false).is_some(),
+            Frame::Body(body) if walk_fields(body, true).is_some() => {}
+            _ => return false,
         }
-        if !whole || walk_fields(body, true).is_none() {
-            return false;
-        }
-        pos = end as usize;
     }
 }
 
@@ -336,28 +377,19 @@ pub fn cut_message(head: &[u8], len: u64) -> bool {
 /// `Some(samples)` when `head` starts with u32-LE-framed protobuf records (at least one whole
 /// frame, and every frame in the window well formed).
 fn framed(head: &[u8], len: u64) -> Option<bool> {
-    let mut pos = 0usize;
+    let mut walk = Frames::new(head, len);
     let mut frames = 0;
     let mut only_scalars = true;
-    while pos + 4 <= head.len() {
-        let n = u32::from_le_bytes(head[pos..pos + 4].try_into().ok()?) as u64;
-        if n == 0 || n > u64::from(crate::system::decode::MAX_RECORD) {
-            return None;
+    loop {
+        match walk.step() {
+            Frame::Body(body) => {
+                walk_fields(body, true)?;
+                only_scalars &= scalars_only(body);
+                frames += 1;
+            }
+            Frame::End | Frame::PrefixCut | Frame::PastWindow => break,
+            Frame::BadLength | Frame::CutBody(_) => return None,
         }
-        let start = pos as u64 + 4;
-        if start + n > len {
-            return None;
-        }
-        if start + n > head.len() as u64 {
-            break; // runs past the window: judged by the frames before it
-        }
-        let body = &head[start as usize..(start + n) as usize];
-        walk_fields(body, true)?;
-        if !scalars_only(body) {
-            only_scalars = false;
-        }
-        frames += 1;
-        pos = (start + n) as usize;
     }
     (frames > 0).then_some(only_scalars)
 }

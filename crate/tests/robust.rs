@@ -237,6 +237,15 @@ fn a_truncated_neff_is_named_with_its_offset() {
         if cut == 100 {
             assert_eq!(p.code, "MISSING_NEFF", "{p:?}");
             assert!(p.message.contains("truncated or corrupt"), "{p:?}");
+            // The NEFF's own fault, quoted without its path or its own advice.
+            assert!(
+                p.message.contains(&format!(
+                    "at byte 0: 100 bytes, shorter than the {}-byte NEFF header: the file is \
+                     cut. If it is the NEFF",
+                    neuronscope::neff::HEADER_LEN
+                )),
+                "{p:?}"
+            );
             // The card's status names the NEFF too (not "no matching NEFF").
             let picked: Vec<(String, u64)> = files
                 .iter()
