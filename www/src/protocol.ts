@@ -90,6 +90,8 @@ export interface DmaSideReply {
   side: string;
   lod: Uint8Array;
   tables: HandedTable[];
+  /** The read-ahead's counts during this DMA side (as `StoredInfo.readAhead`). */
+  readAhead?: ReadAheadStats;
 }
 
 /** What every processing reply carries besides its own result (worker.ts). */

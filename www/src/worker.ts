@@ -5,7 +5,7 @@
 // row groups and columns a view asks for are read back into wasm memory.
 
 import type { Inventory, ProcessResult, WasmModule as CoreModule, WasmSession as CoreSession } from './api.ts';
-import type { CrashInfo, Envelope, FaultSpec, FromWorker, HandedTable, PipeEnd, StoredInfo, StoredTable } from './protocol.ts';
+import type { CrashInfo, Envelope, DmaSideReply, FaultSpec, FromWorker, HandedTable, PipeEnd, StoredInfo, StoredTable } from './protocol.ts';
 import { PIPE_DEPTH, PIPE_SLOT_BYTES } from './protocol.ts';
 import { FileStore, opfsAvailable } from './opfs.ts';
 import { ReadAhead, type ReadAheadStats } from './readahead.ts';
@@ -294,14 +294,20 @@ function mb(n: number): string {
 /** Keys of the profiles this worker holds. */
 const storedKeys = new Set<string>();
 
-/** Adds the stored files' names to a processing result (the page re-opens them after a restart). */
+/** What the read-ahead did since the last reply that reported it (undefined without one): every processing reply takes its own share. */
+function readAheadSince(): ReadAheadStats | undefined {
+  if (readAhead === null) return undefined;
+  const now = { ...readAhead.stats };
+  const d = { served: now.served - readAheadMark.served, missed: now.missed - readAheadMark.missed, asked: now.asked - readAheadMark.asked, waitMs: now.waitMs - readAheadMark.waitMs };
+  readAheadMark = now;
+  return d;
+}
+
+/** Adds the stored files' names and the read-ahead's counts to a processing result (the page re-opens the files after a restart). */
 function withFiles<T extends StoredInfo & { key: string }>(result: T): T {
   storedKeys.add(result.key);
-  if (readAhead !== null) {
-    const now = { ...readAhead.stats };
-    result.readAhead = { served: now.served - readAheadMark.served, missed: now.missed - readAheadMark.missed, asked: now.asked - readAheadMark.asked, waitMs: now.waitMs - readAheadMark.waitMs };
-    readAheadMark = now;
-  }
+  const ra = readAheadSince();
+  if (ra !== undefined) result.readAhead = ra;
   const raw = (result.stored ?? []) as (StoredTable & { file?: unknown })[];
   result.stored = raw.map((t) => {
     const id = typeof t.file === 'number' ? t.file : null;
@@ -535,7 +541,11 @@ async function handle(msg: Envelope): Promise<void> {
       store.forget(result.key);
       if (tables.some((t) => t.file === '')) throw new Error('the DMA side kept a table in memory (the file store had no free file)');
       const lod = result.lod;
-      post({ kind: 'reply', id, ok: true, value: { key: result.key, side: result.side, lod, tables } }, [lod.buffer]);
+      // Not withFiles: the files are handed over, not kept; the read-ahead's counts are this reply's.
+      const value: DmaSideReply = { key: result.key, side: result.side, lod, tables };
+      const ra = readAheadSince();
+      if (ra !== undefined) value.readAhead = ra;
+      post({ kind: 'reply', id, ok: true, value }, [lod.buffer]);
       return;
     }
     case 'dropHanded': {
