@@ -918,3 +918,83 @@ fn trace_json_without_an_event_array_is_an_error() {
     );
     let _ = std::fs::remove_dir_all(&t);
 }
+
+/// File and folder names that are not UTF-8 (Linux allows any bytes but `/` and NUL): listed
+/// under their lossy text (two names differing only in bad bytes stay apart) and opened by their
+/// real names (a user trial: `scan` and `convert` failed with "No such file": the lossy name was
+/// opened).
+#[test]
+fn names_that_are_not_utf8_are_opened_by_their_real_names() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let agents = samples().join("KevGomes-nki-moe-megakernel/kernels/moe_tkg/agents");
+    let t = tmp("not-utf8");
+    let top = t.join("in");
+    let d = top.join(OsStr::from_bytes(b"run\xff"));
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::copy(
+        agents.join("v6b.neff"),
+        d.join(OsStr::from_bytes(b"v6b\xff\xfe.neff")),
+    )
+    .unwrap();
+    // Two names that differ only in their bad bytes, and one with a backslash (no separator on
+    // Linux).
+    for name in [
+        &b"profile_v6b\xff_exec_2.ntff"[..],
+        b"profile_v6b\xfe_exec_2.ntff",
+        b"profile_v6b\\x_exec_2.ntff",
+    ] {
+        std::fs::copy(
+            agents.join("profile_v6b_exec_2.ntff"),
+            d.join(OsStr::from_bytes(name)),
+        )
+        .unwrap();
+    }
+    let o = ns(&["scan", "--json", s(&top)]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(!out.contains("No such file"), "{out}");
+    let inv: Value = serde_json::from_str(&out).unwrap();
+    let mut paths: Vec<&str> = inv["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    paths.sort();
+    assert_eq!(
+        paths,
+        [
+            "in/run\u{FFFD}/profile_v6b%5Cx_exec_2.ntff",
+            "in/run\u{FFFD}/profile_v6b%FF_exec_2.ntff",
+            "in/run\u{FFFD}/profile_v6b\u{FFFD}_exec_2.ntff",
+            "in/run\u{FFFD}/v6b\u{FFFD}\u{FFFD}.neff",
+        ]
+    );
+    let devices = inv["profiles"][0]["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), 3, "{devices:#?}");
+    for dv in devices {
+        assert_eq!(dv["pairing"]["status"], "Paired", "{dv}");
+        assert_eq!(dv["neff"], "in/run\u{FFFD}/v6b\u{FFFD}\u{FFFD}.neff", "{dv}");
+    }
+    let o = ns(&["convert", s(&top), "-o", s(&t.join("out"))]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(
+        out.contains("3 profiles: 3 converted, 0 unchanged (skipped), 0 with errors"),
+        "{out}"
+    );
+    let profiles = read_parquet(&t.join("out/_profiles.parquet"));
+    let errors = profiles
+        .column_by_name("errors")
+        .unwrap()
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .unwrap();
+    assert!((0..errors.len()).all(|i| errors.value(i) == 0), "{profiles:?}");
+    assert!(
+        !partitions(&t.join("out"), "Instruction").is_empty(),
+        "Instruction rows written"
+    );
+    let _ = std::fs::remove_dir_all(&t);
+}
