@@ -705,7 +705,7 @@ fn convert_exit_codes_agree_across_file_kinds() {
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
     assert!(
-        out.contains("1 profiles: 0 converted, 1 empty (no trace data"),
+        out.contains("1 profile: 0 converted, 1 empty (no trace data"),
         "{out}"
     );
     let o = ns(&["convert", "-q", s(&kdir), "-o", s(&t.join("out-clean"))]);
@@ -975,7 +975,10 @@ fn names_that_are_not_utf8_are_opened_by_their_real_names() {
     assert_eq!(devices.len(), 3, "{devices:#?}");
     for dv in devices {
         assert_eq!(dv["pairing"]["status"], "Paired", "{dv}");
-        assert_eq!(dv["neff"], "in/run\u{FFFD}/v6b\u{FFFD}\u{FFFD}.neff", "{dv}");
+        assert_eq!(
+            dv["neff"], "in/run\u{FFFD}/v6b\u{FFFD}\u{FFFD}.neff",
+            "{dv}"
+        );
     }
     let o = ns(&["convert", s(&top), "-o", s(&t.join("out"))]);
     let (out, err) = text(&o);
@@ -991,7 +994,10 @@ fn names_that_are_not_utf8_are_opened_by_their_real_names() {
         .as_any()
         .downcast_ref::<Int64Array>()
         .unwrap();
-    assert!((0..errors.len()).all(|i| errors.value(i) == 0), "{profiles:?}");
+    assert!(
+        (0..errors.len()).all(|i| errors.value(i) == 0),
+        "{profiles:?}"
+    );
     assert!(
         !partitions(&t.join("out"), "Instruction").is_empty(),
         "Instruction rows written"
