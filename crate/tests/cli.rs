@@ -1004,3 +1004,58 @@ fn names_that_are_not_utf8_are_opened_by_their_real_names() {
     );
     let _ = std::fs::remove_dir_all(&t);
 }
+
+/// A folder holding only a framework trace (`trace.json`) is no profile: the message says what
+/// was found and what a System profile needs beside it (a user trial: "no profile found" alone);
+/// counts agree with their noun ("1 profile", not "1 profiles").
+#[test]
+fn a_lone_framework_trace_says_what_is_missing() {
+    let t = tmp("lone-trace-json");
+    let d = t.join("run");
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(
+        d.join("trace.json"),
+        b"{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"ts\": 1, \"dur\": 1}]}",
+    )
+    .unwrap();
+    let o = ns(&["scan", s(&d)]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(out.starts_with("1 file, 0 profiles\n"), "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.contains("no profile found"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        line.contains("found run/trace.json (framework trace)")
+            && line.contains("no ntrace.pb or trace_info.pb beside it"),
+        "{line}"
+    );
+    // convert says the same, exit 1 (nothing usable).
+    let o = ns(&["convert", s(&d), "-o", s(&t.join("out"))]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(
+        err.contains("no profile found (found run/trace.json (framework trace), but no ntrace.pb"),
+        "{err}"
+    );
+    // A folder with nothing the profiler writes keeps the short message.
+    std::fs::remove_file(d.join("trace.json")).unwrap();
+    std::fs::write(d.join("notes.txt"), b"hello").unwrap();
+    let out = text(&ns(&["scan", s(&d)])).0;
+    assert!(
+        out.contains("no profile found: pick a folder holding .ntff/.neff files"),
+        "{out}"
+    );
+    // One profile is "1 profile".
+    let o = ns(&["synth", s(&t.join("demo"))]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let out = text(&ns(&["scan", s(&t.join("demo"))])).0;
+    assert!(
+        out.lines()
+            .next()
+            .is_some_and(|l| l.ends_with(", 1 profile")),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&t);
+}

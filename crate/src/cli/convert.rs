@@ -777,8 +777,12 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome> {
     let mut jobs = jobs(&inv, &picked, args.layout);
     if jobs.is_empty() {
         let dirs: Vec<String> = args.dirs.iter().map(|d| d.display().to_string()).collect();
+        let why = neuronscope::inventory::lone_system_files(&inv.files).map_or_else(
+            || "(no .ntff, .neff, trace_info.pb/ntrace.pb or memory snapshot)".to_string(),
+            |found| format!("({found})"),
+        );
         return Err(Error::Other(format!(
-            "{}: no profile found (no .ntff, .neff, trace_info.pb/ntrace.pb or memory snapshot)",
+            "{}: no profile found {why}",
             dirs.join(", ")
         )));
     }
