@@ -79,6 +79,8 @@ let selected: { profileId: string; deviceIndex: number } | null = null;
 const deviceProblems = new Map<string, readonly Problem[]>();
 /** Problems of each decoded system trace, by profile id (the sidebar lists them under its button). */
 const systemProblems = new Map<string, readonly Problem[]>();
+/** Problems of each decoded memory snapshot, by path (an error marks its sidebar entry). */
+const memoryProblems = new Map<string, readonly Problem[]>();
 /** The picked files (for reading a JSON export on the page); empty for the demo. */
 let pickedFiles: PickedFile[] = [];
 let coreReady: Promise<void> = Promise.resolve();
@@ -398,6 +400,7 @@ function renderInventory(): void {
     memoryShown,
     deviceProblems,
     systemProblems,
+    memoryProblems,
   });
   if (focusKey !== null) {
     for (const el of side.querySelectorAll<HTMLElement>('[tabindex], button')) {
@@ -451,6 +454,7 @@ function showInventory(inv: Inventory): void {
   // Keyed by profile id (the root folder): a new pick with the same folder names starts clean.
   deviceProblems.clear();
   systemProblems.clear();
+  memoryProblems.clear();
   sourceView.reset();
   document.body.classList.add('has-capture');
   renderInventory();
@@ -537,6 +541,8 @@ async function openProfile<R extends Result>(o: {
   draw: (r: R, source: Source) => Promise<void>;
   /** A NEFF without a trace: only the Summary and Tables, no bottom panel (nothing to click). */
   neffOnly?: boolean;
+  /** The decode failed (not cancelled): record it where the sidebar marks the file (before it is redrawn). */
+  failed?: (e: unknown) => void;
   drawWhat: string;
 }): Promise<void> {
   clearError();
@@ -557,6 +563,10 @@ async function openProfile<R extends Result>(o: {
     if (e instanceof Cancelled) {
       setState('ready');
       return;
+    }
+    if (o.failed !== undefined) {
+      o.failed(e);
+      renderInventory();
     }
     showError(`${o.what} failed: ${message(e)}`, e);
     return;
@@ -952,6 +962,11 @@ async function openMemory(path: string): Promise<void> {
           `pickle protocol ${rep.protocol ?? '?'} · ${count(Number(rep.events), 'trace entry', 'trace entries')} · ${count(rep.segments, 'segment')} · ${count(rep.blocks, 'block')} · ${count(rep.stacks, 'distinct stack')} (${count(rep.frames, 'frame')}) · ${count(rep.devices.length, 'device')}`
           + (result.wasm_memory_bytes ? ` · wasm memory ${bytes(result.wasm_memory_bytes)}` : '')),
         foldedProblems(rep.problems)));
+      memoryProblems.set(path, rep.problems ?? []);
+      renderInventory();
+    },
+    failed: (e) => {
+      memoryProblems.set(path, [failureProblem(path, `${path} could not be read`, e)]);
     },
     drawWhat: 'The memory timeline',
     draw: async (result, source) => {
@@ -999,6 +1014,11 @@ async function openMemory(path: string): Promise<void> {
       show(null);
     },
   });
+}
+
+/** A decode that failed outright (a crash, an unreadable file) as a problem of `file`, for the sidebar. */
+function failureProblem(file: string | null, what: string, e: unknown): Problem {
+  return { severity: 'error', code: 'ERROR_PROCESS_INCOMPLETE', file, offset: null, message: `${what}: ${message(e)}` };
 }
 
 function emptyEvents(): Table {
