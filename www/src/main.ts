@@ -459,6 +459,9 @@ function showInventory(inv: Inventory): void {
   document.body.classList.add('has-capture');
   renderInventory();
   clearWorkspace();
+  // Then, after what opens first, every system trace in the background: its problems show in the
+  // list up front, as the opened device's do (applyHash and the choice below start that open).
+  queueMicrotask(() => void checkSystemTraces(inv));
   // The profile the URL names (Back/Forward, a reload of the same folder), else the first device
   // that can be decoded (paired), else the first device at all.
   if (applyHash(false)) return;
@@ -484,6 +487,35 @@ function showInventory(inv: Inventory): void {
     );
     progress(null);
     setState('ready');
+  }
+}
+
+/**
+ * Decodes the system trace of each profile of `inv` that has one and was not decoded yet, one at
+ * a time and each after the open in progress (`opening`), in the background (a job in the jobs
+ * strip; no progress bar, no view changes): the problems of its files (a cut trace.json, a
+ * damaged ntrace.pb record) show under the profile's "Open system trace" button before it is
+ * clicked, as a device's decode problems show on its card (new-user trial: visible only after the
+ * click). The tables are kept, so the open is immediate. Stops when another folder is picked.
+ */
+async function checkSystemTraces(inv: Inventory): Promise<void> {
+  for (const p of inv.profiles) {
+    if (!hasSystemTrace(p)) continue;
+    await opening;
+    if (inventory !== inv) return;
+    if (systemProblems.has(p.id)) continue;
+    try {
+      const result = await client.processSystemAside(p.id);
+      if (inventory !== inv) return;
+      if (result === null) continue;
+      systemProblems.set(p.id, result.problems);
+    } catch (e) {
+      if (inventory !== inv) return;
+      // A cancel in the jobs strip is the user's choice: nothing to report.
+      if (e instanceof Cancelled) continue;
+      systemProblems.set(p.id, [failureProblem(p.system_files?.[0] ?? null, `the system trace of ${p.root || p.id} could not be decoded`, e)]);
+    }
+    renderInventory();
   }
 }
 
@@ -518,13 +550,23 @@ let shown: { kind: 'device' | 'system' | 'memory'; hash: string; key: string } |
 type Result = { key: string; tables: TableInfo[] };
 type Source = ReturnType<typeof tableSource>;
 
+/** The open in progress (settled when it is drawn or failed): background decodes wait for it. */
+let opening: Promise<void> = Promise.resolve();
+
+/** Opens a profile (`openProfileNow`), recorded as the open in progress (`opening`). */
+function openProfile<R extends Result>(o: Parameters<typeof openProfileNow<R>>[0]): Promise<void> {
+  const p = openProfileNow(o);
+  opening = p.catch(() => {});
+  return p;
+}
+
 /**
  * The one open-profile sequence of every profile kind: claim the workspace, process in the worker
  * (progress in the top bar), then the summary, the table browser and the kind's own view; a
  * failure empties the workspace and names the profile. `isCurrent` turns false when another open
  * started meanwhile, and the older one then stops quietly.
  */
-async function openProfile<R extends Result>(o: {
+async function openProfileNow<R extends Result>(o: {
   kind: 'device' | 'system' | 'memory';
   /** URL hash of this profile (`#device=…`). */
   hash: string;
@@ -905,6 +947,9 @@ async function openSystem(profile: ProfileEntry): Promise<void> {
       renderSystemSummary(byId('summary'), `${profile.profile_type} profile · system trace${where ? ` · ${where}` : ''}`, result);
       systemProblems.set(profile.id, result.problems);
       renderInventory();
+    },
+    failed: (e) => {
+      systemProblems.set(profile.id, [failureProblem(profile.system_files?.[0] ?? null, `the system trace of ${profile.root || profile.id} could not be decoded`, e)]);
     },
     drawWhat: 'The system timeline',
     draw: async (result, source) => {
