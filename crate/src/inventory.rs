@@ -938,10 +938,27 @@ fn kind_label(k: &FileKind) -> &'static str {
 fn no_profile_message(inputs: &[InputFile]) -> String {
     const PICK: &str =
         "pick a folder holding .ntff/.neff files or a capture directory with trace_info.pb";
+    let snapshots = inputs
+        .iter()
+        .filter(|f| matches!(f.kind, FileKind::MemorySnapshot { .. }))
+        .count();
+    // Memory snapshots are read on their own: a pick of them alone lacks nothing.
+    let also = match snapshots {
+        0 => String::new(),
+        1 => " (the memory snapshot is read on its own: `convert` writes its Memory tables, the \
+              page opens it in the Memory view)"
+            .to_string(),
+        n => format!(
+            " (the {n} memory snapshots are read on their own: `convert` writes their Memory \
+             tables, the page opens them in the Memory view)"
+        ),
+    };
     match lone_system_files(inputs) {
         Some(found) => format!(
-            "no profile found: {found}: copy the whole capture folder the profiler wrote, or {PICK}"
+            "no profile found: {found}: copy the whole capture folder the profiler wrote, or \
+             {PICK}{also}"
         ),
+        None if snapshots > 0 => format!("no device or system profile found{also}"),
         None => format!("no profile found: {PICK}"),
     }
 }

@@ -1047,6 +1047,16 @@ fn a_lone_framework_trace_says_what_is_missing() {
         out.contains("no profile found: pick a folder holding .ntff/.neff files"),
         "{out}"
     );
+    // A memory snapshot alone lacks nothing: it is read on its own.
+    std::fs::write(d.join("memory_snapshot_rank0.pickle"), b"\x80\x04N.").unwrap();
+    let out = text(&ns(&["scan", s(&d)])).0;
+    assert!(
+        out.contains(
+            "Info: no device or system profile found (the memory snapshot is read on its own"
+        ),
+        "{out}"
+    );
+    assert!(!out.contains("pick a folder"), "{out}");
     // One profile is "1 profile".
     let o = ns(&["synth", s(&t.join("demo"))]);
     assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
