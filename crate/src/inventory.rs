@@ -623,9 +623,7 @@ pub fn build(
         global_problems.push(Problem::new(
             Code::NoProfile,
             None,
-            "no profile found: pick a folder holding .ntff/.neff files or a capture directory \
-             with trace_info.pb"
-                .to_string(),
+            no_profile_message(&inputs),
         ));
     }
     Inventory {
@@ -947,6 +945,68 @@ fn kind_label(k: &FileKind) -> &'static str {
 }
 
 /// Capture-directory checks (pairing.md §1, §6).
+/// The `NO_PROFILE` message: what to pick, and, when system files lie there without the runtime
+/// trace a System profile is made from, what was found and what is missing
+/// ([`lone_system_files`]).
+fn no_profile_message(inputs: &[InputFile]) -> String {
+    const PICK: &str =
+        "pick a folder holding .ntff/.neff files or a capture directory with trace_info.pb";
+    let snapshots = inputs
+        .iter()
+        .filter(|f| matches!(f.kind, FileKind::MemorySnapshot { .. }))
+        .count();
+    // Memory snapshots are read on their own: a pick of them alone lacks nothing.
+    let also = match snapshots {
+        0 => String::new(),
+        1 => " (the memory snapshot is read on its own: `convert` writes its Memory tables, the \
+              page opens it in the Memory view)"
+            .to_string(),
+        n => format!(
+            " (the {n} memory snapshots are read on their own: `convert` writes their Memory \
+             tables, the page opens them in the Memory view)"
+        ),
+    };
+    match lone_system_files(inputs) {
+        Some(found) => format!(
+            "no profile found: {found}: copy the whole capture folder the profiler wrote, or \
+             {PICK}{also}"
+        ),
+        None if snapshots > 0 => format!("no device or system profile found{also}"),
+        None => format!("no profile found: {PICK}"),
+    }
+}
+
+/// For a pick without profiles: the system files in it that make no profile alone (a framework
+/// `trace.json`, CPU or host memory samples, without `ntrace.pb` / `trace_info.pb` beside them),
+/// as "found …, but no ntrace.pb or trace_info.pb beside it … and no .ntff"; `None` when there
+/// are none.
+pub fn lone_system_files(inputs: &[InputFile]) -> Option<String> {
+    let named = |k: &FileKind| -> Option<&str> {
+        match k {
+            FileKind::KinetoTrace => Some("framework trace"),
+            FileKind::CpuUtil => Some("CPU samples"),
+            FileKind::HostMem => Some("host memory samples"),
+            _ => None,
+        }
+    };
+    let found: Vec<String> = inputs
+        .iter()
+        .filter_map(|f| named(&f.kind).map(|what| format!("{} ({what})", f.path)))
+        .collect();
+    if found.is_empty() {
+        return None;
+    }
+    let shown = if found.len() > 3 {
+        format!("{} and {} more", found[..3].join(", "), found.len() - 3)
+    } else {
+        found.join(", ")
+    };
+    Some(format!(
+        "found {shown}, but no ntrace.pb or trace_info.pb beside it (a System profile is made \
+         from those; a framework trace joins them) and no .ntff"
+    ))
+}
+
 fn capture_checks(
     p: &mut Profile,
     info_dirs: &BTreeSet<String>,

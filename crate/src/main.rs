@@ -205,7 +205,11 @@ fn cmd_scan(args: &ScanArgs) -> Result<Outcome> {
         );
         return Ok(outcome);
     }
-    say!("{} files, {} profiles", inv.files.len(), inv.profiles.len());
+    say!(
+        "{}, {}",
+        cli::count(inv.files.len() as u64, "file"),
+        cli::count(inv.profiles.len() as u64, "profile")
+    );
     for p in &inv.profiles {
         let ty = serde_json::to_value(p.profile_type)
             .ok()

@@ -705,7 +705,7 @@ fn convert_exit_codes_agree_across_file_kinds() {
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
     assert!(
-        out.contains("1 profiles: 0 converted, 1 empty (no trace data"),
+        out.contains("1 profile: 0 converted, 1 empty (no trace data"),
         "{out}"
     );
     let o = ns(&["convert", "-q", s(&kdir), "-o", s(&t.join("out-clean"))]);
@@ -914,6 +914,157 @@ fn trace_json_without_an_event_array_is_an_error() {
         errors[0].contains(
             "in/i-0abc_pid_1/trace.json: no `traceEvents` array by the end of the JSON at byte 19"
         ),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&t);
+}
+
+/// File and folder names that are not UTF-8 (Linux allows any bytes but `/` and NUL): listed
+/// under their lossy text (two names differing only in bad bytes stay apart) and opened by their
+/// real names (a user trial: `scan` and `convert` failed with "No such file": the lossy name was
+/// opened).
+#[test]
+fn names_that_are_not_utf8_are_opened_by_their_real_names() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let agents = samples().join("KevGomes-nki-moe-megakernel/kernels/moe_tkg/agents");
+    let t = tmp("not-utf8");
+    let top = t.join("in");
+    let d = top.join(OsStr::from_bytes(b"run\xff"));
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::copy(
+        agents.join("v6b.neff"),
+        d.join(OsStr::from_bytes(b"v6b\xff\xfe.neff")),
+    )
+    .unwrap();
+    // Two names that differ only in their bad bytes, and one with a backslash (no separator on
+    // Linux).
+    for name in [
+        &b"profile_v6b\xff_exec_2.ntff"[..],
+        b"profile_v6b\xfe_exec_2.ntff",
+        b"profile_v6b\\x_exec_2.ntff",
+    ] {
+        std::fs::copy(
+            agents.join("profile_v6b_exec_2.ntff"),
+            d.join(OsStr::from_bytes(name)),
+        )
+        .unwrap();
+    }
+    let o = ns(&["scan", "--json", s(&top)]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(!out.contains("No such file"), "{out}");
+    let inv: Value = serde_json::from_str(&out).unwrap();
+    let mut paths: Vec<&str> = inv["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    paths.sort();
+    assert_eq!(
+        paths,
+        [
+            "in/run\u{FFFD}/profile_v6b%5Cx_exec_2.ntff",
+            "in/run\u{FFFD}/profile_v6b%FF_exec_2.ntff",
+            "in/run\u{FFFD}/profile_v6b\u{FFFD}_exec_2.ntff",
+            "in/run\u{FFFD}/v6b\u{FFFD}\u{FFFD}.neff",
+        ]
+    );
+    let devices = inv["profiles"][0]["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), 3, "{devices:#?}");
+    for dv in devices {
+        assert_eq!(dv["pairing"]["status"], "Paired", "{dv}");
+        assert_eq!(
+            dv["neff"], "in/run\u{FFFD}/v6b\u{FFFD}\u{FFFD}.neff",
+            "{dv}"
+        );
+    }
+    let o = ns(&["convert", s(&top), "-o", s(&t.join("out"))]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(
+        out.contains("3 profiles: 3 converted, 0 unchanged (skipped), 0 with errors"),
+        "{out}"
+    );
+    let profiles = read_parquet(&t.join("out/_profiles.parquet"));
+    let errors = profiles
+        .column_by_name("errors")
+        .unwrap()
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .unwrap();
+    assert!(
+        (0..errors.len()).all(|i| errors.value(i) == 0),
+        "{profiles:?}"
+    );
+    assert!(
+        !partitions(&t.join("out"), "Instruction").is_empty(),
+        "Instruction rows written"
+    );
+    let _ = std::fs::remove_dir_all(&t);
+}
+
+/// A folder holding only a framework trace (`trace.json`) is no profile: the message says what
+/// was found and what a System profile needs beside it (a user trial: "no profile found" alone);
+/// counts agree with their noun ("1 profile", not "1 profiles").
+#[test]
+fn a_lone_framework_trace_says_what_is_missing() {
+    let t = tmp("lone-trace-json");
+    let d = t.join("run");
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(
+        d.join("trace.json"),
+        b"{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"ts\": 1, \"dur\": 1}]}",
+    )
+    .unwrap();
+    let o = ns(&["scan", s(&d)]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(out.starts_with("1 file, 0 profiles\n"), "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.contains("no profile found"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        line.contains("found run/trace.json (framework trace)")
+            && line.contains("no ntrace.pb or trace_info.pb beside it"),
+        "{line}"
+    );
+    // convert says the same, exit 1 (nothing usable).
+    let o = ns(&["convert", s(&d), "-o", s(&t.join("out"))]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(
+        err.contains("no profile found (found run/trace.json (framework trace), but no ntrace.pb"),
+        "{err}"
+    );
+    // A folder with nothing the profiler writes keeps the short message.
+    std::fs::remove_file(d.join("trace.json")).unwrap();
+    std::fs::write(d.join("notes.txt"), b"hello").unwrap();
+    let out = text(&ns(&["scan", s(&d)])).0;
+    assert!(
+        out.contains("no profile found: pick a folder holding .ntff/.neff files"),
+        "{out}"
+    );
+    // A memory snapshot alone lacks nothing: it is read on its own.
+    std::fs::write(d.join("memory_snapshot_rank0.pickle"), b"\x80\x04N.").unwrap();
+    let out = text(&ns(&["scan", s(&d)])).0;
+    assert!(
+        out.contains(
+            "Info: no device or system profile found (the memory snapshot is read on its own"
+        ),
+        "{out}"
+    );
+    assert!(!out.contains("pick a folder"), "{out}");
+    // One profile is "1 profile".
+    let o = ns(&["synth", s(&t.join("demo"))]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let out = text(&ns(&["scan", s(&t.join("demo"))])).0;
+    assert!(
+        out.lines()
+            .next()
+            .is_some_and(|l| l.ends_with(", 1 profile")),
         "{out}"
     );
     let _ = std::fs::remove_dir_all(&t);

@@ -252,3 +252,106 @@ fn synthetic_writer_trace_streams_with_small_state() {
         assert!(r.rows <= st.rows);
     }
 }
+
+/// Events whose `ts` is missing or not a time (`1e400`, a word) are not kept, and events kept
+/// with a time that cannot be right (a negative `ts`, a negative or unreadable `dur`, an `E`
+/// before its `B`) are kept as before: each kind is counted and reported once as a warning with
+/// the file, the count and the offset of the first (a user trial: dropped in silence, exit 0).
+#[test]
+fn events_with_bad_times_are_counted_and_reported() {
+    let events = [
+        r#"{"ph": "X", "name": "ok", "pid": 1, "tid": 1, "ts": 1, "dur": 1}"#,
+        r#"{"ph": "X", "name": "huge", "pid": 1, "tid": 1, "ts": 1e400, "dur": 1}"#,
+        r#"{"ph": "X", "name": "word", "pid": 1, "tid": 1, "ts": "soon", "dur": 1}"#,
+        r#"{"ph": "i", "name": "no ts", "pid": 1, "tid": 1}"#,
+        r#"{"ph": "f", "id": 1, "cat": "ac2g", "name": "ac2g", "pid": 1, "tid": 1, "ts": -1e400}"#,
+        r#"{"ph": "X", "name": "neg ts", "pid": 1, "tid": 2, "ts": -5, "dur": 1}"#,
+        r#"{"ph": "X", "name": "neg dur", "pid": 1, "tid": 2, "ts": 3, "dur": -2}"#,
+        r#"{"ph": "X", "name": "huge dur", "pid": 1, "tid": 2, "ts": 4, "dur": 1e400}"#,
+        r#"{"ph": "X", "name": "both", "pid": 1, "tid": 2, "ts": -6, "dur": -1}"#,
+        r#"{"ph": "B", "name": "backwards", "pid": 1, "tid": 3, "ts": 10}"#,
+        r#"{"ph": "E", "pid": 1, "tid": 3, "ts": 8}"#,
+        r#"{"ph": "X", "name": "last", "pid": 1, "tid": 1, "ts": 20, "dur": 1}"#,
+    ];
+    let trace = format!("{{\"traceEvents\": [\n{}\n]}}", events.join(",\n"));
+    let at = |i: usize| trace.find(events[i]).expect("event") as u64;
+    let (rep, ev) = run(trace.as_bytes());
+    let ev = ev.expect("rows");
+    // Which rows are kept, and their times, as before the count.
+    let names = col::<StringArray>(&ev, "name");
+    let start = col::<Int64Array>(&ev, "start_ts");
+    let end = col::<Int64Array>(&ev, "end_ts");
+    let rows: Vec<(&str, i64, i64)> = (0..ev.num_rows())
+        .map(|i| (names.value(i), start.value(i), end.value(i)))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("ok", 1_000, 2_000),
+            ("neg ts", -5_000, -4_000),
+            ("neg dur", 3_000, 3_000),
+            ("huge dur", 4_000, 4_000),
+            ("both", -6_000, -6_000),
+            ("backwards", 10_000, 10_000),
+            ("last", 20_000, 21_000),
+        ]
+    );
+    // "both" has two wrong times and counts once.
+    assert_eq!(
+        (rep.bad_ts, rep.skipped, rep.odd_times),
+        (4, 3, 5),
+        "{rep:#?}"
+    );
+    assert_eq!(rep.problems.len(), 2, "{:#?}", rep.problems);
+    let dropped = &rep.problems[0];
+    assert_eq!(
+        (
+            dropped.code.as_str(),
+            dropped.severity,
+            dropped.file.as_deref(),
+            dropped.offset
+        ),
+        (
+            "ERROR_PROCESS_INCOMPLETE",
+            neuronscope::Severity::Warning,
+            Some("trace.json"),
+            Some(at(1))
+        )
+    );
+    assert!(
+        dropped.message.starts_with("trace.json: 4 events not kept")
+            && dropped
+                .message
+                .contains(&format!("at byte {} has `ts` 1e400", at(1))),
+        "{}",
+        dropped.message
+    );
+    let odd = &rep.problems[1];
+    assert_eq!(
+        (odd.code.as_str(), odd.severity, odd.offset),
+        (
+            "VALUE_OUT_OF_RANGE",
+            neuronscope::Severity::Warning,
+            Some(at(5))
+        )
+    );
+    assert!(
+        odd.message.starts_with("trace.json: 5 events kept")
+            && odd
+                .message
+                .contains(&format!("at byte {} has `ts` -5", at(5))),
+        "{}",
+        odd.message
+    );
+    // The first bad event read the general way (it needs sanitising: a raw tab in its name) is
+    // named at its own offset too; a clean trace has no such problem.
+    let dirty = "[{\"ph\": \"X\", \"name\": \"a\tb\", \"ts\": 1e999},\n{\"ph\": \"X\", \"ts\": 1}]";
+    let (rep, _) = run(dirty.as_bytes());
+    assert_eq!((rep.bad_ts, rep.sanitised, rep.rows), (1, 1, 1), "{rep:#?}");
+    assert_eq!(rep.problems.len(), 1, "{:#?}", rep.problems);
+    assert_eq!(rep.problems[0].offset, Some(1));
+    let clean = format!("[{}]", events[0]);
+    let (rep, _) = run(clean.as_bytes());
+    assert_eq!((rep.rows, rep.bad_ts, rep.odd_times), (1, 0, 0));
+    assert!(rep.problems.is_empty(), "{:#?}", rep.problems);
+}

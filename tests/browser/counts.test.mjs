@@ -8,6 +8,10 @@
 //   with E errors" (not "failed"; the card's error count) with the rows kept, and the Summary lists each problem once.
 // - A cut ntrace.pb (KevGomes' cut to two thirds, beside its trace_info.pb): graded an error as a
 //   cut NTFF is, on the System Summary, in the jobs strip and under the sidebar's system button.
+// - A System+Device capture whose trace.json is cut (KevGomes' capture with a synthetic trace cut
+//   in half): the error shows under the system button on open, with the device on screen, before
+//   "Open system trace" is clicked (new-user trial: only after the click); the click then reuses
+//   that decode.
 // Needs `npm run build`, ../shared/samples and a neuronscope CLI under target/ (for `synth`).
 
 import { after, before, test } from 'node:test';
@@ -39,6 +43,12 @@ before(async () => {
   const bin = process.env.NEURONSCOPE_BIN ?? ['ci', 'release', 'debug'].map((p) => join(REPO, 'target', p, 'neuronscope')).find((p) => existsSync(p));
   if (bin === undefined) throw new Error('no neuronscope CLI under target/{ci,release,debug}: run "cargo build --release" (or the Rust tests) first');
   execFileSync(bin, ['synth', join(dir, 'kineto'), '--kineto-mb', '1'], { stdio: 'ignore' });
+  const sysDev = join(dir, 'sysdev', 'i-0af76a70a6d3864dd_pid_713479');
+  mkdirSync(sysDev, { recursive: true });
+  for (const f of readdirSync(src)) copyFileSync(join(src, f), join(sysDev, f));
+  const kinetoDir = join(dir, 'kineto', readdirSync(join(dir, 'kineto'))[0]);
+  const trace = readFileSync(join(kinetoDir, 'trace.json'));
+  writeFileSync(join(sysDev, 'trace.json'), trace.subarray(0, Math.floor(trace.length / 2)));
   server = await serve();
 });
 
@@ -191,6 +201,35 @@ test('a cut ntrace.pb: an error on the System Summary, in the jobs strip and und
     const card = page.locator('[data-testid=system-problems]');
     assert.equal(Number(await card.getAttribute('data-errors')), 1);
     assert.match(await card.locator('summary').innerText(), /^⚠ \d+ problems? in the decode \(1 error; the rows before each fault are kept\)$/);
+    assert.deepEqual(foreignRequests(b.requests, server.origin), []);
+    assert.deepEqual(b.errors, []);
+  } finally {
+    await b.close();
+  }
+});
+
+test('System+Device with a cut trace.json: the error shows under the system button on open, before the click', async () => {
+  const b = await launch();
+  try {
+    const { page } = b;
+    await page.goto(`${server.origin}/`);
+    await page.waitForFunction(() => document.body.dataset.state === 'idle', null, { timeout: 30_000 });
+    await page.setInputFiles('[data-testid=folder-input]', join(dir, 'sysdev'));
+    await waitReady(page);
+    assert.equal(await page.locator('[data-testid=profile-type]').first().innerText(), 'System+Device');
+    // The device opened first; the system trace is decoded behind it and its error listed.
+    await page.waitForFunction(() => Number(document.querySelector('[data-testid=system-problems]')?.dataset.errors ?? 0) >= 1, null, { timeout: 120_000 });
+    assert.equal(await page.evaluate(() => document.body.classList.contains('has-result') && !document.body.classList.contains('has-system')), true, 'the device stays on screen');
+    const card = page.locator('[data-testid=system-problems]');
+    assert.match(await card.locator('summary').innerText(), /^⚠ \d+ problems? in the decode \(1 error; the rows before each fault are kept\)$/);
+    const first = await card.getAttribute('title');
+    assert.match(first ?? '', /trace\.json/, first ?? '');
+    assert.match(first ?? '', /byte \d+|offset \d+/, first ?? '');
+    // Opening it now reuses that decode: one system-trace job in all.
+    await page.locator('[data-testid=open-system]').first().click();
+    await page.waitForFunction(() => document.body.classList.contains('has-system') && document.body.dataset.state === 'ready', null, { timeout: 120_000 });
+    const jobs = await page.locator('[data-testid=job]').allInnerTexts();
+    assert.equal(jobs.filter((j) => /system trace/.test(j)).length, 1, jobs.join(' | '));
     assert.deepEqual(foreignRequests(b.requests, server.origin), []);
     assert.deepEqual(b.errors, []);
   } finally {

@@ -189,3 +189,20 @@ test('system timeline: framework tracks first, named by thread_name, nested span
   assert.equal(m.opcodes[m.tracks[0].ops[0]], 'step', 'the enclosing span in lane 0');
   assert.equal(m.opcodes[m.tracks[1].ops[0]], 'op', 'the nested span below it');
 });
+
+test('snapshotState: an error of the scan or of the decode marks a memory snapshot entry; warnings do not', () => {
+  const path = 'cap/memory_snapshot_rank0.pickle';
+  const inv = (problems = [], profileProblems = []) => ({ files: [], profiles: [{ id: 'cap', problems: profileProblems }], problems });
+  const err = { severity: 'error', code: 'ERROR_PROCESS_INCOMPLETE', file: path, offset: 9, message: `${path}: truncated at offset 9` };
+  const warn = { severity: 'warning', code: 'MEMORY_SNAPSHOT_VALUE_CUT', file: path, message: 'cut value' };
+  const ok = profiles.snapshotState(inv(), path, [warn]);
+  assert.equal(ok.error, undefined);
+  assert.equal(ok.status, 'allocator snapshot: open the Memory view');
+  const decoded = profiles.snapshotState(inv(), path, [warn, err]);
+  assert.equal(decoded.error, err);
+  assert.equal(decoded.status, `memory_snapshot_rank0.pickle cannot be read in full (what was read before the fault is shown): ${err.message}`);
+  // Scan problems of the pick or of the capture the snapshot lies in, about this file only.
+  assert.equal(profiles.snapshotState(inv([err]), path, []).error, err);
+  assert.equal(profiles.snapshotState(inv([], [err]), path, []).error, err);
+  assert.equal(profiles.snapshotState(inv([{ ...err, file: 'other.pickle' }]), path, []).error, undefined);
+});

@@ -583,21 +583,40 @@ export class CoreClient {
     if (owner !== undefined) return this.slots[owner.slot] ?? first;
     if (!producesKey(req) || onFirst(req)) return first;
     const idle = this.slots.filter((s) => s.decoding === 0);
+    // A decode in the background (processSystemAside) with tables in wasm memory goes to a worker
+    // holding none: a decode frees what its worker holds, and that may be the profile on screen.
+    if (this.store === 'memory' && key !== null && this.aside.has(key)) {
+      const empty = idle.find((s) => s.live.size === 0 && s.pending.size === 0);
+      if (empty !== undefined) return empty;
+      if (this.slots.length < this.maxWorkers && this.pkgUrl !== null) return this.addSlot();
+    }
     if (idle.length > 0) return idle.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
     if (this.slots.length < this.maxWorkers && this.pkgUrl !== null) return this.addSlot();
     return this.slots.reduce((a, b) => (b.decoding < a.decoding ? b : a));
   }
 
-  /** Decodes of a profile in flight, by profile key: asking again while one runs waits for it instead of starting a second. */
-  private readonly inFlight = new Map<string, Promise<unknown>>();
+  /**
+   * Decodes of a profile in flight, by profile key: asking again while one runs waits for it
+   * instead of starting a second, and gets its progress from then on (`listeners`).
+   */
+  private readonly inFlight = new Map<string, { done: Promise<unknown>; listeners: Set<Progress> }>();
+  /** Keys of the decodes processSystemAside started (routed apart while in flight). */
+  private readonly aside = new Set<string>();
 
   private call<K extends Request['op']>(req: Extract<Request, { op: K }>, progress?: Progress): Promise<ReplyMap[K]> {
     const made = producesKey(req) ? keyFor(req) : null;
     if (made === null) return this.callNow(req, progress);
     const running = this.inFlight.get(made);
-    if (running !== undefined) return running as Promise<ReplyMap[K]>;
-    const p = this.callNow(req, progress).finally(() => this.inFlight.delete(made));
-    this.inFlight.set(made, p);
+    if (running !== undefined) {
+      if (progress !== undefined) running.listeners.add(progress);
+      return running.done as Promise<ReplyMap[K]>;
+    }
+    const listeners = new Set<Progress>(progress === undefined ? [] : [progress]);
+    const fan: Progress = (stage, done, total) => {
+      for (const l of listeners) l(stage, done, total);
+    };
+    const p = this.callNow(req, fan).finally(() => this.inFlight.delete(made));
+    this.inFlight.set(made, { done: p, listeners });
     return p;
   }
 
@@ -973,6 +992,27 @@ export class CoreClient {
   /** Decodes the system trace of a System / System+Device profile. */
   processSystem(profileId: string, progress: Progress): Promise<SystemResult & StoredInfo> {
     return this.call({ op: 'processSystem', profileId }, progress);
+  }
+  /**
+   * processSystem in the background (the page decodes a capture's system trace on open, so its
+   * problems show before it is opened, as a device's do): a job like any other, whose result a
+   * later processSystem of the profile reuses. With tables in wasm memory it runs only on a
+   * worker that holds no tables (a decode frees what its worker holds); null when there is none
+   * to spare.
+   */
+  processSystemAside(profileId: string): Promise<(SystemResult & StoredInfo) | null> {
+    const key = `${profileId}#system`;
+    const running = this.inFlight.has(key);
+    if (this.store === 'memory' && !running) {
+      // Decoded before (and perhaps freed since): decoding it again could free another profile.
+      if (this.produced.has(key)) return Promise.resolve(null);
+      const spare = this.slots.some((s) => s.decoding === 0 && s.live.size === 0 && s.pending.size === 0)
+        || (this.slots.length < this.maxWorkers && this.pkgUrl !== null);
+      if (!spare) return Promise.resolve(null);
+    }
+    if (running) return this.call({ op: 'processSystem', profileId });
+    this.aside.add(key);
+    return this.call({ op: 'processSystem', profileId }).finally(() => this.aside.delete(key));
   }
   /** Decodes a PyTorch memory snapshot (`memory_snapshot_rank<N>.pickle`) of the picked folder. */
   processMemory(path: string): Promise<MemoryResult & StoredInfo> {

@@ -79,6 +79,8 @@ let selected: { profileId: string; deviceIndex: number } | null = null;
 const deviceProblems = new Map<string, readonly Problem[]>();
 /** Problems of each decoded system trace, by profile id (the sidebar lists them under its button). */
 const systemProblems = new Map<string, readonly Problem[]>();
+/** Problems of each decoded memory snapshot, by path (an error marks its sidebar entry). */
+const memoryProblems = new Map<string, readonly Problem[]>();
 /** The picked files (for reading a JSON export on the page); empty for the demo. */
 let pickedFiles: PickedFile[] = [];
 let coreReady: Promise<void> = Promise.resolve();
@@ -398,6 +400,7 @@ function renderInventory(): void {
     memoryShown,
     deviceProblems,
     systemProblems,
+    memoryProblems,
   });
   if (focusKey !== null) {
     for (const el of side.querySelectorAll<HTMLElement>('[tabindex], button')) {
@@ -451,10 +454,14 @@ function showInventory(inv: Inventory): void {
   // Keyed by profile id (the root folder): a new pick with the same folder names starts clean.
   deviceProblems.clear();
   systemProblems.clear();
+  memoryProblems.clear();
   sourceView.reset();
   document.body.classList.add('has-capture');
   renderInventory();
   clearWorkspace();
+  // Then, after what opens first, every system trace in the background: its problems show in the
+  // list up front, as the opened device's do (applyHash and the choice below start that open).
+  queueMicrotask(() => void checkSystemTraces(inv));
   // The profile the URL names (Back/Forward, a reload of the same folder), else the first device
   // that can be decoded (paired), else the first device at all.
   if (applyHash(false)) return;
@@ -480,6 +487,35 @@ function showInventory(inv: Inventory): void {
     );
     progress(null);
     setState('ready');
+  }
+}
+
+/**
+ * Decodes the system trace of each profile of `inv` that has one and was not decoded yet, one at
+ * a time and each after the open in progress (`opening`), in the background (a job in the jobs
+ * strip; no progress bar, no view changes): the problems of its files (a cut trace.json, a
+ * damaged ntrace.pb record) show under the profile's "Open system trace" button before it is
+ * clicked, as a device's decode problems show on its card (new-user trial: visible only after the
+ * click). The tables are kept, so the open is immediate. Stops when another folder is picked.
+ */
+async function checkSystemTraces(inv: Inventory): Promise<void> {
+  for (const p of inv.profiles) {
+    if (!hasSystemTrace(p)) continue;
+    await opening;
+    if (inventory !== inv) return;
+    if (systemProblems.has(p.id)) continue;
+    try {
+      const result = await client.processSystemAside(p.id);
+      if (inventory !== inv) return;
+      if (result === null) continue;
+      systemProblems.set(p.id, result.problems);
+    } catch (e) {
+      if (inventory !== inv) return;
+      // A cancel in the jobs strip is the user's choice: nothing to report.
+      if (e instanceof Cancelled) continue;
+      systemProblems.set(p.id, [failureProblem(p.system_files?.[0] ?? null, `the system trace of ${p.root || p.id} could not be decoded`, e)]);
+    }
+    renderInventory();
   }
 }
 
@@ -514,13 +550,23 @@ let shown: { kind: 'device' | 'system' | 'memory'; hash: string; key: string } |
 type Result = { key: string; tables: TableInfo[] };
 type Source = ReturnType<typeof tableSource>;
 
+/** The open in progress (settled when it is drawn or failed): background decodes wait for it. */
+let opening: Promise<void> = Promise.resolve();
+
+/** Opens a profile (`openProfileNow`), recorded as the open in progress (`opening`). */
+function openProfile<R extends Result>(o: Parameters<typeof openProfileNow<R>>[0]): Promise<void> {
+  const p = openProfileNow(o);
+  opening = p.catch(() => {});
+  return p;
+}
+
 /**
  * The one open-profile sequence of every profile kind: claim the workspace, process in the worker
  * (progress in the top bar), then the summary, the table browser and the kind's own view; a
  * failure empties the workspace and names the profile. `isCurrent` turns false when another open
  * started meanwhile, and the older one then stops quietly.
  */
-async function openProfile<R extends Result>(o: {
+async function openProfileNow<R extends Result>(o: {
   kind: 'device' | 'system' | 'memory';
   /** URL hash of this profile (`#device=…`). */
   hash: string;
@@ -537,6 +583,8 @@ async function openProfile<R extends Result>(o: {
   draw: (r: R, source: Source) => Promise<void>;
   /** A NEFF without a trace: only the Summary and Tables, no bottom panel (nothing to click). */
   neffOnly?: boolean;
+  /** The decode failed (not cancelled): record it where the sidebar marks the file (before it is redrawn). */
+  failed?: (e: unknown) => void;
   drawWhat: string;
 }): Promise<void> {
   clearError();
@@ -557,6 +605,10 @@ async function openProfile<R extends Result>(o: {
     if (e instanceof Cancelled) {
       setState('ready');
       return;
+    }
+    if (o.failed !== undefined) {
+      o.failed(e);
+      renderInventory();
     }
     showError(`${o.what} failed: ${message(e)}`, e);
     return;
@@ -896,6 +948,9 @@ async function openSystem(profile: ProfileEntry): Promise<void> {
       systemProblems.set(profile.id, result.problems);
       renderInventory();
     },
+    failed: (e) => {
+      systemProblems.set(profile.id, [failureProblem(profile.system_files?.[0] ?? null, `the system trace of ${profile.root || profile.id} could not be decoded`, e)]);
+    },
     drawWhat: 'The system timeline',
     draw: async (result, source) => {
       progress('Drawing the system timeline');
@@ -952,6 +1007,11 @@ async function openMemory(path: string): Promise<void> {
           `pickle protocol ${rep.protocol ?? '?'} · ${count(Number(rep.events), 'trace entry', 'trace entries')} · ${count(rep.segments, 'segment')} · ${count(rep.blocks, 'block')} · ${count(rep.stacks, 'distinct stack')} (${count(rep.frames, 'frame')}) · ${count(rep.devices.length, 'device')}`
           + (result.wasm_memory_bytes ? ` · wasm memory ${bytes(result.wasm_memory_bytes)}` : '')),
         foldedProblems(rep.problems)));
+      memoryProblems.set(path, rep.problems ?? []);
+      renderInventory();
+    },
+    failed: (e) => {
+      memoryProblems.set(path, [failureProblem(path, `${path} could not be read`, e)]);
     },
     drawWhat: 'The memory timeline',
     draw: async (result, source) => {
@@ -999,6 +1059,11 @@ async function openMemory(path: string): Promise<void> {
       show(null);
     },
   });
+}
+
+/** A decode that failed outright (a crash, an unreadable file) as a problem of `file`, for the sidebar. */
+function failureProblem(file: string | null, what: string, e: unknown): Problem {
+  return { severity: 'error', code: 'ERROR_PROCESS_INCOMPLETE', file, offset: null, message: `${what}: ${message(e)}` };
 }
 
 function emptyEvents(): Table {

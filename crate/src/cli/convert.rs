@@ -777,8 +777,12 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome> {
     let mut jobs = jobs(&inv, &picked, args.layout);
     if jobs.is_empty() {
         let dirs: Vec<String> = args.dirs.iter().map(|d| d.display().to_string()).collect();
+        let why = neuronscope::inventory::lone_system_files(&inv.files).map_or_else(
+            || "(no .ntff, .neff, trace_info.pb/ntrace.pb or memory snapshot)".to_string(),
+            |found| format!("({found})"),
+        );
         return Err(Error::Other(format!(
-            "{}: no profile found (no .ntff, .neff, trace_info.pb/ntrace.pb or memory snapshot)",
+            "{}: no profile found {why}",
             dirs.join(", ")
         )));
     }
@@ -800,9 +804,9 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome> {
         .map_or(1, NonZeroUsize::get)
         .min(jobs.len());
     detail!(
-        "{} files, {} profiles to convert on {threads} thread(s)",
-        picked.files.len(),
-        jobs.len()
+        "{}, {} to convert on {threads} thread(s)",
+        crate::cli::count(picked.files.len() as u64, "file"),
+        crate::cli::count(jobs.len() as u64, "profile")
     );
     for pr in &inv.problems {
         if pr.severity != Severity::Info || crate::cli::verbose() {
@@ -860,8 +864,8 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome> {
         .filter(|d| !d.skipped && d.failed.is_none() && d.row.errors == 0 && d.row.data_rows == 0)
         .count();
     note!(
-        "{} profiles: {} converted, {}{skipped} unchanged (skipped), {} with errors{}; {} rows in {}",
-        done.len(),
+        "{}: {} converted, {}{skipped} unchanged (skipped), {} with errors{}; {} rows in {}",
+        crate::cli::count(done.len() as u64, "profile"),
         done.len() - skipped - failed as usize - empty,
         if empty > 0 {
             format!("{empty} empty (no trace data; only SchemaFields and Warning written), ")

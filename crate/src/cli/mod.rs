@@ -60,6 +60,12 @@ pub fn verbose() -> bool {
     VERBOSITY.load(Ordering::Relaxed) >= 2
 }
 
+/// `n` and a noun in the number it needs: `1 profile`, `0 profiles`, `3 files` (`one` + `s`).
+pub fn count(n: impl Into<u64>, one: &str) -> String {
+    let n = n.into();
+    format!("{n} {one}{}", if n == 1 { "" } else { "s" })
+}
+
 /// Caps glibc's malloc arenas at one per two cores (at least one) unless `MALLOC_ARENA_MAX` is
 /// set. glibc gives each new thread an arena of its own, up to 8 per core, and memory freed into
 /// an arena stays with it; the split decode allocates batches on its DMA threads and frees them
@@ -76,5 +82,15 @@ pub fn limit_malloc_arenas() {
         unsafe {
             libc::mallopt(libc::M_ARENA_MAX, arenas);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn counts_agree_with_their_noun() {
+        assert_eq!(super::count(1u64, "profile"), "1 profile");
+        assert_eq!(super::count(0u64, "profile"), "0 profiles");
+        assert_eq!(super::count(2u32, "file"), "2 files");
     }
 }

@@ -84,8 +84,17 @@ pub struct KinetoReport {
     pub bytes: u64,
     /// Event objects seen in the event array.
     pub objects: u64,
-    /// Objects that could not be parsed even after sanitising (skipped).
+    /// Objects skipped: not parsable even after sanitising, or a slice, instant or counter
+    /// without a usable `ts` (those are also in `bad_ts`).
     pub skipped: u64,
+    /// Events not kept because their `ts` is missing or not a time (not a number, or out of
+    /// range: `1e400`, beyond ±2⁶³ ns), flow events included: one `ERROR_PROCESS_INCOMPLETE`
+    /// warning with the count and the offset of the first.
+    pub bad_ts: u64,
+    /// Events kept with a time that cannot be right: a negative `ts`, a negative or unreadable
+    /// `dur` (the row is zero-length), an `E` before its `B` (likewise): one `VALUE_OUT_OF_RANGE`
+    /// warning with the count and the offset of the first.
+    pub odd_times: u64,
     /// Objects that needed sanitising (dirty JSON) before they parsed.
     pub sanitised: u64,
     /// `SystemProfileEvents` rows written.
@@ -321,6 +330,14 @@ fn text_of(raw: &str) -> Cow<'_, str> {
         canon(raw, &mut s);
         Cow::Owned(s)
     })
+}
+
+/// `text` cut to 40 characters (a value quoted in a problem message).
+fn clip(text: &str) -> String {
+    match text.char_indices().nth(40) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_string(),
+    }
 }
 
 /// `ts` / `dur` in µs (a number, or a string holding one) → ns: exact decimal conversion, else f64.
@@ -1372,6 +1389,14 @@ struct Reader<'s, 'f> {
     order: Vec<(u64, (u32, u32, u32))>,
     /// Counts of the one-byte phases already in `rep.phases`, by byte, not yet added to it.
     ph_aside: [Option<u64>; 256],
+    /// Objects that could not be parsed (the first 10 are listed as problems).
+    unparsed: u64,
+    /// The first event counted in `rep.bad_ts`: its offset and what its `ts` was.
+    first_bad_ts: Option<(u64, String)>,
+    /// The first event counted in `rep.odd_times`: its offset and which time was wrong.
+    first_odd_time: Option<(u64, String)>,
+    /// Offset of the last event counted in `rep.odd_times` (each is counted once).
+    last_odd_time: Option<u64>,
     /// [`fast_scan`]'s member spans (reused between events).
     top: Vec<Span>,
     /// See `top`.
@@ -1419,6 +1444,10 @@ pub fn read_trace(
         pool: Vec::new(),
         order: Vec::new(),
         ph_aside: [None; 256],
+        unparsed: 0,
+        first_bad_ts: None,
+        first_odd_time: None,
+        last_odd_time: None,
         top: Vec::new(),
         arg_spans: Vec::new(),
         spare: (Vec::new(), Vec::new()),
@@ -1580,7 +1609,7 @@ impl Events for ToReader<'_, '_, '_> {
     }
     // Per event, not inlined into `feed` (see there: V8's tiers).
     #[inline(never)]
-    fn try_event(&mut self, rest: &[u8], _: u64, base: Option<&str>) -> Result<Option<usize>> {
+    fn try_event(&mut self, rest: &[u8], off: u64, base: Option<&str>) -> Result<Option<usize>> {
         let r = &mut *self.r;
         let Some(n) = fast_scan(rest, &mut r.top, &mut r.arg_spans).filter(|&n| n <= MAX_EVENT)
         else {
@@ -1610,7 +1639,7 @@ impl Events for ToReader<'_, '_, '_> {
             ev.args.push((Cow::Borrowed(k), v));
         }
         r.rep.objects += 1;
-        r.event(&ev)?;
+        r.event(&ev, off)?;
         r.spare = (recycle(ev.args), recycle(ev.rest));
         Ok(Some(n))
     }
@@ -1887,15 +1916,44 @@ impl Reader<'_, '_> {
             .into_iter()
             .map(|((p, t), n)| (format!("{p}:{t}"), n))
             .collect();
-        if rep.skipped > 10 {
+        if self.unparsed > 10 {
             rep.problems.push(Problem::new(
                 Code::ReadIncomplete,
                 Some(self.file),
                 format!(
                     "{}: {} events could not be parsed (first 10 listed)",
-                    self.file, rep.skipped
+                    self.file, self.unparsed
                 ),
             ));
+        }
+        let events = |n: u64| format!("{n} event{}", if n == 1 { "" } else { "s" });
+        if let Some((off, what)) = self.first_bad_ts.take() {
+            rep.problems.push(
+                Problem::new(
+                    Code::ReadIncomplete,
+                    Some(self.file),
+                    format!(
+                        "{}: {} not kept: `ts` missing or not a time (expected a number of µs within ±9.2e15); the first at byte {off} has {what}",
+                        self.file,
+                        events(rep.bad_ts)
+                    ),
+                )
+                .at(off),
+            );
+        }
+        if let Some((off, what)) = self.first_odd_time.take() {
+            rep.problems.push(
+                Problem::new(
+                    Code::ValueOutOfRange,
+                    Some(self.file),
+                    format!(
+                        "{}: {} kept with a time that cannot be right (a negative `ts`; a negative or unreadable `dur`, or an `E` before its `B`: a zero-length row); the first at byte {off} has {what}",
+                        self.file,
+                        events(rep.odd_times)
+                    ),
+                )
+                .at(off),
+            );
         }
         Ok(rep)
     }
@@ -1920,7 +1978,8 @@ impl Reader<'_, '_> {
                     Err(e) => {
                         let rep = &mut self.rep;
                         rep.skipped += 1;
-                        if rep.skipped <= 10 {
+                        self.unparsed += 1;
+                        if self.unparsed <= 10 {
                             rep.problems.push(Problem::from_error(
                                 Code::ReadIncomplete,
                                 self.file,
@@ -1932,11 +1991,38 @@ impl Reader<'_, '_> {
                 }
             }
         };
-        self.event(&ev)
+        self.event(&ev, off)
     }
 
-    /// Turns one parsed event into a row, a flow, metadata or nothing.
-    fn event(&mut self, ev: &Ev<'_>) -> Result<()> {
+    /// An event at `off` whose `ts` (raw JSON text, if any) is not a time: counted, not kept.
+    #[cold]
+    fn bad_ts(&mut self, off: u64, raw: Option<&str>) {
+        self.rep.bad_ts += 1;
+        if self.first_bad_ts.is_none() {
+            let what = match raw {
+                None => "no `ts`".to_string(),
+                Some(t) => format!("`ts` {}", clip(t.trim())),
+            };
+            self.first_bad_ts = Some((off, what));
+        }
+    }
+
+    /// An event at `off` kept with a time that cannot be right (`what` says which); counted once
+    /// however many of its times are wrong.
+    #[cold]
+    fn odd_time(&mut self, off: u64, what: impl FnOnce() -> String) {
+        if self.last_odd_time == Some(off) {
+            return;
+        }
+        self.last_odd_time = Some(off);
+        self.rep.odd_times += 1;
+        if self.first_odd_time.is_none() {
+            self.first_odd_time = Some((off, what()));
+        }
+    }
+
+    /// Turns one parsed event at file offset `off` into a row, a flow, metadata or nothing.
+    fn event(&mut self, ev: &Ev<'_>, off: u64) -> Result<()> {
         let ph = ev.ph.and_then(str_of).unwrap_or_default();
         let ph: &str = &ph;
         let mut extra = self.take_extras();
@@ -1979,6 +2065,9 @@ impl Reader<'_, '_> {
             return Ok(());
         }
         if matches!(ph, "s" | "t" | "f") {
+            if ts.is_none() {
+                self.bad_ts(off, ev.ts);
+            }
             if let Some(ts) = ts {
                 let id = member(&ev.rest, "id").map(text_of).unwrap_or_default();
                 let cat = member(&ev.rest, "cat").and_then(str_of).unwrap_or_default();
@@ -1998,7 +2087,8 @@ impl Reader<'_, '_> {
             return Ok(());
         }
         let Some(ts) = ts else {
-            rep.skipped += 1;
+            self.rep.skipped += 1;
+            self.bad_ts(off, ev.ts);
             self.give(extra);
             return Ok(());
         };
@@ -2014,6 +2104,12 @@ impl Reader<'_, '_> {
             match th.open.pop() {
                 Some(mut r) => {
                     self.open_total -= 1;
+                    if ts < r.start {
+                        let (start, end) = (r.start, ts);
+                        self.odd_time(off, || {
+                            format!("an `E` at {end} ns before its `B` at {start} ns")
+                        });
+                    }
                     r.end = ts.max(r.start);
                     r.extra.append(&extra);
                     self.complete(r)?;
@@ -2024,7 +2120,15 @@ impl Reader<'_, '_> {
             return Ok(());
         }
         let dur = if ph == "X" {
-            value_ns(ev.dur).unwrap_or(0)
+            let d = value_ns(ev.dur);
+            match (d, ev.dur) {
+                (Some(d), Some(t)) if d < 0 => {
+                    self.odd_time(off, || format!("`dur` {}", clip(t.trim())));
+                }
+                (None, Some(t)) => self.odd_time(off, || format!("`dur` {}", clip(t.trim()))),
+                _ => {}
+            }
+            d.unwrap_or(0)
         } else {
             0
         };
@@ -2042,6 +2146,9 @@ impl Reader<'_, '_> {
                 n
             }
         };
+        if ts < 0 {
+            self.odd_time(off, || format!("`ts` {}", clip(ev.ts.unwrap_or("").trim())));
+        }
         let row = Row {
             id: self.next_id,
             name,

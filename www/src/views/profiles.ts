@@ -164,6 +164,8 @@ export interface ProfileListOptions {
   deviceProblems?: ReadonlyMap<string, readonly Problem[]>;
   /** Problems of each decoded system trace (by profile id), shown under its button. */
   systemProblems?: ReadonlyMap<string, readonly Problem[]>;
+  /** Problems of each decoded memory snapshot (by path): an error marks its entry. */
+  memoryProblems?: ReadonlyMap<string, readonly Problem[]>;
 }
 
 /** Code of Explorer's Missing Data warnings as serialised (crate/src/problem.rs `Code::MissingData`). */
@@ -214,26 +216,47 @@ export function memorySnapshots(inv: Inventory): InventoryFile[] {
   return inv.files.filter((f) => f.kind === 'MemorySnapshot');
 }
 
+/**
+ * What a memory snapshot's entry says: the problems the scan found with the file (`scanned`:
+ * the capture's or the pick's, listed there) and those its decode reported (`decoded`), and the
+ * first error of either, which marks the entry as a NEFF that cannot be read marks its device.
+ */
+export function snapshotState(inv: Inventory, path: string, decoded: readonly Problem[]): { scanned: Problem[]; error: Problem | undefined; status: string } {
+  const scanned = [...(inv.problems ?? []), ...inv.profiles.flatMap((p) => p.problems ?? [])].filter((p) => p.file === path);
+  const error = [...scanned, ...decoded].find((p) => p.severity === 'error');
+  const status = error === undefined
+    ? 'allocator snapshot: open the Memory view'
+    : `${basename(path)} cannot be read in full (what was read before the fault is shown): ${error.message}`;
+  return { scanned, error, status };
+}
+
 /** The "Memory snapshots" list: one clickable entry per snapshot. */
 function memoryList(inv: Inventory, opts: ProfileListOptions): HTMLElement | null {
   const snaps = memorySnapshots(inv);
   if (snaps.length === 0 || opts.onOpenMemory === undefined) return null;
   return h('div', { class: 'memory-snapshots' },
     h('div', { class: 'profile-head' }, h('span', { class: 'ptype memory' }, 'Memory'), h('span', { class: 'pid' }, count(snaps.length, 'PyTorch memory snapshot'))),
-    h('ul', { class: 'devices' }, snaps.map((f) => h('li', {
-      class: `device paired${opts.memoryShown === f.path ? ' selected' : ''}`,
-      'data-testid': 'memory-snapshot',
-      'data-path': f.path,
-      title: f.path,
-      onclick: () => opts.onOpenMemory?.(f.path),
-      tabindex: 0,
-      role: 'button',
-      onkeydown: (e: Event) => activateOnKey(e, () => opts.onOpenMemory?.(f.path)),
-    },
-    h('div', { class: 'device-name' }, middleEllipsis(basename(f.path), 12),
-      f.rank !== null && f.rank !== undefined ? h('span', { class: 'tag' }, `rank ${f.rank}`) : null,
-      h('span', { class: 'tag' }, bytes(Number(f.size)))),
-    h('div', { class: 'pairing ok' }, 'allocator snapshot: open the Memory view')))));
+    h('ul', { class: 'devices' }, snaps.map((f) => {
+      const decoded = opts.memoryProblems?.get(f.path) ?? [];
+      const { scanned, error, status } = snapshotState(inv, f.path, decoded);
+      return h('li', {
+        class: `device ${error === undefined ? 'paired' : 'unpaired'}${opts.memoryShown === f.path ? ' selected' : ''}`,
+        'data-testid': 'memory-snapshot',
+        'data-path': f.path,
+        'data-errors': error === undefined ? 0 : [...scanned, ...decoded].filter((p) => p.severity === 'error').length,
+        title: f.path,
+        onclick: () => opts.onOpenMemory?.(f.path),
+        tabindex: 0,
+        role: 'button',
+        onkeydown: (e: Event) => activateOnKey(e, () => opts.onOpenMemory?.(f.path)),
+      },
+      h('div', { class: 'device-name' }, middleEllipsis(basename(f.path), 12),
+        f.rank !== null && f.rank !== undefined ? h('span', { class: 'tag' }, `rank ${f.rank}`) : null,
+        h('span', { class: 'tag' }, bytes(Number(f.size)))),
+      h('div', { class: `pairing ${error === undefined ? 'ok' : 'bad'}`, 'data-testid': 'memory-snapshot-status', title: error?.message ?? '' }, status),
+      // The decode's other problems, as a device card lists its own (the error above not again).
+      decodeProblems(scanned, decoded, error, 'memory-problems'));
+    })));
 }
 
 /** Enter or Space on a focused list entry opens it, as a click does. */
