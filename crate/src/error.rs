@@ -59,10 +59,16 @@ impl fmt::Display for Error {
                 offset,
                 wanted,
                 available: 0,
-            } => write!(
-                f,
-                "truncated: the {wanted} bytes at offset {offset} lie past the end of the file"
-            ),
+            } => {
+                if *wanted == 1 {
+                    write!(f, "truncated: the byte at offset {offset} lies past the end of the file")
+                } else {
+                    write!(
+                        f,
+                        "truncated: the {wanted} bytes at offset {offset} lie past the end of the file"
+                    )
+                }
+            }
             Error::Truncated {
                 offset,
                 wanted,

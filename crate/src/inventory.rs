@@ -821,20 +821,23 @@ fn worth_sniffing(f: &InputFile) -> bool {
 fn content_problem(f: &InputFile, c: &Sniffed, head: &[u8], len: u64) -> Option<Problem> {
     let gz = f.path.to_ascii_lowercase().ends_with(".gz");
     if *c == Sniffed::Empty {
-        // The capture's metadata cannot be empty (0-byte host samples are normal; the other
-        // decoders say what an empty file means for their kind).
-        return (f.kind == FileKind::TraceInfo).then(|| {
+        // The capture's metadata and a memory snapshot cannot be empty (0-byte host samples are
+        // normal; the other decoders say what an empty file means for their kind).
+        let expected = match f.kind {
+            FileKind::TraceInfo => "a TraceInfo message (capture metadata, system-profile.md §3)",
+            FileKind::MemorySnapshot { .. } => {
+                "a pickle (memory snapshot, framework-inputs.md §3.5)"
+            }
+            _ => return None,
+        };
+        return Some(
             Problem::new(
                 Code::ProcessIncomplete,
                 Some(&f.path),
-                format!(
-                    "{}: empty file, expected a TraceInfo message (capture metadata, \
-                     system-profile.md §3) at offset 0",
-                    f.path
-                ),
+                format!("{}: empty file, expected {expected} at offset 0", f.path),
             )
-            .at(0)
-        });
+            .at(0),
+        );
     }
     // A cut copy of the kind its name says is that file cut, not another format: an error, as
     // a cut NEFF or NTFF is (the decoder then reports the cut with its offset, which stands for

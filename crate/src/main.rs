@@ -156,7 +156,8 @@ fn main() -> ExitCode {
                 Outcome::Done
             } else {
                 Outcome::InputErrors(format!(
-                    "{n} input(s) had decode errors: their figures measure a partial decode"
+                    "{n} input(s) had decode errors: their figures measure a partial decode \
+                     (`neuronscope convert` on the folder prints each, with its file and offset)"
                 ))
             }
         }),

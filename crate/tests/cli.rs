@@ -796,6 +796,14 @@ fn scan_grades_files_not_of_their_kind_as_errors() {
         ),
         ("empty0", "x.ntff", vec![], "EMPTY_NTFF", "info", None),
         (
+            "pkl0",
+            "memory_snapshot_rank0.pickle",
+            vec![],
+            "ERROR_PROCESS_INCOMPLETE",
+            "error",
+            Some(0),
+        ),
+        (
             "empty128",
             "x.ntff",
             header_only,
@@ -1039,6 +1047,16 @@ fn a_lone_framework_trace_says_what_is_missing() {
         err.contains("no profile found (found run/trace.json (framework trace), but no ntrace.pb"),
         "{err}"
     );
+    // bench too (it said "no … trace.json" of a folder holding one).
+    let o = ns(&["bench", s(&d), "-q"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(
+        err.contains(
+            "no profile found to measure (found run/trace.json (framework trace), but no ntrace.pb"
+        ),
+        "{err}"
+    );
     // A folder with nothing the profiler writes keeps the short message.
     std::fs::remove_file(d.join("trace.json")).unwrap();
     std::fs::write(d.join("notes.txt"), b"hello").unwrap();
@@ -1057,6 +1075,19 @@ fn a_lone_framework_trace_says_what_is_missing() {
         "{out}"
     );
     assert!(!out.contains("pick a folder"), "{out}");
+    // An empty one is an error in scan, and convert says its fault once (the decoder's).
+    std::fs::write(d.join("memory_snapshot_rank0.pickle"), b"").unwrap();
+    let o = ns(&["scan", s(&d)]);
+    let out = text(&o).0;
+    assert_eq!(o.status.code(), Some(3), "{out}");
+    assert!(out.contains("empty file, expected a pickle"), "{out}");
+    let o = ns(&["convert", "-q", s(&d), "-o", s(&t.join("out-pkl"))]);
+    let err = text(&o).1;
+    assert_eq!(
+        err.matches("run/memory_snapshot_rank0.pickle:").count(),
+        1,
+        "{err}"
+    );
     // One profile is "1 profile".
     let o = ns(&["synth", s(&t.join("demo"))]);
     assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));

@@ -117,6 +117,22 @@ fn escapes_surrogates_and_oversized() {
     big.extend_from_slice(b"\",\"pid\":1,\"tid\":1,\"ts\":1,\"dur\":1},{\"ph\":\"i\",\"name\":\"after\",\"pid\":1,\"tid\":1,\"ts\":2}]");
     let (rep, ev) = run(&big);
     assert_eq!((rep.objects, rep.skipped, rep.rows), (2, 1, 1));
+    // Said as what it is, an Error at the event's offset (not "expected a trace event object").
+    let p: Vec<_> = rep
+        .problems
+        .iter()
+        .filter(|p| p.message.contains("larger than the 16 MiB"))
+        .collect();
+    assert_eq!(p.len(), 1, "{:#?}", rep.problems);
+    assert_eq!(p[0].offset, Some(1));
+    assert_eq!(p[0].severity, neuronscope::Severity::Error);
+    assert!(
+        !rep.problems
+            .iter()
+            .any(|p| p.message.contains("expected a trace event object")),
+        "{:#?}",
+        rep.problems
+    );
     assert_eq!(
         col::<StringArray>(&ev.expect("rows"), "name").value(0),
         "after"

@@ -808,17 +808,32 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome> {
         crate::cli::count(picked.files.len() as u64, "file"),
         crate::cli::count(jobs.len() as u64, "profile")
     );
+    let read: std::collections::BTreeSet<&str> = jobs
+        .iter()
+        .flat_map(|j| j.row.files.iter().map(String::as_str))
+        .collect();
+    // A memory snapshot a job reads has its faults said by that job (the snapshot decoder's,
+    // with the offset), once, as `process_system` does for one in a System profile.
+    let snapshot_read = |f: &str| {
+        read.contains(f)
+            && inv.files.iter().any(|x| {
+                x.path == f
+                    && matches!(
+                        x.kind,
+                        neuronscope::inventory::FileKind::MemorySnapshot { .. }
+                    )
+            })
+    };
     for pr in &inv.problems {
+        if pr.file.as_deref().is_some_and(snapshot_read) {
+            continue;
+        }
         if pr.severity != Severity::Info || crate::cli::verbose() {
             note!("{}", problem_line(pr));
         }
     }
     // Problems of a profile about files no job reads (a misnamed file, a missing trace_info.pb)
     // are printed here; the others come with their job's output.
-    let read: std::collections::BTreeSet<&str> = jobs
-        .iter()
-        .flat_map(|j| j.row.files.iter().map(String::as_str))
-        .collect();
     for p in &inv.profiles {
         for pr in &p.problems {
             if pr.file.as_deref().is_none_or(|f| !read.contains(f)) {

@@ -1960,6 +1960,25 @@ impl Reader<'_, '_> {
 
     /// One captured event object (empty when it was too big) at file offset `off`.
     fn handle(&mut self, raw: &[u8], off: u64) -> Result<()> {
+        if raw.is_empty() {
+            // Over MAX_EVENT: its bytes were not kept, so the event is lost. An Error (the CLI
+            // exits 3, `-q` still prints it): the file is not read in full.
+            self.rep.skipped += 1;
+            self.rep.problems.push(
+                Problem::new(
+                    Code::ProcessIncomplete,
+                    Some(self.file),
+                    format!(
+                        "{}: the trace event at byte {off} is larger than the {} MiB one event \
+                         may take: skipped, the events after it are read",
+                        self.file,
+                        MAX_EVENT >> 20
+                    ),
+                )
+                .at(off),
+            );
+            return Ok(());
+        }
         // Strict JSON first (the common case); sanitise only what fails.
         let text;
         // UTF-8 checked once for the whole object, so serde_json's str reader need not re-check
