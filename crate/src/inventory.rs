@@ -229,6 +229,16 @@ pub struct Inventory {
     pub problems: Vec<Problem>,
 }
 
+impl Inventory {
+    /// True when `path` is a picked file taken for a PyTorch memory snapshot (its name,
+    /// framework-inputs.md §3).
+    pub fn is_memory_snapshot(&self, path: &str) -> bool {
+        self.files
+            .iter()
+            .any(|f| f.path == path && matches!(f.kind, FileKind::MemorySnapshot { .. }))
+    }
+}
+
 /// Splits a capture directory's last component `i-<hex>_pid_<digits>` (pairing.md §3).
 pub fn parse_capture_dir(dir: &str) -> Option<(String, u64)> {
     let name = base_name(dir);
@@ -947,7 +957,6 @@ fn kind_label(k: &FileKind) -> &'static str {
     }
 }
 
-/// Capture-directory checks (pairing.md §1, §6).
 /// The `NO_PROFILE` message: what to pick, and, when system files lie there without the runtime
 /// trace a System profile is made from, what was found and what is missing
 /// ([`lone_system_files`]).
@@ -979,11 +988,17 @@ fn no_profile_message(inputs: &[InputFile]) -> String {
     }
 }
 
+/// Why a pick has no profile, for the CLI's "no profile found …" errors: `(found …)` from
+/// [`lone_system_files`], else `(no <what>)`, the kinds of file the command looks for.
+pub fn no_profile_why(inputs: &[InputFile], what: &str) -> String {
+    lone_system_files(inputs).map_or_else(|| format!("(no {what})"), |found| format!("({found})"))
+}
+
 /// For a pick without profiles: the system files in it that make no profile alone (a framework
 /// `trace.json`, CPU or host memory samples, without `ntrace.pb` / `trace_info.pb` beside them),
 /// as "found …, but no ntrace.pb or trace_info.pb beside it … and no .ntff"; `None` when there
 /// are none.
-pub fn lone_system_files(inputs: &[InputFile]) -> Option<String> {
+fn lone_system_files(inputs: &[InputFile]) -> Option<String> {
     let named = |k: &FileKind| -> Option<&str> {
         match k {
             FileKind::KinetoTrace => Some("framework trace"),
@@ -1010,6 +1025,7 @@ pub fn lone_system_files(inputs: &[InputFile]) -> Option<String> {
     ))
 }
 
+/// Capture-directory checks (pairing.md §1, §6).
 fn capture_checks(
     p: &mut Profile,
     info_dirs: &BTreeSet<String>,

@@ -847,11 +847,6 @@ pub fn process_system(
             .iter()
             .any(|q| q.file.as_deref() == Some(f) && q.severity == Severity::Error)
     };
-    let snapshot = |f: &str| {
-        inv.files.iter().any(|x| {
-            x.path == f && matches!(x.kind, crate::inventory::FileKind::MemorySnapshot { .. })
-        })
-    };
     let mut problems: Vec<Problem> = profile
         .problems
         .iter()
@@ -861,7 +856,7 @@ pub fn process_system(
             !(error
                 && p.file
                     .as_deref()
-                    .is_some_and(|f| cut_reported(f) || snapshot(f)))
+                    .is_some_and(|f| cut_reported(f) || inv.is_memory_snapshot(f)))
         })
         .cloned()
         .collect();
@@ -909,10 +904,7 @@ pub fn process_memory(
     open: Opener<'_>,
     sink: &mut dyn TableSink,
 ) -> Result<MemoryResult> {
-    let known = inv.files.iter().any(|f| {
-        f.path == path && matches!(f.kind, crate::inventory::FileKind::MemorySnapshot { .. })
-    });
-    if !known {
+    if !inv.is_memory_snapshot(path) {
         return Err(Error::Other(format!(
             "{path}: not a memory snapshot of this folder"
         )));

@@ -1,5 +1,36 @@
 //! Small helpers shared by decoders and table builders.
 
+/// `n` and a noun in the number it needs: `1 profile`, `0 profiles`, `3 files` (`one` + `s`).
+pub fn count(n: impl Into<u64>, one: &str) -> String {
+    let n = n.into();
+    format!("{n} {one}{}", if n == 1 { "" } else { "s" })
+}
+
+/// `Eq` and `Ord` for `$t` by the value its `key(&self)` method returns (a heap entry ordered by
+/// a key that is unique, e.g. (start, file offset), rather than by all its fields).
+macro_rules! ord_by_key {
+    ($t:ty) => {
+        impl PartialEq for $t {
+            fn eq(&self, other: &Self) -> bool {
+                self.key() == other.key()
+            }
+        }
+        impl Eq for $t {}
+        impl PartialOrd for $t {
+            fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+                Some(self.cmp(other))
+            }
+        }
+        impl Ord for $t {
+            #[inline]
+            fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+                self.key().cmp(&other.key())
+            }
+        }
+    };
+}
+pub(crate) use ord_by_key;
+
 /// Lowercase hex of `b`.
 pub fn hex(b: &[u8]) -> String {
     let mut s = String::with_capacity(b.len() * 2);

@@ -101,11 +101,11 @@ pub fn run(args: &BenchArgs) -> Result<u64> {
     let _ = std::fs::remove_dir_all(&opts.out_dir);
     let rows = rows?;
     if rows.is_empty() {
-        // As `convert`: nothing to measure is an error, not an empty table.
-        // As `convert` says it: a lone trace.json is named, with what it needs beside it.
-        let why = neuronscope::inventory::lone_system_files(&inv.files).map_or_else(
-            || "(no .ntff, trace_info.pb/ntrace.pb or memory snapshot)".to_string(),
-            |found| format!("({found})"),
+        // As `convert`: nothing to measure is an error, not an empty table, and a lone
+        // trace.json is named with what it needs beside it.
+        let why = neuronscope::inventory::no_profile_why(
+            &inv.files,
+            ".ntff, trace_info.pb/ntrace.pb or memory snapshot",
         );
         return Err(neuronscope::Error::Other(format!(
             "{}: no profile found to measure {why}",

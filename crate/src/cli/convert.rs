@@ -777,9 +777,9 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome> {
     let mut jobs = jobs(&inv, &picked, args.layout);
     if jobs.is_empty() {
         let dirs: Vec<String> = args.dirs.iter().map(|d| d.display().to_string()).collect();
-        let why = neuronscope::inventory::lone_system_files(&inv.files).map_or_else(
-            || "(no .ntff, .neff, trace_info.pb/ntrace.pb or memory snapshot)".to_string(),
-            |found| format!("({found})"),
+        let why = neuronscope::inventory::no_profile_why(
+            &inv.files,
+            ".ntff, .neff, trace_info.pb/ntrace.pb or memory snapshot",
         );
         return Err(Error::Other(format!(
             "{}: no profile found {why}",
@@ -814,16 +814,7 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome> {
         .collect();
     // A memory snapshot a job reads has its faults said by that job (the snapshot decoder's,
     // with the offset), once, as `process_system` does for one in a System profile.
-    let snapshot_read = |f: &str| {
-        read.contains(f)
-            && inv.files.iter().any(|x| {
-                x.path == f
-                    && matches!(
-                        x.kind,
-                        neuronscope::inventory::FileKind::MemorySnapshot { .. }
-                    )
-            })
-    };
+    let snapshot_read = |f: &str| read.contains(f) && inv.is_memory_snapshot(f);
     for pr in &inv.problems {
         if pr.file.as_deref().is_some_and(snapshot_read) {
             continue;

@@ -60,11 +60,7 @@ pub fn verbose() -> bool {
     VERBOSITY.load(Ordering::Relaxed) >= 2
 }
 
-/// `n` and a noun in the number it needs: `1 profile`, `0 profiles`, `3 files` (`one` + `s`).
-pub fn count(n: impl Into<u64>, one: &str) -> String {
-    let n = n.into();
-    format!("{n} {one}{}", if n == 1 { "" } else { "s" })
-}
+pub use neuronscope::util::count;
 
 /// Caps glibc's malloc arenas at one per two cores (at least one) unless `MALLOC_ARENA_MAX` is
 /// set. glibc gives each new thread an arena of its own, up to 8 per core, and memory freed into

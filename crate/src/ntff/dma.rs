@@ -970,23 +970,7 @@ impl Pending {
     }
 }
 
-impl PartialEq for Pending {
-    fn eq(&self, other: &Self) -> bool {
-        self.key() == other.key()
-    }
-}
-impl Eq for Pending {}
-impl PartialOrd for Pending {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Pending {
-    #[inline]
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.key().cmp(&other.key())
-    }
-}
+crate::util::ord_by_key!(Pending);
 
 /// Reads one [`Run`] through the source in pieces of [`RUN_BUDGET`] ÷ runs bytes.
 struct Cursor {

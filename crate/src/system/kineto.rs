@@ -1926,7 +1926,7 @@ impl Reader<'_, '_> {
                 ),
             ));
         }
-        let events = |n: u64| format!("{n} event{}", if n == 1 { "" } else { "s" });
+        let events = |n: u64| crate::util::count(n, "event");
         if let Some((off, what)) = self.first_bad_ts.take() {
             rep.problems.push(
                 Problem::new(
@@ -2140,12 +2140,9 @@ impl Reader<'_, '_> {
         }
         let dur = if ph == "X" {
             let d = value_ns(ev.dur);
-            match (d, ev.dur) {
-                (Some(d), Some(t)) if d < 0 => {
-                    self.odd_time(off, || format!("`dur` {}", clip(t.trim())));
-                }
-                (None, Some(t)) => self.odd_time(off, || format!("`dur` {}", clip(t.trim()))),
-                _ => {}
+            // Given but negative or not a time (an absent `dur` is a zero-length slice).
+            if let Some(t) = ev.dur.filter(|_| d.is_none_or(|d| d < 0)) {
+                self.odd_time(off, || format!("`dur` {}", clip(t.trim())));
             }
             d.unwrap_or(0)
         } else {

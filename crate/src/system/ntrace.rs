@@ -111,22 +111,7 @@ impl Ready {
         (self.0.start, self.0.offset)
     }
 }
-impl PartialEq for Ready {
-    fn eq(&self, o: &Self) -> bool {
-        self.key() == o.key()
-    }
-}
-impl Eq for Ready {}
-impl PartialOrd for Ready {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Ready {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        self.key().cmp(&o.key())
-    }
-}
+crate::util::ord_by_key!(Ready);
 
 /// What `DeviceProfileList` needs of the runtime trace (pairing.md §6): physical cores and the
 /// device-time range (ns) of the `nc_exec_running` events.

@@ -219,15 +219,16 @@ export function memorySnapshots(inv: Inventory): InventoryFile[] {
 /**
  * What a memory snapshot's entry says: the problems the scan found with the file (`scanned`:
  * the capture's or the pick's, listed there) and those its decode reported (`decoded`), and the
- * first error of either, which marks the entry as a NEFF that cannot be read marks its device.
+ * first error of either (and how many there are), which marks the entry as a NEFF that cannot be read marks its device.
  */
-export function snapshotState(inv: Inventory, path: string, decoded: readonly Problem[]): { scanned: Problem[]; error: Problem | undefined; status: string } {
+export function snapshotState(inv: Inventory, path: string, decoded: readonly Problem[]): { scanned: Problem[]; error: Problem | undefined; errors: number; status: string } {
   const scanned = [...(inv.problems ?? []), ...inv.profiles.flatMap((p) => p.problems ?? [])].filter((p) => p.file === path);
-  const error = [...scanned, ...decoded].find((p) => p.severity === 'error');
+  const errs = [...scanned, ...decoded].filter((p) => p.severity === 'error');
+  const error = errs[0];
   const status = error === undefined
     ? 'allocator snapshot: open the Memory view'
     : `${basename(path)} cannot be read in full (what was read before the fault is shown): ${error.message}`;
-  return { scanned, error, status };
+  return { scanned, error, errors: errs.length, status };
 }
 
 /** The "Memory snapshots" list: one clickable entry per snapshot. */
@@ -238,12 +239,12 @@ function memoryList(inv: Inventory, opts: ProfileListOptions): HTMLElement | nul
     h('div', { class: 'profile-head' }, h('span', { class: 'ptype memory' }, 'Memory'), h('span', { class: 'pid' }, count(snaps.length, 'PyTorch memory snapshot'))),
     h('ul', { class: 'devices' }, snaps.map((f) => {
       const decoded = opts.memoryProblems?.get(f.path) ?? [];
-      const { scanned, error, status } = snapshotState(inv, f.path, decoded);
+      const { scanned, error, errors, status } = snapshotState(inv, f.path, decoded);
       return h('li', {
         class: `device ${error === undefined ? 'paired' : 'unpaired'}${opts.memoryShown === f.path ? ' selected' : ''}`,
         'data-testid': 'memory-snapshot',
         'data-path': f.path,
-        'data-errors': error === undefined ? 0 : [...scanned, ...decoded].filter((p) => p.severity === 'error').length,
+        'data-errors': errors,
         title: f.path,
         onclick: () => opts.onOpenMemory?.(f.path),
         tabindex: 0,
