@@ -727,8 +727,8 @@ pub fn decode<S: ByteSource + ?Sized>(
 
 /// [`decode`] with the DMA side on two more threads (natively): one writes the `DmaPacket`
 /// and `DmaPacketAggregated` rows of every core, the other the time-ordered pass (`DmaUsage`
-/// and the Summary's DMA fields, after its own scan for the pass's plan, [`super::dma`]
-/// `dma_plan`), while this thread decodes the instructions and semaphores. Their batches reach
+/// and the Summary's DMA fields) of each core once the row thread has handed over that core's
+/// plan, while this thread decodes the instructions and semaphores. Their batches reach
 /// `sink` on this thread; every table's batches come from one thread in the one-thread order,
 /// and problems are put where the one-thread decode puts them, so the tables, report and
 /// problems equal [`decode`]'s (`end_to_end::split_decode_equals_one_thread`). `dma_src` reads
@@ -781,7 +781,18 @@ pub fn dma_side<S: ByteSource + ?Sized>(
         done = done.saturating_add(n);
         progress(done.min(total), total);
     };
-    let cores = super::dma::dma_rows_all(src, &info, window, file, first_dma_id, sink, &mut prog)?;
+    let cores = super::dma::dma_rows_all(
+        src,
+        &info,
+        window,
+        file,
+        first_dma_id,
+        super::dma::RowsTo {
+            sink,
+            progress: &mut prog,
+            plans: &mut |_| {},
+        },
+    )?;
     // Buffers cut short read fewer bytes than their descriptors say.
     prog(total);
     Ok(DmaSide { cores })
@@ -906,7 +917,6 @@ fn decode_with<S: ByteSource + ?Sized>(
         info: &info,
         window,
         file,
-        first_core,
         first_dma_id: ctx.first_dma_id,
         done: &dma_done,
     });

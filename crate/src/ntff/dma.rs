@@ -730,20 +730,34 @@ pub(super) fn dma_plan<S: ByteSource + ?Sized>(
     Ok(runs.plan(pairing.mergeable(), pcore, first_core, window))
 }
 
+/// Where [`dma_rows_all`] puts what it makes: the rows, the DMA-buffer bytes read (progress), and
+/// each core's [`DmaPlan`] (the native time-ordered thread starts that core's pass on it instead
+/// of scanning the records again, [`dma_plan`]; the page's worker drops it).
+pub(super) struct RowsTo<'a> {
+    pub(super) sink: &'a mut dyn TableSink,
+    pub(super) progress: &'a mut dyn FnMut(u64),
+    pub(super) plans: &'a mut dyn FnMut(DmaPlan),
+}
+
 /// Every core's `DmaPacket` and `DmaPacketAggregated` rows ([`dma_rows`], core after core, ids
 /// from `first_dma_id`), with per core the row statistics and problems: the DMA row thread of the
 /// native split decode and the page's second worker (`super::decode::dma_side`). The first
 /// core's physical index (`engine_idx` base, [`decode_dma_core`]) is the first subgraph's;
-/// `progress` gets the DMA-buffer bytes read.
+/// The rows go to `to.sink`, the DMA-buffer bytes read to `to.progress`, each core's
+/// [`DmaPlan`] to `to.plans` as soon as its rows are written.
 pub(super) fn dma_rows_all<S: ByteSource + ?Sized>(
     src: &S,
     info: &NtffInfo,
     window: Window,
     file: &str,
     first_dma_id: i64,
-    sink: &mut dyn TableSink,
-    progress: &mut dyn FnMut(u64),
+    to: RowsTo<'_>,
 ) -> Result<Vec<(DmaCoreStats, Vec<Problem>)>> {
+    let RowsTo {
+        sink,
+        progress,
+        plans,
+    } = to;
     let first_core = info.subgraphs.first().map_or(0, |s| s.core);
     let (mut next_id, mut next_agg) = (first_dma_id, 0i64);
     let mut out = Vec::with_capacity(info.subgraphs.len());
@@ -763,7 +777,7 @@ pub(super) fn dma_rows_all<S: ByteSource + ?Sized>(
             packet: &mut next_id,
             aggregated: &mut next_agg,
         };
-        dma_rows(io, sg, pcore, first_core, ids, &mut stats)?;
+        plans(dma_rows(io, sg, pcore, first_core, ids, &mut stats)?);
         out.push((stats, problems));
     }
     Ok(out)
