@@ -404,9 +404,12 @@ pub fn build(
                         let mut p = Problem::from_error(Code::ProcessIncomplete, &f.path, &e);
                         // (the fault without the path, the message)
                         let (reason, message) = match &f.content {
-                            // Shorter than the header: the NEFF cut, whatever its bytes look like
-                            // (an empty one is said to be empty below).
-                            _ if (1..crate::neff::HEADER_LEN as u64).contains(&f.size) => {
+                            // Shorter than the header: the NEFF cut, unless it is text (a
+                            // NEFF's first bytes are binary; an empty one is said to be empty
+                            // below).
+                            _ if (1..crate::neff::HEADER_LEN as u64).contains(&f.size)
+                                && !matches!(f.content, Some(Sniffed::Text | Sniffed::Json)) =>
+                            {
                                 let r = format!(
                                     "{} bytes, shorter than the {}-byte NEFF header: the file is \
                                      cut",
@@ -873,6 +876,48 @@ fn content_problem(f: &InputFile, c: &Sniffed, head: &[u8], len: u64) -> Option<
             ),
         ));
     }
+    // A framework trace whose first byte after whitespace is no `{` or `[` is no JSON,
+    // whatever it looks like instead: the reader keeps nothing of it, an error as for bytes of
+    // no format (the reader's own error, at the same offset, stands for it in a decode).
+    if matches!(f.kind, FileKind::KinetoTrace)
+        && !gz
+        && !matches!(c, Sniffed::Json | Sniffed::Unknown { .. })
+    {
+        let bom = if head.starts_with(b"\xEF\xBB\xBF") {
+            3
+        } else {
+            0
+        };
+        let at = head
+            .iter()
+            .skip(bom)
+            .position(|b| !matches!(b, b' ' | b'\n' | b'\r' | b'\t'))
+            .map(|p| bom + p);
+        let (at, found) = match at {
+            Some(at) => (
+                at as u64,
+                format!(
+                    "bytes {}",
+                    crate::util::hex_bytes(head.get(at..).unwrap_or(&[]), 8)
+                ),
+            ),
+            None if head.len() as u64 == len => (len, "the end of the file".into()),
+            None => (head.len() as u64, "only whitespace before it".into()),
+        };
+        return Some(
+            Problem::new(
+                Code::ProcessIncomplete,
+                Some(&f.path),
+                format!(
+                    "{} is named like a framework trace (JSON) file but looks like {}: at offset \
+                     {at} expected JSON (`{{` or `[`), found {found}",
+                    f.path,
+                    c.describe(),
+                ),
+            )
+            .at(at),
+        );
+    }
     // Bytes of no known format in a file its decoder will read: that file's data is lost, an
     // error as for a NEFF or NTFF of random bytes (the decoder's own error, with its offset,
     // stands for this one in a decode: profile::process_system).
@@ -1202,6 +1247,48 @@ mod tests {
         );
         let pt = inv.files.iter().find(|f| f.path == "d/model.pt").unwrap();
         assert_eq!(pt.content, None, "weights are not read");
+    }
+
+    #[test]
+    fn a_framework_trace_that_is_no_json_is_an_error() {
+        // Text, protobuf-like bytes (0x0a is whitespace) and blanks, each named trace.json.
+        for (bytes, at, found) in [
+            (
+                &b"garbage [ ]"[..],
+                0,
+                "found bytes 67 61 72 62 61 67 65 20",
+            ),
+            (
+                &b"\x0a\x03abc\x12\x02[x"[..],
+                1,
+                "found bytes 03 61 62 63 12 02 5b 78",
+            ),
+            (&b" \n "[..], 3, "found the end of the file"),
+        ] {
+            let inv = build_mem(&[("k/trace.json", bytes.to_vec())]);
+            let all: Vec<&Problem> = inv
+                .problems
+                .iter()
+                .chain(inv.profiles.iter().flat_map(|p| &p.problems))
+                .collect();
+            let p = all
+                .iter()
+                .find(|p| p.file.as_deref() == Some("k/trace.json"))
+                .unwrap_or_else(|| panic!("{all:#?}"));
+            assert_eq!(
+                (p.code.as_str(), p.severity, p.offset),
+                ("ERROR_PROCESS_INCOMPLETE", Severity::Error, Some(at)),
+                "{}",
+                p.message
+            );
+            assert!(
+                p.message.contains(&format!(
+                    "at offset {at} expected JSON (`{{` or `[`), {found}"
+                )),
+                "{}",
+                p.message
+            );
+        }
     }
 
     #[test]

@@ -847,10 +847,16 @@ pub fn process_system(
             .iter()
             .any(|q| q.file.as_deref() == Some(f) && q.severity == Severity::Error)
     };
+    // The capture checks' missing trace_info.pb / ntrace.pb warnings say what the decoder's
+    // ERROR_NO_METADATA says (Explorer's message): once, the error.
+    let no_metadata = report.problems.iter().any(|q| q.code == Code::NoMetadata);
     let mut problems: Vec<Problem> = profile
         .problems
         .iter()
         .filter(|p| !p.file.as_deref().is_some_and(device_file))
+        .filter(|p| {
+            !(no_metadata && matches!(p.code, Code::MissingTraceInfo | Code::MissingNtrace))
+        })
         .filter(|p| {
             let error = matches!(p.code, Code::TruncatedTrace | Code::ProcessIncomplete);
             !(error

@@ -157,9 +157,8 @@ pub fn sniff(head: &[u8], len: u64) -> Sniffed {
             return Sniffed::Protobuf;
         }
     }
-    let hex: Vec<String> = head.iter().take(8).map(|b| format!("{b:02x}")).collect();
     Sniffed::Unknown {
-        head: hex.join(" "),
+        head: crate::util::hex_bytes(head, 8),
     }
 }
 

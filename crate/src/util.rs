@@ -31,6 +31,13 @@ macro_rules! ord_by_key {
 }
 pub(crate) use ord_by_key;
 
+/// The first `n` bytes of `b` as lowercase hex pairs split by spaces (`e0 8f 53`), for
+/// messages that show what stands where something else was expected.
+pub fn hex_bytes(b: &[u8], n: usize) -> String {
+    let pairs: Vec<String> = b.iter().take(n).map(|x| format!("{x:02x}")).collect();
+    pairs.join(" ")
+}
+
 /// Lowercase hex of `b`.
 pub fn hex(b: &[u8]) -> String {
     let mut s = String::with_capacity(b.len() * 2);

@@ -794,6 +794,15 @@ fn scan_grades_files_not_of_their_kind_as_errors() {
             "error",
             Some(0),
         ),
+        // Text, then a JSON array: no JSON (the reader used to skip to the `[`, a warning).
+        (
+            "jsontext",
+            "trace.json",
+            b"garbage [ ]".to_vec(),
+            "ERROR_PROCESS_INCOMPLETE",
+            "error",
+            Some(0),
+        ),
         ("empty0", "x.ntff", vec![], "EMPTY_NTFF", "info", None),
         (
             "pkl0",
@@ -876,11 +885,17 @@ fn scan_grades_files_not_of_their_kind_as_errors() {
     assert!(msg("cut").contains("100 bytes, ending inside the 128-byte NTFF header"));
     assert!(msg("info").contains("empty file, expected a TraceInfo message"));
     assert!(msg("json").contains("at offset 0 expected JSON"));
+    assert!(
+        msg("jsontext").contains("looks like text: at offset 0 expected JSON"),
+        "{}",
+        msg("jsontext")
+    );
     // `convert` reports each fault once (the decoder's, with its offset), exit 3; the empty
     // trace_info.pb no longer turns into a count warning against ntrace.pb.
     for (name, file) in [
         ("info", "trace_info.pb"),
         ("json", "trace.json"),
+        ("jsontext", "trace.json"),
         ("pkl", "memory_snapshot_rank0.pickle"),
     ] {
         let o = ns(&[
@@ -1098,5 +1113,42 @@ fn a_lone_framework_trace_says_what_is_missing() {
             .is_some_and(|l| l.ends_with(", 1 profile")),
         "{out}"
     );
+    let _ = std::fs::remove_dir_all(&t);
+}
+
+/// A runtime trace without its trace_info.pb: `convert` says so once (Explorer's
+/// ERROR_NO_METADATA, naming the folder), not also as the scan's warning, and not twice; an
+/// empty one says it is empty (a user trial: the warning twice, the error naming no file).
+#[test]
+fn a_runtime_trace_without_metadata_is_said_once() {
+    let kev = samples().join(KEV);
+    let t = tmp("no-metadata");
+    for (name, bytes) in [
+        ("full", std::fs::read(kev.join("ntrace.pb")).unwrap()),
+        ("empty", Vec::new()),
+    ] {
+        let d = t.join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("ntrace.pb"), &bytes).unwrap();
+        let o = ns(&["convert", s(&d), "-o", s(&t.join(format!("out-{name}")))]);
+        let (out, err) = text(&o);
+        // Exit 1 for the empty one: nothing usable.
+        let want = if bytes.is_empty() { 1 } else { 3 };
+        assert_eq!(o.status.code(), Some(want), "{name}: {out}{err}");
+        let said = |what: &str| out.lines().filter(|l| l.contains(what)).count();
+        assert_eq!(said("No metadata found"), 1, "{name}: {out}");
+        assert_eq!(said("without trace_info.pb"), 0, "{name}: {out}");
+        assert!(
+            out.contains(&format!(
+                "Error: {name}: No metadata found for system profile: trace_info.pb is missing"
+            )),
+            "{name}: {out}"
+        );
+        assert_eq!(
+            said(&format!("{name}/ntrace.pb: empty file (0 bytes)")),
+            usize::from(bytes.is_empty()),
+            "{name}: {out}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&t);
 }

@@ -371,3 +371,53 @@ fn events_with_bad_times_are_counted_and_reported() {
     assert_eq!((rep.rows, rep.bad_ts, rep.odd_times), (1, 0, 0));
     assert!(rep.problems.is_empty(), "{:#?}", rep.problems);
 }
+
+#[test]
+fn bytes_before_the_json_value_are_an_error_at_their_offset() {
+    let ev =
+        r#"{"traceEvents": [{"ph": "X", "name": "k", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]}"#;
+    // Text, then a valid trace: the reader used to skip to the first `{` and keep its events.
+    let junk = format!("garbage {ev}");
+    // Protobuf-like bytes: 0x0a is a newline (whitespace), so the fault is byte 1.
+    let pb = b"\x0a\x03abc\x12\x02[x".to_vec();
+    for (input, at, found) in [
+        (junk.as_bytes().to_vec(), 0u64, "67 61 72 62 61 67 65 20"),
+        (pb, 1, "03 61 62 63 12 02 5b 78"),
+    ] {
+        let (rep, rows) = run(&input);
+        assert!(rows.is_none_or(|b| b.num_rows() == 0), "no rows from junk");
+        assert_eq!(rep.problems.len(), 1, "{:#?}", rep.problems);
+        let p = &rep.problems[0];
+        assert_eq!(
+            (p.code.as_str(), p.severity, p.offset),
+            (
+                "ERROR_PROCESS_INCOMPLETE",
+                neuronscope::Severity::Error,
+                Some(at)
+            )
+        );
+        assert!(
+            p.message.starts_with(&format!(
+                "trace.json is not JSON: at offset {at} expected the trace's `{{` or `[`, found bytes {found}"
+            )),
+            "{}",
+            p.message
+        );
+    }
+    // A byte-order mark and whitespace (across a read piece) before the value are allowed.
+    let mut bom = b"\xEF\xBB\xBF".to_vec();
+    bom.extend(std::iter::repeat_n(b' ', 5 << 20));
+    bom.extend_from_slice(ev.as_bytes());
+    let (rep, rows) = run(&bom);
+    assert!(rep.problems.is_empty(), "{:#?}", rep.problems);
+    assert_eq!(rows.map(|b| b.num_rows()), Some(1));
+    // Whitespace only is a file cut before its events, not JSON without them.
+    let (rep, _) = run(b" \n\t ");
+    assert_eq!(rep.problems.len(), 1, "{:#?}", rep.problems);
+    assert_eq!(
+        (rep.problems[0].code.as_str(), rep.problems[0].offset),
+        ("TRUNCATED_TRACE", Some(4)),
+        "{}",
+        rep.problems[0].message
+    );
+}

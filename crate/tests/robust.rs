@@ -282,3 +282,34 @@ fn a_truncated_neff_is_named_with_its_offset() {
         }
     }
 }
+
+/// A v5 NTFF cut inside its instruction buffer reports each fault once: the time-origin search
+/// reads the buffers before the instruction pass and used to report them too (a user trial).
+#[test]
+fn a_cut_v5_ntff_reports_each_fault_once() {
+    let ntff = read(
+        "AnchovyPark-npu_profiling_code/matmul/neuron_profile_results/profile_128x128x1000.ntff",
+    );
+    assert_eq!(ntff[0], 5, "a v5 sample");
+    for cut in [26_000usize, 30_000] {
+        let files = vec![(
+            "cap/profile_128x128x1000.ntff".to_string(),
+            Rc::new(ntff[..cut].to_vec()),
+        )];
+        let run = run_folder(&files);
+        let errors: Vec<(&str, Option<u64>, &str)> = run
+            .problems
+            .iter()
+            .filter(|p| p.severity == Severity::Error)
+            .map(|p| (p.code.as_str(), p.offset, p.message.as_str()))
+            .collect();
+        assert!(
+            errors.iter().any(|e| e.2.contains("truncated at offset")),
+            "cut {cut}: {errors:#?}"
+        );
+        let mut once = errors.clone();
+        once.sort();
+        once.dedup();
+        assert_eq!(once.len(), errors.len(), "cut {cut}: {errors:#?}");
+    }
+}

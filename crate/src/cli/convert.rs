@@ -823,9 +823,19 @@ pub fn run(args: &ConvertArgs) -> Result<Outcome> {
             note!("{}", problem_line(pr));
         }
     }
-    // Problems of a profile about files no job reads (a misnamed file, a missing trace_info.pb)
-    // are printed here; the others come with their job's output.
-    for p in &inv.profiles {
+    // Problems of a profile about files no job reads (a misnamed file) are printed here; the
+    // others come with their job's output, and a system job's output has all of a profile's but
+    // its devices' (`profile::process_system`): those are not printed here again.
+    let system_job: std::collections::BTreeSet<&str> = jobs
+        .iter()
+        .filter(|j| matches!(j.what, What::System { .. }))
+        .map(|j| j.row.profile_id.as_str())
+        .collect();
+    for p in inv
+        .profiles
+        .iter()
+        .filter(|p| !system_job.contains(p.id.as_str()))
+    {
         for pr in &p.problems {
             if pr.file.as_deref().is_none_or(|f| !read.contains(f)) {
                 note!("{}: {}", p.id, problem_line(pr));

@@ -588,35 +588,45 @@ fn find_v5_origin<S: ByteSource + ?Sized>(
     for (sg, code) in info.subgraphs.iter().zip(codes) {
         // Executed PE NOTIFY ends: pc → (count, latest end).
         let mut notify: BTreeMap<u32, (u32, i128)> = BTreeMap::new();
+        // The instruction pass reads these buffers again and reports their faults: once.
+        let mut again = Vec::new();
         for buf in instruction_buffers(sg) {
-            stream_buffer(src, info.blob_offset, buf, file, problems, progress, |r| {
-                let (e, is_end) = match r.ins_kind() {
-                    InsKind::Start(e) => (e, false),
-                    InsKind::End(e) => (e, true),
-                    InsKind::DgeNotification | InsKind::Other => return Ok(()),
-                };
-                let Some(c) = code.get(e).and_then(Option::as_ref) else {
-                    return Ok(());
-                };
-                let Some(pc) = record_pc(r, c) else {
-                    return Ok(());
-                };
-                let t = sg
-                    .calibration
-                    .engines
-                    .get(e)
-                    .copied()
-                    .unwrap_or_default()
-                    .fs(r.ts);
-                if !is_end {
-                    earliest = Some(earliest.map_or(t, |x| x.min(t)));
-                } else if e == 0 && c.ops.get(pc as usize) == Some(&START_NOTIFY_OPCODE) {
-                    let n = notify.entry(pc).or_insert((0, t));
-                    n.0 += 1;
-                    n.1 = n.1.max(t);
-                }
-                Ok(())
-            })?;
+            stream_buffer(
+                src,
+                info.blob_offset,
+                buf,
+                file,
+                &mut again,
+                progress,
+                |r| {
+                    let (e, is_end) = match r.ins_kind() {
+                        InsKind::Start(e) => (e, false),
+                        InsKind::End(e) => (e, true),
+                        InsKind::DgeNotification | InsKind::Other => return Ok(()),
+                    };
+                    let Some(c) = code.get(e).and_then(Option::as_ref) else {
+                        return Ok(());
+                    };
+                    let Some(pc) = record_pc(r, c) else {
+                        return Ok(());
+                    };
+                    let t = sg
+                        .calibration
+                        .engines
+                        .get(e)
+                        .copied()
+                        .unwrap_or_default()
+                        .fs(r.ts);
+                    if !is_end {
+                        earliest = Some(earliest.map_or(t, |x| x.min(t)));
+                    } else if e == 0 && c.ops.get(pc as usize) == Some(&START_NOTIFY_OPCODE) {
+                        let n = notify.entry(pc).or_insert((0, t));
+                        n.0 += 1;
+                        n.1 = n.1.max(t);
+                    }
+                    Ok(())
+                },
+            )?;
         }
         if found.is_none() && notify.len() >= 2 {
             if let Some((&pc, &(n, t))) = notify.iter().rev().nth(1) {
@@ -1211,9 +1221,11 @@ fn decode_with<S: ByteSource + ?Sized>(
                     Code::NtffUnpaired,
                     Some(file),
                     format!(
-                    "{file}: {}: {} start records without an end, {} end records without a start",
-                    sg.name, cs.unpaired_starts, cs.unpaired_ends
-                ),
+                        "{file}: {}: {} without an end, {} without a start",
+                        sg.name,
+                        crate::util::count(cs.unpaired_starts, "start record"),
+                        crate::util::count(cs.unpaired_ends, "end record")
+                    ),
                 );
                 // Where the first unpaired record is.
                 let first = [

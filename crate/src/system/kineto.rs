@@ -914,6 +914,9 @@ struct Scan {
     /// Offset of a byte between events that JSON does not allow there (not whitespace, `,`,
     /// `{` or `]`): the scan stops at it.
     garbage: Option<u64>,
+    /// `garbage` is a byte before the top-level value (the file is no JSON), not one between
+    /// events.
+    no_json: bool,
     /// Last byte outside strings that is not whitespace, before the current read piece (for
     /// [`check_structure`] when its look-back reaches the piece start).
     prev: u8,
@@ -1149,6 +1152,25 @@ impl Events for NoEvents {
 #[inline(never)]
 fn feed(st: &mut Scan, buf: &[u8], off: u64, on: &mut dyn Events) -> Result<()> {
     let n = buf.len();
+    if st.form == 0 {
+        // Before the top-level value only whitespace (and a UTF-8 byte-order mark at byte 0)
+        // may stand: anything else means the file is no JSON, and scanning on to a later `{`
+        // or `[` would read junk as events. Checked here, once per piece, not per byte.
+        let from = if off == 0 && buf.starts_with(b"\xEF\xBB\xBF") {
+            3
+        } else {
+            0
+        };
+        match buf.iter().skip(from).position(|&b| !is_ws(b)) {
+            None => return Ok(()),
+            Some(p) if !matches!(buf.get(from + p), Some(b'{' | b'[')) => {
+                st.garbage = Some(off + (from + p) as u64);
+                st.no_json = true;
+                return Ok(());
+            }
+            Some(_) => {}
+        }
+    }
     // Where the object being captured starts in this piece.
     let mut cs: usize = 0;
     let mut i = 0usize;
@@ -1487,11 +1509,16 @@ pub fn read_trace(
         progress(off);
         // The message waits for the end: the rows kept are known only once the window is out.
         if let Some(g) = st.garbage {
-            fault = Some((
-                g,
-                format!("{file}: byte {g} inside the event array is neither `,`, `{{`, `]` nor whitespace (corrupt data)"),
-                r.rep.objects,
-            ));
+            let what = if st.no_json {
+                let found = piece.get((g - (off - n as u64)) as usize..).unwrap_or(&[]);
+                format!(
+                    "{file} is not JSON: at offset {g} expected the trace's `{{` or `[`, found bytes {}",
+                    crate::util::hex_bytes(found, 8)
+                )
+            } else {
+                format!("{file}: byte {g} inside the event array is neither `,`, `{{`, `]` nor whitespace (corrupt data)")
+            };
+            fault = Some((g, what, r.rep.objects));
             break;
         }
         if let Some((at, ev)) = st.desync {
@@ -1535,11 +1562,11 @@ pub fn read_trace(
             .at(end),
         );
     }
-    if st.events_depth.is_none() {
-        // An empty file, or one that ends inside its top-level value, was cut before its events:
+    if st.events_depth.is_none() && !st.no_json {
+        // An empty or blank file, or one that ends inside its top-level value, was cut before its events:
         // lost data, as a cut event array is; a whole JSON value without them has nothing to
         // show either (every caller reads a file named as a framework trace).
-        let cut = (off == 0 || st.depth > 0) && st.garbage.is_none() && st.desync.is_none();
+        let cut = (st.form == 0 || st.depth > 0) && st.garbage.is_none() && st.desync.is_none();
         r.rep.problems.push(if cut {
             r.rep.truncated = true;
             Problem::new(

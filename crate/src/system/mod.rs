@@ -255,6 +255,12 @@ pub fn process(
             .cloned()
     };
     let instance = profile.instance_id.clone().unwrap_or_default();
+    // The capture folder, as the inventory's capture checks name it.
+    let dir = if profile.root.is_empty() {
+        "."
+    } else {
+        profile.root.as_str()
+    };
 
     // trace_info.pb
     let mut info = TraceInfo::default();
@@ -277,8 +283,11 @@ pub fn process(
         },
         None => rep.problems.push(Problem::new(
             Code::NoMetadata,
-            None,
-            "No metadata found for system profile: trace_info.pb is missing".into(),
+            Some(dir),
+            format!(
+                "{dir}: No metadata found for system profile: trace_info.pb is missing (Explorer's \
+                 words; the runtime trace is decoded, its event names show as event_<id>)"
+            ),
         )),
     }
     let instance_id = if info.instance_id.is_empty() {
@@ -297,8 +306,11 @@ pub fn process(
     if nt_path.is_none() {
         rep.problems.push(Problem::new(
             Code::NoMetadata,
-            None,
-            "No metadata found for system profile: ntrace.pb is missing".into(),
+            Some(dir),
+            format!(
+                "{dir}: No metadata found for system profile: ntrace.pb is missing (Explorer's \
+                 words; the system timeline is empty)"
+            ),
         ));
     }
     let expected = rep

@@ -678,6 +678,16 @@ fn read_records(
                 &rep.problems,
             ));
         }
+    } else if total == 0 {
+        // No trace_info.pb count to hold it against: an empty runtime trace is still said.
+        rep.problems.push(
+            Problem::new(
+                Code::ReadIncomplete,
+                Some(path),
+                format!("{path}: empty file (0 bytes): no runtime event was recorded in it"),
+            )
+            .at(0),
+        );
     }
     rep.files.push(super::FileCount {
         file: path.into(),
