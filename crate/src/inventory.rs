@@ -18,7 +18,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::error::{Code, Problem, Result};
+use crate::error::{Code, Error, Problem, Result};
 use crate::pairing::{
     self, base_name, dir_name, NeffCandidate, NtffCandidate, NtffIds, PairOutcome,
 };
@@ -445,6 +445,26 @@ pub fn build(
                     Err(p) => Read::Failed(p.message.clone(), p, String::new()),
                     Ok(Ok(Some(ids))) => Read::Ok(ids),
                     Ok(Ok(None)) => Read::Empty,
+                    Ok(Err(Error::Truncated {
+                        offset,
+                        wanted,
+                        available,
+                    })) => {
+                        // Cut inside the info section (the 17-byte cut's header message, for
+                        // the section after it).
+                        let m = format!(
+                            "{} bytes, ending inside the {wanted}-byte info section at offset \
+                             {offset}: the file is cut (copy it again)",
+                            offset + available
+                        );
+                        let p = Problem::new(
+                            Code::NtffTruncated,
+                            Some(&f.path),
+                            format!("{}: {m}", f.path),
+                        )
+                        .at(offset + available);
+                        Read::Failed(m, p, String::new())
+                    }
                     Ok(Err(e)) => {
                         let mut p = Problem::from_error(Code::ProcessIncomplete, &f.path, &e);
                         p.message = format!("{}: not a readable NTFF ({e})", f.path);

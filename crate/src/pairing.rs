@@ -385,6 +385,15 @@ pub fn ntff_ids<S: ByteSource + ?Sized>(src: &S) -> Result<Option<NtffIds>> {
             version.to_string(),
         ));
     }
+    // An info section a cut file ends inside is the file cut (as `ntff::read_info` says); a
+    // length no NTFF has is a damaged header.
+    if info_len <= crate::ntff::MAX_INFO_LEN && 128 + info_len > len {
+        return Err(Error::Truncated {
+            offset: 128,
+            wanted: info_len,
+            available: len - 128,
+        });
+    }
     let end = 128u64
         .checked_add(info_len)
         .filter(|&e| e <= len)
@@ -1086,10 +1095,22 @@ mod tests {
         assert_eq!(e.offset(), Some(0), "{e}");
         let e = ntff_ids(&synth_ntff(3, &[0x08, 1], 0)).unwrap_err();
         assert_eq!(e.offset(), Some(0));
-        // Info length past the end, and u64::MAX.
+        // Info length past the end (the file cut inside its info section), and u64::MAX (no
+        // NTFF's: the header's fault).
         let mut f = synth_ntff(6, &[0x08, 1], 0);
         f[1..9].copy_from_slice(&3u64.to_le_bytes());
-        assert_eq!(ntff_ids(&f).unwrap_err().offset(), Some(1));
+        assert!(
+            matches!(
+                ntff_ids(&f).unwrap_err(),
+                Error::Truncated {
+                    offset: 128,
+                    wanted: 3,
+                    available: 2
+                }
+            ),
+            "{:?}",
+            ntff_ids(&f)
+        );
         f[1..9].copy_from_slice(&u64::MAX.to_le_bytes());
         assert_eq!(ntff_ids(&f).unwrap_err().offset(), Some(1));
         // Malformed protobuf: the error names the absolute offset of the bad key.

@@ -741,6 +741,9 @@ fn scan_grades_files_not_of_their_kind_as_errors() {
     noise[0] = 0xb1;
     let neff = std::fs::read(kev.join("neff_171450338541704.neff")).unwrap();
     let ntff = std::fs::read(kev.join("profile_exec_2.ntff")).unwrap();
+    // Cut halfway through the info section.
+    let info_len = u64::from_le_bytes(ntff[1..9].try_into().unwrap()) as usize;
+    let cut_info = 128 + info_len / 2;
     let mut header_only = ntff[..128].to_vec();
     header_only[1..9].fill(0); // info length 0: an idle core's NTFF
                                // One folder per case: (folder, file, bytes, code, severity, offset).
@@ -793,6 +796,14 @@ fn scan_grades_files_not_of_their_kind_as_errors() {
             "ERROR_PROCESS_INCOMPLETE",
             "error",
             Some(0),
+        ),
+        (
+            "cutinfo",
+            "x.ntff",
+            ntff[..cut_info].to_vec(),
+            "NTFF_TRUNCATED",
+            "error",
+            Some(cut_info as u64),
         ),
         // Text, then a JSON array: no JSON (the reader used to skip to the `[`, a warning).
         (
@@ -883,6 +894,14 @@ fn scan_grades_files_not_of_their_kind_as_errors() {
         "{m}"
     );
     assert!(msg("cut").contains("100 bytes, ending inside the 128-byte NTFF header"));
+    assert!(
+        msg("cutinfo").contains(&format!(
+            "{cut_info} bytes, ending inside the {info_len}-byte info section at offset 128: \
+             the file is cut"
+        )),
+        "{}",
+        msg("cutinfo")
+    );
     assert!(msg("info").contains("empty file, expected a TraceInfo message"));
     assert!(msg("json").contains("at offset 0 expected JSON"));
     assert!(

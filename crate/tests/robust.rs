@@ -313,3 +313,37 @@ fn a_cut_v5_ntff_reports_each_fault_once() {
         assert_eq!(once.len(), errors.len(), "cut {cut}: {errors:#?}");
     }
 }
+
+/// A v6 NTFF cut past its info section: every read past the end (trace buffers and the code
+/// blocks in the blob) is NTFF_TRUNCATED, as the page lists it (a user trial saw the same
+/// "lie past the end" as NTFF_BAD_CODE_BLOCK for one cut and NTFF_TRUNCATED for another).
+#[test]
+fn reads_past_the_end_of_a_cut_ntff_are_truncated() {
+    const KEV: &str = "KevGomes-nki-moe-megakernel/output/i-0af76a70a6d3864dd_pid_713479";
+    let ntff = read(&format!("{KEV}/profile_exec_2.ntff"));
+    let neff = read(&format!("{KEV}/neff_171450338541704.neff"));
+    for cut in [100_000usize, ntff.len() / 2] {
+        let files = vec![
+            (
+                "cap/profile_exec_2.ntff".to_string(),
+                Rc::new(ntff[..cut].to_vec()),
+            ),
+            (
+                "cap/neff_171450338541704.neff".to_string(),
+                Rc::new(neff.clone()),
+            ),
+        ];
+        let run = run_folder(&files);
+        let past: Vec<(&str, &str)> = run
+            .problems
+            .iter()
+            .filter(|p| p.message.contains("truncated"))
+            .map(|p| (p.code.as_str(), p.message.as_str()))
+            .collect();
+        assert!(!past.is_empty(), "cut {cut}: {:#?}", run.problems);
+        assert!(
+            past.iter().all(|(c, _)| *c == "NTFF_TRUNCATED"),
+            "cut {cut}: {past:#?}"
+        );
+    }
+}

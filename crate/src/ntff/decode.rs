@@ -483,7 +483,12 @@ pub(super) fn stream_buffer<S: ByteSource + ?Sized>(
             break;
         };
         if let Err(e) = src.read_at(start + done, piece) {
-            problems.push(Problem::from_error(Code::NtffBadBuffer, file, &e));
+            let code = if matches!(e, Error::Truncated { .. }) {
+                Code::NtffTruncated
+            } else {
+                Code::NtffBadBuffer
+            };
+            problems.push(Problem::from_error(code, file, &e));
             return Ok(());
         }
         let (recs, _) = piece.as_chunks::<{ super::raw::REC_BYTES }>();
@@ -532,7 +537,13 @@ fn load_code<S: ByteSource + ?Sized>(
             break;
         };
         if let Err(e) = src.read_at(start.saturating_add(done), piece) {
-            problems.push(Problem::from_error(Code::NtffBadCodeBlock, file, &e));
+            // A code block past the end of a cut file is the file cut, as a trace buffer is.
+            let code = if matches!(e, Error::Truncated { .. }) {
+                Code::NtffTruncated
+            } else {
+                Code::NtffBadCodeBlock
+            };
+            problems.push(Problem::from_error(code, file, &e));
             break;
         }
         code.ops.extend(piece.chunks(64).map(|s| s[0]));
