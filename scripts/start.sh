@@ -10,6 +10,11 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   echo "start: Node.js 20+ with npm is required (e.g. apt-get install nodejs npm)" >&2
   exit 1
 fi
+# A busy port is said before the build, not after it (Vite's own error came after the URL).
+if ! node -e 'const s = require("net").createServer(); s.once("error", () => process.exit(1)); s.listen(Number(process.argv[1]), "127.0.0.1", () => s.close())' "$PORT"; then
+  echo "start: port $PORT on 127.0.0.1 is in use: stop what listens there, or run PORT=8081 npm start" >&2
+  exit 1
+fi
 if [[ ! -d node_modules/vite || ! -d node_modules/apache-arrow ]]; then
   echo "start: installing npm packages"
   if [[ -f package-lock.json ]]; then npm ci; else npm install; fi

@@ -148,6 +148,8 @@ codes! {
     UnreadableDir = ("UNREADABLE_DIR", Warning, None),
     /// A file that cannot be read.
     UnreadableFile = ("UNREADABLE_FILE", Warning, None),
+    /// An entry that is no file or folder (a pipe, socket or device): not read.
+    NotAFile = ("NOT_A_FILE", Info, None),
     /// A symbolic link that cannot be followed.
     DanglingLink = ("DANGLING_LINK", Warning, None),
     /// A link back to its own ancestor (not entered).

@@ -1171,3 +1171,25 @@ fn a_runtime_trace_without_metadata_is_said_once() {
     }
     let _ = std::fs::remove_dir_all(&t);
 }
+
+/// A pipe named like a profiler file is not read (it could block) but is said with `-v`
+/// (a user trial: skipped without a word).
+#[test]
+fn a_pipe_is_skipped_and_said() {
+    let t = tmp("pipe");
+    std::fs::create_dir_all(&t).unwrap();
+    let fifo = t.join("x.ntff");
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let (out, err) = text(&ns(&["scan", "-v", s(&t)]));
+    assert!(
+        out.contains("-pipe/x.ntff: not a regular file (a pipe, socket or device); skipped"),
+        "{out}{err}"
+    );
+    let (out, _) = text(&ns(&["scan", s(&t)]));
+    assert!(!out.contains("not a regular file"), "only with -v: {out}");
+    let _ = std::fs::remove_dir_all(&t);
+}

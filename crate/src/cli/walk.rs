@@ -207,7 +207,13 @@ fn walk_dir(real: &Path, virt: &str, seen: &mut HashMap<PathBuf, String>, picked
                 continue;
             }
             if !meta.is_dir() {
-                continue; // sockets, pipes, devices
+                // A pipe or device could block or never end: not read, but said (`-v`).
+                picked.problems.push(Problem::new(
+                    Code::NotAFile,
+                    Some(&vpath),
+                    format!("{vpath}: not a regular file (a pipe, socket or device); skipped"),
+                ));
+                continue;
             }
             let Ok(target) = path.canonicalize() else {
                 continue;
