@@ -854,10 +854,12 @@ fn worth_sniffing(f: &InputFile) -> bool {
 fn content_problem(f: &InputFile, c: &Sniffed, head: &[u8], len: u64) -> Option<Problem> {
     let gz = f.path.to_ascii_lowercase().ends_with(".gz");
     if *c == Sniffed::Empty {
-        // The capture's metadata and a memory snapshot cannot be empty (0-byte host samples are
-        // normal; the other decoders say what an empty file means for their kind).
+        // The capture's metadata, a framework trace and a memory snapshot cannot be empty (0-byte
+        // host samples are normal; the other decoders say what an empty file means for their
+        // kind).
         let expected = match f.kind {
             FileKind::TraceInfo => "a TraceInfo message (capture metadata, system-profile.md §3)",
+            FileKind::KinetoTrace => "a framework trace (JSON, framework-inputs.md §2)",
             FileKind::MemorySnapshot { .. } => {
                 "a pickle (memory snapshot, framework-inputs.md §3.5)"
             }
@@ -896,24 +898,24 @@ fn content_problem(f: &InputFile, c: &Sniffed, head: &[u8], len: u64) -> Option<
             ),
         ));
     }
-    // A framework trace whose first byte after whitespace is no `{` or `[` is no JSON,
-    // whatever it looks like instead: the reader keeps nothing of it, an error as for bytes of
-    // no format (the reader's own error, at the same offset, stands for it in a decode).
-    if matches!(f.kind, FileKind::KinetoTrace)
-        && !gz
-        && !matches!(c, Sniffed::Json | Sniffed::Unknown { .. })
-    {
+    // A framework trace is judged as its reader judges it (`system::kineto`): by its first byte
+    // after JSON whitespace (and a byte-order mark at byte 0), whatever the sniff took it for.
+    // No `{` or `[` there is no JSON: the reader keeps nothing, an error (the reader's own, at
+    // the same offset, stands for it in a decode). Whitespace to the end of the head leaves the
+    // judgement to the reader.
+    if matches!(f.kind, FileKind::KinetoTrace) && !gz {
         let bom = if head.starts_with(b"\xEF\xBB\xBF") {
             3
         } else {
             0
         };
-        let at = head
+        let first = head
             .iter()
             .skip(bom)
             .position(|b| !matches!(b, b' ' | b'\n' | b'\r' | b'\t'))
             .map(|p| bom + p);
-        let (at, found) = match at {
+        let (at, found) = match first {
+            Some(at) if matches!(head.get(at), Some(b'{' | b'[')) => return None,
             Some(at) => (
                 at as u64,
                 format!(
@@ -922,17 +924,20 @@ fn content_problem(f: &InputFile, c: &Sniffed, head: &[u8], len: u64) -> Option<
                 ),
             ),
             None if head.len() as u64 == len => (len, "the end of the file".into()),
-            None => (head.len() as u64, "only whitespace before it".into()),
+            None => return None,
+        };
+        let like = match c {
+            Sniffed::Json | Sniffed::Unknown { .. } => String::new(),
+            c => format!(" (it looks like {})", c.describe()),
         };
         return Some(
             Problem::new(
                 Code::ProcessIncomplete,
                 Some(&f.path),
                 format!(
-                    "{} is named like a framework trace (JSON) file but looks like {}: at offset \
-                     {at} expected JSON (`{{` or `[`), found {found}",
+                    "{} is named like a framework trace (JSON) file but is not JSON{like}: at \
+                     offset {at} expected JSON (`{{` or `[`), found {found}",
                     f.path,
-                    c.describe(),
                 ),
             )
             .at(at),
@@ -1284,6 +1289,9 @@ mod tests {
                 "found bytes 03 61 62 63 12 02 5b 78",
             ),
             (&b" \n "[..], 3, "found the end of the file"),
+            // Binary after whitespace; a vertical tab (whitespace to Rust, not to JSON).
+            (&b"\n\x05{}"[..], 1, "found bytes 05 7b 7d"),
+            (&b"\x0b{}"[..], 0, "found bytes 0b 7b 7d"),
         ] {
             let inv = build_mem(&[("k/trace.json", bytes.to_vec())]);
             let all: Vec<&Problem> = inv
@@ -1307,6 +1315,28 @@ mod tests {
                 )),
                 "{}",
                 p.message
+            );
+        }
+    }
+
+    #[test]
+    fn a_framework_trace_is_judged_only_as_far_as_the_head_reaches() {
+        // Whitespace past the head, then a valid trace: the reader judges it (a false error
+        // once); an empty trace.json is an error at offset 0.
+        let mut long = vec![b' '; 2 * crate::sniff::HEAD_LEN];
+        long.extend_from_slice(b"{\"traceEvents\": []}");
+        for (bytes, error) in [(long, None), (Vec::new(), Some(0))] {
+            let inv = build_mem(&[("k/trace.json", bytes)]);
+            let about: Vec<&Problem> = inv
+                .problems
+                .iter()
+                .chain(inv.profiles.iter().flat_map(|p| &p.problems))
+                .filter(|p| p.file.as_deref() == Some("k/trace.json"))
+                .collect();
+            assert_eq!(
+                about.first().map(|p| (p.severity, p.offset)),
+                error.map(|at| (Severity::Error, Some(at))),
+                "{about:#?}"
             );
         }
     }

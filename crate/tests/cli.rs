@@ -905,7 +905,7 @@ fn scan_grades_files_not_of_their_kind_as_errors() {
     assert!(msg("info").contains("empty file, expected a TraceInfo message"));
     assert!(msg("json").contains("at offset 0 expected JSON"));
     assert!(
-        msg("jsontext").contains("looks like text: at offset 0 expected JSON"),
+        msg("jsontext").contains("is not JSON (it looks like text): at offset 0 expected JSON"),
         "{}",
         msg("jsontext")
     );
