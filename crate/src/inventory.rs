@@ -904,19 +904,9 @@ fn content_problem(f: &InputFile, c: &Sniffed, head: &[u8], len: u64) -> Option<
     // the same offset, stands for it in a decode). Whitespace to the end of the head leaves the
     // judgement to the reader.
     if matches!(f.kind, FileKind::KinetoTrace) && !gz {
-        let bom = if head.starts_with(b"\xEF\xBB\xBF") {
-            3
-        } else {
-            0
-        };
-        let first = head
-            .iter()
-            .skip(bom)
-            .position(|b| !matches!(b, b' ' | b'\n' | b'\r' | b'\t'))
-            .map(|p| bom + p);
-        let (at, found) = match first {
-            Some(at) if matches!(head.get(at), Some(b'{' | b'[')) => return None,
-            Some(at) => (
+        let (at, found) = match crate::system::kineto::value_start(head, true) {
+            Some((_, true)) => return None,
+            Some((at, false)) => (
                 at as u64,
                 format!(
                     "bytes {}",
@@ -1102,7 +1092,8 @@ fn capture_checks(
     ntrace_dirs: &BTreeSet<String>,
     ntff_ids_of: &BTreeMap<&str, &Read<NtffIds>>,
 ) {
-    let dir = if p.root.is_empty() { "." } else { &p.root };
+    // The profile's id: its folder, "." for the top of the drop.
+    let dir = p.id.as_str();
     if !info_dirs.contains(&p.root) {
         p.problems.push(Problem::new(
             Code::MissingTraceInfo,

@@ -483,12 +483,11 @@ pub(super) fn stream_buffer<S: ByteSource + ?Sized>(
             break;
         };
         if let Err(e) = src.read_at(start + done, piece) {
-            let code = if matches!(e, Error::Truncated { .. }) {
-                Code::NtffTruncated
-            } else {
-                Code::NtffBadBuffer
-            };
-            problems.push(Problem::from_error(code, file, &e));
+            problems.push(Problem::from_error(
+                read_fault(&e, Code::NtffBadBuffer),
+                file,
+                &e,
+            ));
             return Ok(());
         }
         let (recs, _) = piece.as_chunks::<{ super::raw::REC_BYTES }>();
@@ -499,6 +498,16 @@ pub(super) fn stream_buffer<S: ByteSource + ?Sized>(
         progress(n as u64);
     }
     Ok(())
+}
+
+/// The code of a failed read of an NTFF section: a read past the end of a cut file is the file
+/// cut (`NTFF_TRUNCATED`) whatever the section; any other failure is `otherwise`, the section's.
+fn read_fault(e: &Error, otherwise: Code) -> Code {
+    if matches!(e, Error::Truncated { .. }) {
+        Code::NtffTruncated
+    } else {
+        otherwise
+    }
 }
 
 /// Reads byte 0 of every slot of a code block (inline in v4/v5, in the blob in v6).
@@ -537,12 +546,7 @@ fn load_code<S: ByteSource + ?Sized>(
             break;
         };
         if let Err(e) = src.read_at(start.saturating_add(done), piece) {
-            // A code block past the end of a cut file is the file cut, as a trace buffer is.
-            let code = if matches!(e, Error::Truncated { .. }) {
-                Code::NtffTruncated
-            } else {
-                Code::NtffBadCodeBlock
-            };
+            let code = read_fault(&e, Code::NtffBadCodeBlock);
             problems.push(Problem::from_error(code, file, &e));
             break;
         }

@@ -742,7 +742,7 @@ pub(super) struct RowsTo<'a> {
 /// Every core's `DmaPacket` and `DmaPacketAggregated` rows ([`dma_rows`], core after core, ids
 /// from `first_dma_id`), with per core the row statistics and problems: the DMA row thread of the
 /// native split decode and the page's second worker (`super::decode::dma_side`). The first
-/// core's physical index (`engine_idx` base, [`decode_dma_core`]) is the first subgraph's;
+/// core's physical index (`engine_idx` base, [`decode_dma_core`]) is the first subgraph's.
 /// The rows go to `to.sink`, the DMA-buffer bytes read to `to.progress`, each core's
 /// [`DmaPlan`] to `to.plans` as soon as its rows are written.
 pub(super) fn dma_rows_all<S: ByteSource + ?Sized>(

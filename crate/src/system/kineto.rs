@@ -913,10 +913,8 @@ struct Scan {
     cap_too_big: bool,
     /// Offset of a byte between events that JSON does not allow there (not whitespace, `,`,
     /// `{` or `]`): the scan stops at it.
+    /// With `form` still 0, the byte stands before the top-level value: the file is no JSON.
     garbage: Option<u64>,
-    /// `garbage` is a byte before the top-level value (the file is no JSON), not one between
-    /// events.
-    no_json: bool,
     /// Last byte outside strings that is not whitespace, before the current read piece (for
     /// [`check_structure`] when its look-back reaches the piece start).
     prev: u8,
@@ -951,6 +949,20 @@ fn open_is_array(st: &Scan, depth: i32) -> Option<bool> {
 /// JSON whitespace.
 fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\n' | b'\r' | b'\t')
+}
+
+/// Where the top-level value of a trace starts in `buf`: the offset of its first byte that is
+/// neither JSON whitespace nor, when `buf` begins the file (`file_start`), a UTF-8 byte-order
+/// mark, and whether that byte opens a value (`{` or `[`); `None` when `buf` holds nothing else.
+/// The reader ([`feed`]) and the inventory's check of a file named as a trace judge by it alike.
+pub fn value_start(buf: &[u8], file_start: bool) -> Option<(usize, bool)> {
+    let from = if file_start && buf.starts_with(b"\xEF\xBB\xBF") {
+        3
+    } else {
+        0
+    };
+    let at = from + buf.get(from..)?.iter().position(|&b| !is_ws(b))?;
+    Some((at, matches!(buf.get(at), Some(b'{' | b'['))))
 }
 
 /// Whether structural byte `b` (outside strings, inside an event, at nesting `depth` before it)
@@ -1153,22 +1165,15 @@ impl Events for NoEvents {
 fn feed(st: &mut Scan, buf: &[u8], off: u64, on: &mut dyn Events) -> Result<()> {
     let n = buf.len();
     if st.form == 0 {
-        // Before the top-level value only whitespace (and a UTF-8 byte-order mark at byte 0)
-        // may stand: anything else means the file is no JSON, and scanning on to a later `{`
-        // or `[` would read junk as events. Checked here, once per piece, not per byte.
-        let from = if off == 0 && buf.starts_with(b"\xEF\xBB\xBF") {
-            3
-        } else {
-            0
-        };
-        match buf.iter().skip(from).position(|&b| !is_ws(b)) {
+        // Anything but a value's start after the blanks means the file is no JSON: scanning on
+        // to a later `{` or `[` would read junk as events. Checked once per piece, not per byte.
+        match value_start(buf, off == 0) {
             None => return Ok(()),
-            Some(p) if !matches!(buf.get(from + p), Some(b'{' | b'[')) => {
-                st.garbage = Some(off + (from + p) as u64);
-                st.no_json = true;
+            Some((at, false)) => {
+                st.garbage = Some(off + at as u64);
                 return Ok(());
             }
-            Some(_) => {}
+            Some((_, true)) => {}
         }
     }
     // Where the object being captured starts in this piece.
@@ -1509,7 +1514,7 @@ pub fn read_trace(
         progress(off);
         // The message waits for the end: the rows kept are known only once the window is out.
         if let Some(g) = st.garbage {
-            let what = if st.no_json {
+            let what = if st.form == 0 {
                 let found = piece.get((g - (off - n as u64)) as usize..).unwrap_or(&[]);
                 format!(
                     "{file} is not JSON: at offset {g} expected the trace's `{{` or `[`, found bytes {}",
@@ -1562,7 +1567,8 @@ pub fn read_trace(
             .at(end),
         );
     }
-    if st.events_depth.is_none() && !st.no_json {
+    // (Bytes before the value were said above: garbage between events has an event array.)
+    if st.events_depth.is_none() && st.garbage.is_none() {
         // An empty or blank file, or one that ends inside its top-level value, was cut before its events:
         // lost data, as a cut event array is; a whole JSON value without them has nothing to
         // show either (every caller reads a file named as a framework trace).

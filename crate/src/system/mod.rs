@@ -255,12 +255,8 @@ pub fn process(
             .cloned()
     };
     let instance = profile.instance_id.clone().unwrap_or_default();
-    // The capture folder, as the inventory's capture checks name it.
-    let dir = if profile.root.is_empty() {
-        "."
-    } else {
-        profile.root.as_str()
-    };
+    // The capture folder as the inventory's capture checks name it (the profile's id).
+    let dir = profile.id.as_str();
 
     // trace_info.pb
     let mut info = TraceInfo::default();
