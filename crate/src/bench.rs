@@ -8,8 +8,10 @@
 //!   ([`sink::ROW_GROUP_BATCHES`] batches each);
 //! - `parquet_2t`: the same with the NTFF's DMA side decoded on two more threads
 //!   ([`crate::ntff::decode_split`], when [`BenchOptions::dma_open`] is given) and the Parquet
-//!   encoding on a writer thread ([`sink::pipelined`]); without the DMA threads, that writer
-//!   encodes each row group's column chunks on two threads (`ParquetSink::with_threads`);
+//!   encoding on two writer threads, `DmaPacket` on one, every other table on the other
+//!   ([`sink::pipelined_by`], as `convert` does); without the DMA threads, one writer thread
+//!   ([`sink::pipelined`]) that encodes each row group's column chunks on two threads
+//!   (`ParquetSink::with_threads`);
 //! - `page`: what the page's worker does per NTFF, natively: decode → Parquet on one thread
 //!   with the level-of-detail summaries gathered on the way ([`crate::lod::LodCollector`],
 //!   `wasm.rs` `decode_stored`) and the page's row groups (one per batch), so
@@ -286,9 +288,12 @@ pub fn bench_devices(
                     } else {
                         sink::ROW_GROUP_BATCHES
                     };
-                    let mut ps = sink::ParquetSink::with_codec(table_file(&dir), opts.codec)
-                        .with_threads(encoders(threads))
-                        .with_row_group_batches(group);
+                    let new_sink = || {
+                        sink::ParquetSink::with_codec(table_file(&dir), opts.codec)
+                            .with_threads(encoders(threads))
+                            .with_row_group_batches(group)
+                    };
+                    let mut ps = new_sink();
                     let r = if name == "page" {
                         let mut lod = crate::lod::LodCollector::new(&mut ps);
                         let r = profile::process_device(
@@ -308,7 +313,13 @@ pub fn bench_devices(
                             dma_open: opts.dma_open,
                             ..Default::default()
                         };
-                        sink::pipelined(&mut ps, |s| {
+                        // With the DMA threads, `DmaPacket` on a writer thread of its own
+                        // (the one writer was the bottleneck); without them, one writer.
+                        let mut sinks = vec![ps];
+                        if opts.dma_open.is_some() {
+                            sinks.push(new_sink());
+                        }
+                        let r = sink::pipelined_by(&mut sinks, sink::dma_packet_apart, |s| {
                             profile::process_device_with(
                                 inv,
                                 &p.id,
@@ -318,7 +329,15 @@ pub fn bench_devices(
                                 &mut |_, _, _| {},
                                 &dev,
                             )
-                        })?
+                        })?;
+                        let mut rest = sinks.into_iter();
+                        ps = rest
+                            .next()
+                            .ok_or_else(|| Error::Other("no writer".into()))?;
+                        for extra in rest {
+                            extra.finish()?;
+                        }
+                        r
                     };
                     ps.finish()?;
                     Ok((

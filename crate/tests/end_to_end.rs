@@ -363,9 +363,10 @@ fn corrupted_captures_never_panic() {
 }
 
 /// Decoding with the Parquet encoder on a second thread (`sink::pipelined`) that encodes the
-/// column chunks on two threads (`with_threads(2)`), as `convert` does, writes byte-identical
-/// files to the one-thread path, on a real v6 capture and on the
-/// KevGomes System+Device capture (DMA-heavy, with DGE notifications).
+/// column chunks on two threads (`with_threads(2)`), and as `convert` does on several cores
+/// (the DMA side on two threads, `DmaPacket` on a writer thread of its own,
+/// `sink::pipelined_by`), writes byte-identical files to the one-thread path, on a real v6
+/// capture and on the KevGomes System+Device capture (DMA-heavy, with DGE notifications).
 #[test]
 fn pipelined_parquet_equals_one_thread() {
     use neuronscope::sink::{self, ParquetSink};
@@ -392,21 +393,50 @@ fn pipelined_parquet_equals_one_thread() {
                     profile::process_device(&inv, &p.id, i, &open, s, &mut |_, _, _| {})
                 })
                 .unwrap();
-                let (one, two) = (one.into_outputs().unwrap(), two.into_outputs().unwrap());
-                assert_eq!(
-                    one.keys().collect::<Vec<_>>(),
-                    two.keys().collect::<Vec<_>>()
-                );
-                for (name, (bytes, rows)) in &one {
-                    let (b2, r2) = &two[name];
-                    assert_eq!(rows, r2, "{name} rows");
-                    assert!(bytes == b2, "{}: {name}.parquet differs", d.name);
-                    compared += 1;
+                let shared = |p: &str| -> Result<Box<dyn ByteSource + Sync>> {
+                    Ok(Box::new(FileSource::open(&base.join(p))?))
+                };
+                let dev = profile::DeviceOptions {
+                    dma_open: Some(&shared as profile::SyncOpener<'_>),
+                    ..Default::default()
+                };
+                let mut apart: Vec<_> = (0..2)
+                    .map(|_| ParquetSink::new(|_t: &str| Ok(Vec::<u8>::new())))
+                    .collect();
+                sink::pipelined_by(&mut apart, sink::dma_packet_apart, |s| {
+                    profile::process_device_with(&inv, &p.id, i, &open, s, &mut |_, _, _| {}, &dev)
+                })
+                .unwrap();
+                let mut split = BTreeMap::new();
+                for (k, s) in apart.into_iter().enumerate() {
+                    let files = s.into_outputs().unwrap();
+                    // The second writer had `DmaPacket` alone.
+                    assert_eq!(
+                        k == 1,
+                        files.keys().all(|t| *t == "DmaPacket"),
+                        "writer {k}: {:?}",
+                        files.keys().collect::<Vec<_>>()
+                    );
+                    split.extend(files);
+                }
+                let one = one.into_outputs().unwrap();
+                assert!(one.contains_key("DmaPacket"), "{}: no DmaPacket", d.name);
+                for other in [two.into_outputs().unwrap(), split] {
+                    assert_eq!(
+                        one.keys().collect::<Vec<_>>(),
+                        other.keys().collect::<Vec<_>>()
+                    );
+                    for (name, (bytes, rows)) in &one {
+                        let (b2, r2) = &other[name];
+                        assert_eq!(rows, r2, "{name} rows");
+                        assert!(bytes == b2, "{}: {name}.parquet differs", d.name);
+                        compared += 1;
+                    }
                 }
             }
         }
     }
-    assert!(compared >= 20, "only {compared} tables compared");
+    assert!(compared >= 40, "only {compared} tables compared");
 }
 
 /// Each table's Parquet file and rows.

@@ -485,22 +485,29 @@ fn convert_job(
         ..Default::default()
     };
     let written = Arc::new(Mutex::new(Vec::<String>::new()));
-    let mut psink = sink::ParquetSink::new(|table: &str| {
-        let rel = table_rel(job, layout, table);
-        written.lock().map(|mut w| w.push(rel.clone())).ok();
-        create_file(&out.join(rel))
-    })
-    // The DMA threads take two of the spare cores.
-    .with_threads(if encoders > 1 {
-        (encoders - 2).max(1)
-    } else {
-        1
-    })
-    .with_row_group_batches(sink::ROW_GROUP_BATCHES);
+    let new_sink = || {
+        sink::ParquetSink::new(|table: &str| {
+            let rel = table_rel(job, layout, table);
+            written.lock().map(|mut w| w.push(rel.clone())).ok();
+            create_file(&out.join(rel))
+        })
+        // The DMA threads take two of the spare cores.
+        .with_threads(if encoders > 1 {
+            (encoders - 2).max(1)
+        } else {
+            1
+        })
+        .with_row_group_batches(sink::ROW_GROUP_BATCHES)
+    };
+    // With the DMA threads, `DmaPacket` is encoded on a writer thread of its own (one writer
+    // was the bottleneck of the split decode).
+    let mut sinks: Vec<_> = (0..if encoders > 1 { 2 } else { 1 })
+        .map(|_| new_sink())
+        .collect();
     let t0 = Instant::now();
-    // Decode on this thread (an NTFF's DMA side on two more), Parquet encoding on a second one
-    // (the output is the same).
-    let problems: Vec<Problem> = sink::pipelined(&mut psink, |s| {
+    // Decode on this thread (an NTFF's DMA side on two more), Parquet encoding on one or two
+    // more (the output is the same).
+    let problems: Vec<Problem> = sink::pipelined_by(&mut sinks, sink::dma_packet_apart, |s| {
         Ok(match job.what {
             What::Device { profile, device } => {
                 let p = &inv.profiles[profile];
@@ -520,7 +527,10 @@ fn convert_job(
             }
         })
     })?;
-    let tables = psink.finish()?;
+    let mut tables = std::collections::BTreeMap::new();
+    for s in sinks {
+        tables.extend(s.finish()?);
+    }
     let mut row = job.row.clone();
     row.seconds = t0.elapsed().as_secs_f64();
     log.push(format!(
@@ -542,7 +552,9 @@ fn convert_job(
     }
     row.errors = problems.iter().filter(|p| loses_data(p)).count() as u64;
     row.problems = problems.iter().map(problem_line).collect();
-    let files = written.lock().map(|w| w.clone()).unwrap_or_default();
+    let mut files = written.lock().map(|w| w.clone()).unwrap_or_default();
+    // Two writer threads open files in either order.
+    files.sort();
     Ok((row, files))
 }
 

@@ -602,28 +602,62 @@ pub fn pipelined<S, R>(inner: &mut S, f: impl FnOnce(&mut dyn TableSink) -> Resu
 where
     S: TableSink + Send,
 {
-    struct Front(std::sync::mpsc::SyncSender<(&'static TableDef, RecordBatch)>);
-    impl TableSink for Front {
+    pipelined_by(std::slice::from_mut(inner), |_| 0, f)
+}
+
+/// [`pipelined`] with one writer thread per sink of `inners`: table `def`'s batches go to
+/// `inners[route(def)]` (modulo their number), so each table keeps one writer and its batch
+/// order, and the tables of different writers are encoded at once. With the NTFF's DMA side on
+/// threads of its own, one writer is the bottleneck (`DmaPacket` is ≈ 60 % of the encoding of
+/// a real-mix NTFF): [`dma_packet_apart`] gives it a thread of its own.
+///
+/// Errors: `f`'s error, else the first writer's error in `inners` order.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn pipelined_by<S, R>(
+    inners: &mut [S],
+    route: impl Fn(&'static TableDef) -> usize,
+    f: impl FnOnce(&mut dyn TableSink) -> Result<R>,
+) -> Result<R>
+where
+    S: TableSink + Send,
+{
+    type Tx = std::sync::mpsc::SyncSender<(&'static TableDef, RecordBatch)>;
+    struct Front<F>(Vec<Tx>, F);
+    impl<F: Fn(&'static TableDef) -> usize> TableSink for Front<F> {
         fn batch(&mut self, def: &'static TableDef, batch: RecordBatch) -> Result<()> {
+            let n = self.0.len().max(1);
             self.0
+                .get((self.1)(def) % n)
+                .ok_or_else(|| Error::Other("Parquet writer stopped".into()))?
                 .send((def, batch))
                 .map_err(|_| Error::Other("Parquet writer stopped".into()))
         }
     }
     std::thread::scope(|s| {
-        let (tx, rx) = std::sync::mpsc::sync_channel(PIPELINE_DEPTH);
-        let writer = s.spawn(move || -> Result<()> {
-            for (def, batch) in rx {
-                inner.batch(def, batch)?;
-            }
-            Ok(())
-        });
-        let mut front = Front(tx);
+        let mut txs = Vec::with_capacity(inners.len());
+        let mut writers = Vec::with_capacity(inners.len());
+        for inner in inners.iter_mut() {
+            let (tx, rx) = std::sync::mpsc::sync_channel(PIPELINE_DEPTH);
+            txs.push(tx);
+            writers.push(s.spawn(move || -> Result<()> {
+                for (def, batch) in rx {
+                    inner.batch(def, batch)?;
+                }
+                Ok(())
+            }));
+        }
+        let mut front = Front(txs, route);
         let r = f(&mut front);
         drop(front);
-        let w = writer
-            .join()
-            .unwrap_or_else(|_| Err(Error::Other("Parquet writer thread panicked".into())));
+        let mut w = Ok(());
+        for h in writers {
+            let done = h
+                .join()
+                .unwrap_or_else(|_| Err(Error::Other("Parquet writer thread panicked".into())));
+            if w.is_ok() {
+                w = done;
+            }
+        }
         match (r, w) {
             (Ok(r), Ok(())) => Ok(r),
             (Err(e), Ok(())) => Err(e),
@@ -631,6 +665,12 @@ where
             (_, Err(e)) => Err(e),
         }
     })
+}
+
+/// The route of [`pipelined_by`] for two writers: `DmaPacket` on the second, every other table
+/// on the first.
+pub fn dma_packet_apart(def: &'static TableDef) -> usize {
+    usize::from(def.name == crate::tables::explorer::DMA_PACKET.name)
 }
 
 /// Batches in flight between the decode thread and the writer thread of [`pipelined`].
