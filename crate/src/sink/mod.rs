@@ -160,7 +160,7 @@ fn many_strings(a: &dyn arrow_array::Array, max: usize) -> bool {
 /// Whether the numeric column `a` (a table's first batch) is dictionary-encoded: it has at
 /// least one and at most `max` distinct non-null values (floats compared by bits) and, for
 /// integers, its dictionary indices take at most two thirds of the bits DELTA_BINARY_PACKED
-/// would spend on it ([`delta_bits`]). The writer hashes every value of a dictionary column
+/// would spend on it ([`delta_bits`]). The writer hashes every value of a numeric dictionary column
 /// (arrow-rs's interner; ≈ 13 % of the page's decode in wasm for the real-mix NTFF's
 /// ten such columns), so a dictionary must clearly pay in bytes: engine and queue indices that
 /// DELTA packs nearly as tightly (`DmaPacket.engine_idx`: 1.67 MB with a dictionary, 2.13 MB
