@@ -21,10 +21,10 @@ use rustc_hash::FxHashMap;
 use super::decode::{clamp_i64, stream_buffer, CoreSummary, DecodeReport, Rec, Window};
 use super::{NtffInfo, SubgraphInfo, TraceBuffer};
 use crate::derived::DmaUsageSeries;
-use crate::error::{Problem, Result};
+use crate::error::{Error, Problem, Result};
 use crate::neff::explorer_queue_name;
 use crate::source::ByteSource;
-use crate::summary::{dma_group, DmaTimes};
+use crate::summary::{dma_group, DmaGroup, DmaTimes};
 use crate::tables::{explorer, Memo, TableBuilder, TableSink};
 
 /// Open phase-1 records kept per (engine, queue) stream before the oldest is dropped.
@@ -682,11 +682,73 @@ pub(super) fn dma_times<S: ByteSource + ?Sized>(
     let pass = TimePass {
         info,
         sg,
-        pcore: plan.pcore,
         first_core: plan.first_core,
         window: plan.window,
     };
-    pass.run(src, &plan.runs, plan.drop, sink, progress)
+    let mut usage = Usage::new(plan.pcore, sink);
+    let mut times = pass.run(src, &plan.runs, plan.drop, &mut usage, progress)?;
+    usage.finish(&mut times)?;
+    Ok(times)
+}
+
+/// [`dma_times`] on two threads (natively, the split decode's time thread): this one reads and
+/// merges the records and releases the packets in start order, a second one turns them into
+/// `DmaUsage` rows and the Summary's DMA groups (≈ a third of the pass). The packets cross a
+/// bounded channel in release order, so the rows and figures equal [`dma_times`]'s.
+///
+/// Errors: those of [`dma_times`]; a panic of the second thread is an [`Error::Other`].
+pub(super) fn dma_times_piped<S: ByteSource + ?Sized>(
+    src: &S,
+    info: &NtffInfo,
+    sg: &SubgraphInfo,
+    plan: &DmaPlan,
+    sink: &mut (dyn TableSink + Send),
+    progress: &mut dyn FnMut(u64),
+) -> Result<DmaTimes> {
+    let pass = TimePass {
+        info,
+        sg,
+        first_core: plan.first_core,
+        window: plan.window,
+    };
+    // Four messages in flight: the merge runs at most ≈ 450 KiB of packets ahead of the rows.
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Pending>>(4);
+    std::thread::scope(|s| {
+        let pcore = plan.pcore;
+        let usage = s.spawn(move || -> Result<DmaTimes> {
+            let mut usage = Usage::new(pcore, sink);
+            for chunk in rx {
+                for p in chunk {
+                    usage.take(p)?;
+                }
+            }
+            let mut u = DmaTimes::default();
+            usage.finish(&mut u)?;
+            Ok(u)
+        });
+        let mut piped = Piped {
+            chunk: Vec::with_capacity(PIPE_PACKETS),
+            tx,
+        };
+        let merged = pass
+            .run(src, &plan.runs, plan.drop, &mut piped, progress)
+            .and_then(|t| piped.flush().map(|()| t));
+        // Closes the channel: the second thread ends once it has taken every chunk.
+        drop(piped);
+        let usage = usage
+            .join()
+            .unwrap_or_else(|_| Err(Error::Other("DmaUsage thread panicked".into())));
+        // The second thread's error is the cause of "DmaUsage thread stopped" here.
+        match (merged, usage) {
+            (Ok(t), Ok(u)) => Ok(DmaTimes {
+                groups: u.groups,
+                usage_rows: u.usage_rows,
+                peak_packets: t.peak_packets.max(u.peak_packets),
+                ..t
+            }),
+            (_, Err(e)) | (Err(e), Ok(_)) => Err(e),
+        }
+    })
 }
 
 /// The [`DmaPlan`] of one core without writing rows: the same records go through the same
@@ -1069,7 +1131,6 @@ impl Cursor {
 struct TimePass<'a> {
     info: &'a NtffInfo,
     sg: &'a SubgraphInfo,
-    pcore: usize,
     first_core: u32,
     window: Window,
 }
@@ -1082,7 +1143,7 @@ impl TimePass<'_> {
         src: &S,
         runs: &[Run],
         drop: Option<i128>,
-        sink: &mut dyn TableSink,
+        out: &mut dyn Released,
         progress: &mut dyn FnMut(u64),
     ) -> Result<DmaTimes> {
         let ordered = drop.is_some();
@@ -1119,7 +1180,6 @@ impl TimePass<'_> {
         });
         let mut pairing = Pairing::new(self.sg, self.first_core, self.window);
         let mut scratch = DmaCoreStats::default();
-        let mut series = DmaUsageSeries::new(self.pcore as i64);
         let mut times = DmaTimes {
             runs: if ordered { cursors.len() } else { 0 },
             ..Default::default()
@@ -1215,15 +1275,16 @@ impl TimePass<'_> {
                     (a, b) => a.or(b),
                 };
                 let limit = w.map(|w| rel(w.saturating_sub(drop)));
-                release(&mut pending, limit, &mut series, &mut times, sink)?;
+                while let Some(p) = pending.pop_before(limit) {
+                    out.take(p)?;
+                }
             }
         }
         let read: u64 = cursors.iter().map(|c| c.read).sum();
         progress(read - reported);
-        release(&mut pending, None, &mut series, &mut times, sink)?;
-        let (rows, peak) = series.finish(sink)?;
-        times.usage_rows = rows;
-        times.peak_packets = times.peak_packets.max(peak);
+        while let Some(p) = pending.pop_before(None) {
+            out.take(p)?;
+        }
         Ok(times)
     }
 }
@@ -1292,23 +1353,78 @@ pub(crate) fn ps_to_fs(ps: i128) -> i128 {
     ps * 1000
 }
 
-/// Hands the packets starting before `limit` (all for `None`) to `DmaUsage` and the Summary.
-fn release(
-    pending: &mut Reorder,
-    limit: Option<i64>,
-    series: &mut DmaUsageSeries,
-    times: &mut DmaTimes,
-    sink: &mut dyn TableSink,
-) -> Result<()> {
-    while let Some(p) = pending.pop_before(limit) {
-        if p.usage {
-            series.push(p.start, p.end, p.bytes, f32::from_bits(p.rate_bits), sink)?;
-        }
-        if let Some(g) = times.groups.get_mut(usize::from(p.group)) {
-            g.push(p.span.0, p.span.1, u64::from(p.bytes));
+/// Where [`TimePass`] hands each packet it releases, in (start, row order).
+trait Released {
+    fn take(&mut self, p: Pending) -> Result<()>;
+}
+
+/// The released packets' consumer: `DmaUsage` rows (to `sink`) and the Summary's DMA groups.
+struct Usage<'s> {
+    series: DmaUsageSeries,
+    groups: [DmaGroup; 3],
+    sink: &'s mut dyn TableSink,
+}
+
+impl<'s> Usage<'s> {
+    fn new(pcore: usize, sink: &'s mut dyn TableSink) -> Self {
+        Usage {
+            series: DmaUsageSeries::new(pcore as i64),
+            groups: Default::default(),
+            sink,
         }
     }
-    Ok(())
+
+    /// Writes the last `DmaUsage` rows; sets `times`' groups, row count and peak.
+    fn finish(self, times: &mut DmaTimes) -> Result<()> {
+        let (rows, peak) = self.series.finish(self.sink)?;
+        times.groups = self.groups;
+        times.usage_rows = rows;
+        times.peak_packets = times.peak_packets.max(peak);
+        Ok(())
+    }
+}
+
+impl Released for Usage<'_> {
+    #[inline]
+    fn take(&mut self, p: Pending) -> Result<()> {
+        if p.usage {
+            let rate = f32::from_bits(p.rate_bits);
+            self.series.push(p.start, p.end, p.bytes, rate, self.sink)?;
+        }
+        if let Some(g) = self.groups.get_mut(usize::from(p.group)) {
+            g.push(p.span.0, p.span.1, u64::from(p.bytes));
+        }
+        Ok(())
+    }
+}
+
+/// Released packets per message of [`dma_times_piped`] (56 B each: 112 KiB a message).
+const PIPE_PACKETS: usize = 2048;
+
+/// [`Released`] into a channel to [`dma_times_piped`]'s second thread, in chunks.
+struct Piped {
+    chunk: Vec<Pending>,
+    tx: std::sync::mpsc::SyncSender<Vec<Pending>>,
+}
+
+impl Piped {
+    fn flush(&mut self) -> Result<()> {
+        let chunk = std::mem::replace(&mut self.chunk, Vec::with_capacity(PIPE_PACKETS));
+        self.tx
+            .send(chunk)
+            .map_err(|_| Error::Other("DmaUsage thread stopped".into()))
+    }
+}
+
+impl Released for Piped {
+    #[inline]
+    fn take(&mut self, p: Pending) -> Result<()> {
+        self.chunk.push(p);
+        if self.chunk.len() >= PIPE_PACKETS {
+            self.flush()?;
+        }
+        Ok(())
+    }
 }
 
 /// `DmaPacketAggregated` rows of one core (docs/formats.md "DmaPacketAggregated"): span = first
@@ -1797,7 +1913,8 @@ mod tests {
     }
 
     /// Decodes every core of `data` twice: the time-ordered pass as the decoder runs it, and
-    /// the fallback that reads in file order and sorts every packet. Returns per core (ordered
+    /// the fallback that reads in file order and sorts every packet (its packets released to a
+    /// second thread, [`dma_times_piped`]). Returns per core (ordered
     /// result, sorted result, ordered `DmaUsage`, sorted `DmaUsage`, packets).
     #[allow(clippy::type_complexity)]
     fn both_passes(
@@ -1848,14 +1965,16 @@ mod tests {
                     end: x.size / 16,
                 })
                 .collect();
-            let pass = TimePass {
-                info,
-                sg,
+            // Sorting every packet, with the packets released to a second thread as the split
+            // decode does: both must give the inline merge's rows and figures.
+            let plan = DmaPlan {
+                runs: whole,
+                drop: None,
                 pcore,
                 first_core,
                 window,
             };
-            let sorted = pass.run(&src, &whole, None, &mut b, &mut |_| {}).unwrap();
+            let sorted = dma_times_piped(&src, info, sg, &plan, &mut b, &mut |_| {}).unwrap();
             out.push((
                 stats.times,
                 sorted,

@@ -1,7 +1,8 @@
 //! The DMA threads of [`super::decode::decode_split`] (native): one writes every core's
 //! `DmaPacket` and `DmaPacketAggregated` rows, the other runs every core's time-ordered pass
 //! (`DmaUsage`, the Summary's DMA fields) on the plan the row thread hands over once that core's
-//! rows are written (a second scan for the plan cost ≈ 0.3 CPU s per 200 MB). Their batches
+//! rows are written (a second scan for the plan cost ≈ 0.3 CPU s per 200 MB), its released
+//! packets turned into `DmaUsage` rows on one more ([`super::dma::dma_times_piped`]). Batches
 //! cross a bounded channel to the decoding thread, which hands them to the sink between its own
 //! batches ([`Merged`]), so the sink is only ever called from that thread.
 
@@ -12,7 +13,7 @@ use std::thread::{Scope, ScopedJoinHandle};
 use arrow_array::RecordBatch;
 
 use super::decode::Window;
-use super::dma::{dma_rows_all, dma_times, DmaCoreStats, DmaPlan, RowsTo};
+use super::dma::{dma_rows_all, dma_times_piped, DmaCoreStats, DmaPlan, RowsTo};
 use super::NtffInfo;
 use crate::error::{Error, Problem, Result};
 use crate::source::ByteSource;
@@ -165,7 +166,7 @@ pub(super) fn start<'scope, 's>(
                 let mut prog = |n: u64| {
                     done.fetch_add(n, Ordering::Relaxed);
                 };
-                out.push(dma_times(src, info, sg, &plan, &mut sink, &mut prog)?);
+                out.push(dma_times_piped(src, info, sg, &plan, &mut sink, &mut prog)?);
             }
             Ok(out)
         })
