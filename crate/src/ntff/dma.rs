@@ -692,9 +692,9 @@ pub(super) fn dma_times<S: ByteSource + ?Sized>(
 }
 
 /// [`dma_times`] on two threads (natively, the split decode's time thread): this one reads and
-/// merges the records and releases the packets in start order, a second one turns them into
-/// `DmaUsage` rows and the Summary's DMA groups (≈ a third of the pass). The packets cross a
-/// bounded channel in release order, so the rows and figures equal [`dma_times`]'s.
+/// merges and pairs the records, a second one puts the packets in start order and turns them
+/// into `DmaUsage` rows and the Summary's DMA groups. The packets and the release points cross
+/// a bounded channel in the pass's order, so the rows and figures equal [`dma_times`]'s.
 ///
 /// Errors: those of [`dma_times`]; a panic of the second thread is an [`Error::Other`].
 pub(super) fn dma_times_piped<S: ByteSource + ?Sized>(
@@ -712,22 +712,20 @@ pub(super) fn dma_times_piped<S: ByteSource + ?Sized>(
         window: plan.window,
     };
     // Four messages in flight: the merge runs at most ≈ 450 KiB of packets ahead of the rows.
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Pending>>(4);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<PipeMsg>(4);
     std::thread::scope(|s| {
         let pcore = plan.pcore;
         let usage = s.spawn(move || -> Result<DmaTimes> {
             let mut usage = Usage::new(pcore, sink);
-            for chunk in rx {
-                for p in chunk {
-                    usage.take(p)?;
-                }
+            for msg in rx {
+                msg.replay(&mut usage)?;
             }
             let mut u = DmaTimes::default();
             usage.finish(&mut u)?;
             Ok(u)
         });
         let mut piped = Piped {
-            chunk: Vec::with_capacity(PIPE_PACKETS),
+            msg: PipeMsg::default(),
             tx,
         };
         let merged = pass
@@ -1120,9 +1118,10 @@ impl Cursor {
 /// engine, 16 per core; the synthetic writer one in all). Here one [`Cursor`] per run feeds a
 /// k-way merge by calibrated time into a fresh [`Pairing`]: every stream's records keep their
 /// file order (the row pass checked it), so the packets are the rows' packets. A packet is
-/// final at its end record but `DmaUsage` wants start order, so packets wait in a reorder heap
-/// until no packet still to come can start earlier — the earliest open start, or the merge
-/// head (records not read yet). State: [`RUN_BUDGET`] (at most [`MAX_RUNS`] × [`RUN_CHUNK`]) bytes, the open starts and
+/// final at its end record but `DmaUsage` wants start order, so the pass hands packets over in
+/// end order and, every [`RELEASE_EVERY`] records, the time before which no packet still to
+/// come can start — the earliest open start, or the merge head (records not read yet); the
+/// consumer ([`Usage`]) holds them in a reorder heap until then. State: [`RUN_BUDGET`] (at most [`MAX_RUNS`] × [`RUN_CHUNK`]) bytes, the open starts and
 /// the packets overlapping them in time.
 ///
 /// When the records are not mergeable (a stream out of time order, more than [`MAX_RUNS`] runs,
@@ -1180,11 +1179,10 @@ impl TimePass<'_> {
         });
         let mut pairing = Pairing::new(self.sg, self.first_core, self.window);
         let mut scratch = DmaCoreStats::default();
-        let mut times = DmaTimes {
+        let times = DmaTimes {
             runs: if ordered { cursors.len() } else { 0 },
             ..Default::default()
         };
-        let mut pending = Reorder::default();
         let t0ps = ps_floor(self.window.t0);
         let rel = |fs: i128| clamp_i64(ps_floor(fs) - t0ps);
         let mut heads: BinaryHeap<Reverse<(i128, usize)>> = BinaryHeap::new();
@@ -1241,7 +1239,7 @@ impl TimePass<'_> {
                             )
                         }
                     };
-                    pending.push(Pending {
+                    out.push(Pending {
                         start: rel(p.fs1),
                         order,
                         end: rel(p.fs),
@@ -1250,8 +1248,7 @@ impl TimePass<'_> {
                         group: dma_group(p.s.queue_type) as u8,
                         span,
                         usage: raw.0.is_some() && raw.1.is_some(),
-                    });
-                    times.peak_packets = times.peak_packets.max(pending.len());
+                    })?;
                 }
             }
             since += 1;
@@ -1274,17 +1271,12 @@ impl TimePass<'_> {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
                 };
-                let limit = w.map(|w| rel(w.saturating_sub(drop)));
-                while let Some(p) = pending.pop_before(limit) {
-                    out.take(p)?;
-                }
+                out.release(w.map(|w| rel(w.saturating_sub(drop))))?;
             }
         }
         let read: u64 = cursors.iter().map(|c| c.read).sum();
         progress(read - reported);
-        while let Some(p) = pending.pop_before(None) {
-            out.take(p)?;
-        }
+        out.release(None)?;
         Ok(times)
     }
 }
@@ -1353,13 +1345,19 @@ pub(crate) fn ps_to_fs(ps: i128) -> i128 {
     ps * 1000
 }
 
-/// Where [`TimePass`] hands each packet it releases, in (start, row order).
+/// Where [`TimePass`] hands its packets: in end order (`push`), with `release(limit)` once no
+/// packet still to come starts before `limit` (ps from t0; `None`: the last call, every packet).
 trait Released {
-    fn take(&mut self, p: Pending) -> Result<()>;
+    fn push(&mut self, p: Pending) -> Result<()>;
+    fn release(&mut self, limit: Option<i64>) -> Result<()>;
 }
 
-/// The released packets' consumer: `DmaUsage` rows (to `sink`) and the Summary's DMA groups.
+/// The packets' consumer: a reorder heap that releases them in (start, row order) into
+/// `DmaUsage` rows (to `sink`) and the Summary's DMA groups.
 struct Usage<'s> {
+    pending: Reorder,
+    /// Most packets `pending` held at once.
+    peak: usize,
     series: DmaUsageSeries,
     groups: [DmaGroup; 3],
     sink: &'s mut dyn TableSink,
@@ -1368,6 +1366,8 @@ struct Usage<'s> {
 impl<'s> Usage<'s> {
     fn new(pcore: usize, sink: &'s mut dyn TableSink) -> Self {
         Usage {
+            pending: Reorder::default(),
+            peak: 0,
             series: DmaUsageSeries::new(pcore as i64),
             groups: Default::default(),
             sink,
@@ -1379,12 +1379,10 @@ impl<'s> Usage<'s> {
         let (rows, peak) = self.series.finish(self.sink)?;
         times.groups = self.groups;
         times.usage_rows = rows;
-        times.peak_packets = times.peak_packets.max(peak);
+        times.peak_packets = times.peak_packets.max(peak).max(self.peak);
         Ok(())
     }
-}
 
-impl Released for Usage<'_> {
     #[inline]
     fn take(&mut self, p: Pending) -> Result<()> {
         if p.usage {
@@ -1398,31 +1396,82 @@ impl Released for Usage<'_> {
     }
 }
 
-/// Released packets per message of [`dma_times_piped`] (56 B each: 112 KiB a message).
+impl Released for Usage<'_> {
+    #[inline]
+    fn push(&mut self, p: Pending) -> Result<()> {
+        self.pending.push(p);
+        self.peak = self.peak.max(self.pending.len());
+        Ok(())
+    }
+    fn release(&mut self, limit: Option<i64>) -> Result<()> {
+        while let Some(p) = self.pending.pop_before(limit) {
+            self.take(p)?;
+        }
+        Ok(())
+    }
+}
+
+/// Packets per message of [`dma_times_piped`] (56 B each: 112 KiB a message).
 const PIPE_PACKETS: usize = 2048;
 
-/// [`Released`] into a channel to [`dma_times_piped`]'s second thread, in chunks.
+/// One message of [`Piped`]: packets in end order, and the releases among them as (packets
+/// pushed before it, limit).
+#[derive(Default)]
+struct PipeMsg {
+    packets: Vec<Pending>,
+    releases: Vec<(usize, Option<i64>)>,
+}
+
+impl PipeMsg {
+    /// Replays the message's pushes and releases into `to`, in their order.
+    fn replay(self, to: &mut Usage<'_>) -> Result<()> {
+        let mut releases = self.releases.into_iter().peekable();
+        for (i, p) in self.packets.into_iter().enumerate() {
+            while let Some((_, limit)) = releases.next_if(|r| r.0 == i) {
+                to.release(limit)?;
+            }
+            to.push(p)?;
+        }
+        for (_, limit) in releases {
+            to.release(limit)?;
+        }
+        Ok(())
+    }
+}
+
+/// [`Released`] into a channel to [`dma_times_piped`]'s second thread, in messages of about
+/// [`PIPE_PACKETS`] packets: the reorder heap is the second thread's work too.
 struct Piped {
-    chunk: Vec<Pending>,
-    tx: std::sync::mpsc::SyncSender<Vec<Pending>>,
+    msg: PipeMsg,
+    tx: std::sync::mpsc::SyncSender<PipeMsg>,
 }
 
 impl Piped {
     fn flush(&mut self) -> Result<()> {
-        let chunk = std::mem::replace(&mut self.chunk, Vec::with_capacity(PIPE_PACKETS));
+        let msg = std::mem::replace(
+            &mut self.msg,
+            PipeMsg {
+                packets: Vec::with_capacity(PIPE_PACKETS),
+                releases: Vec::new(),
+            },
+        );
         self.tx
-            .send(chunk)
+            .send(msg)
             .map_err(|_| Error::Other("DmaUsage thread stopped".into()))
     }
 }
 
 impl Released for Piped {
     #[inline]
-    fn take(&mut self, p: Pending) -> Result<()> {
-        self.chunk.push(p);
-        if self.chunk.len() >= PIPE_PACKETS {
+    fn push(&mut self, p: Pending) -> Result<()> {
+        self.msg.packets.push(p);
+        if self.msg.packets.len() >= PIPE_PACKETS {
             self.flush()?;
         }
+        Ok(())
+    }
+    fn release(&mut self, limit: Option<i64>) -> Result<()> {
+        self.msg.releases.push((self.msg.packets.len(), limit));
         Ok(())
     }
 }
@@ -1943,7 +1992,7 @@ mod tests {
             );
             let mut stats = DmaCoreStats::default();
             let (mut id, mut agg) = (0, 0);
-            let io = NtffIo {
+            let mut io = NtffIo {
                 src: &src,
                 info,
                 window,
@@ -1956,7 +2005,17 @@ mod tests {
                 packet: &mut id,
                 aggregated: &mut agg,
             };
-            decode_dma_core(io, sg, pcore, first_core, ids, &mut stats).unwrap();
+            let plan = dma_rows(io.reborrow(), sg, pcore, first_core, ids, &mut stats).unwrap();
+            stats.times = dma_times(io.src, info, sg, &plan, io.sink, io.progress).unwrap();
+            // The merged pass with its packets and releases sent to a second thread (the split
+            // decode's way): the same rows, figures and peak as inline.
+            let mut c = crate::tables::Tables::default();
+            let piped = dma_times_piped(&src, info, sg, &plan, &mut c, &mut |_| {}).unwrap();
+            assert_eq!(piped.groups, stats.times.groups, "core {pcore}");
+            assert_eq!(piped.usage_rows, stats.times.usage_rows, "core {pcore}");
+            assert_eq!(piped.peak_packets, stats.times.peak_packets, "core {pcore}");
+            assert_eq!(piped.runs, stats.times.runs, "core {pcore}");
+            assert_eq!(c.concat("DmaUsage"), a.concat("DmaUsage"), "core {pcore}");
             let whole: Vec<Run> = dma_buffers(sg)
                 .enumerate()
                 .map(|(buf, x)| Run {
