@@ -14,7 +14,7 @@ use crate::error::{Code, Error, Problem, Result, Severity};
 use crate::inventory::{DeviceProfile, Inventory, Profile};
 use crate::pairing::PairStatus;
 use crate::source::ByteSource;
-use crate::tables::{self, explorer, TableBuilder, TableDef, TableSink};
+use crate::tables::{self, explorer, TableBuilder, TableDef, TableSink, Tables};
 
 /// Opens a picked file by its relative path (native file, browser Blob, or bytes).
 pub type Opener<'a> = &'a dyn Fn(&str) -> Result<Box<dyn ByteSource>>;
@@ -216,6 +216,8 @@ struct Decoded {
     neff_facts: Option<crate::derived::NeffFacts>,
     /// The time pass is still to run ([`DeviceOptions::dma_elsewhere`]).
     dma_missing: bool,
+    /// Decoded on several threads ([`DeviceOptions::dma_open`]): the Summary may use two.
+    split: bool,
 }
 
 /// What the worker that decoded a device's DMA side ([`dma_side_device`]) hands to
@@ -514,6 +516,7 @@ pub fn begin_device(
         // stream (crate::summary::SummaryCollector); which clock its intervals use depends on the
         // calibration, so the info section is read first (header + protobuf, cheap).
         let mut spans: Option<crate::summary::SummaryCollector<'_>> = None;
+        let mut split = false;
         let decoded = open(path).and_then(|src| {
             let info = crate::ntff::read_info(&*src).ok().flatten();
             let raw_ps = info.as_ref().is_some_and(raw_ps_clock);
@@ -525,7 +528,10 @@ pub fn begin_device(
                 state: crate::summary::Gathered::new(raw_ps, cals),
             });
             match opts.dma_open.and_then(|o| o(path).ok()) {
-                Some(dma) => crate::ntff::decode_split(&*src, &*dma, &ctx, spans, &mut cb),
+                Some(dma) => {
+                    split = true;
+                    crate::ntff::decode_split(&*src, &*dma, &ctx, spans, &mut cb)
+                }
                 None => crate::ntff::decode(&*src, &ctx, spans, &mut cb),
             }
         });
@@ -540,6 +546,7 @@ pub fn begin_device(
                     derived,
                     neff_facts,
                     dma_missing: opts.dma_elsewhere,
+                    split,
                 })
             }
             Err(e) => problems.push(Problem::from_error(Code::ProcessIncomplete, path, &e)),
@@ -585,6 +592,7 @@ pub fn finish_device(
         derived,
         neff_facts,
         dma_missing,
+        split,
     }) = decoded
     {
         let path = &path;
@@ -663,12 +671,35 @@ pub fn finish_device(
                 ),
             ));
         }
-        if let Err(e) = crate::summary::write_gathered(kept, &rep, &mut sink) {
+        // Summary and OpcodeSummary; ActiveTime, PendingDma, DmaUsage, HbmUsageSummaryByType
+        // and Explorer's Missing Data warnings (crate::derived).
+        let (summed, derived) = if split && !cfg!(target_arch = "wasm32") {
+            // After the split decode both cores are free: the Summary's unions (two threads)
+            // beside the derived tables (this one). Its few rows wait in memory, then follow.
+            std::thread::scope(|s| {
+                let rep = &rep;
+                let h = s.spawn(move || {
+                    let mut t = Tables::default();
+                    let r = crate::summary::write_gathered(kept, rep, 2, &mut t);
+                    (r, t)
+                });
+                let d = crate::derived::write_tables(derived, rep, &mut sink);
+                let r = match h.join() {
+                    Ok((r, t)) => r.and_then(|()| forward_tables(t, &mut sink)),
+                    Err(_) => Err(Error::Other("Summary thread panicked".into())),
+                };
+                (r, d)
+            })
+        } else {
+            (
+                crate::summary::write_gathered(kept, &rep, 1, &mut sink),
+                crate::derived::write_tables(derived, &rep, &mut sink),
+            )
+        };
+        if let Err(e) = summed {
             problems.push(Problem::from_error(Code::SummaryFailed, path, &e));
         }
-        // ActiveTime, PendingDma, DmaUsage, HbmUsageSummaryByType and Explorer's
-        // Missing Data warnings (crate::derived).
-        if let Err(e) = crate::derived::write_tables(derived, &rep, &mut sink) {
+        if let Err(e) = derived {
             problems.push(Problem::from_error(Code::DerivedFailed, path, &e));
         }
         problems.extend(crate::derived::explorer_warnings(&rep, neff_facts, path));
@@ -685,6 +716,16 @@ pub fn finish_device(
         summary,
         problems,
     })
+}
+
+/// Sends every batch of `t` to `sink`, table by table (each table's batches in their order).
+fn forward_tables(t: Tables, sink: &mut dyn TableSink) -> Result<()> {
+    for (_, (def, batches)) in t.tables {
+        for b in batches {
+            sink.batch(def, b)?;
+        }
+    }
+    Ok(())
 }
 
 /// `p` at the smallest of the offsets given, if any.

@@ -58,7 +58,7 @@ pub struct ConvertArgs {
     #[arg(short = 'o', long = "output", value_name = "OUT")]
     pub out: PathBuf,
     /// Profiles converted at the same time [default: the number of cores].
-    #[arg(short = 'j', long, value_name = "N")]
+    #[arg(short = 'j', long, value_name = "N", value_parser = at_least_one)]
     pub threads: Option<NonZeroUsize>,
     /// Output layout.
     #[arg(long, value_enum, default_value_t = Layout::Hive)]
@@ -952,9 +952,30 @@ fn print_job(d: &Done, log: &[String]) {
     }
 }
 
+/// `--threads N`: a whole number of at least 1, with a message that says so (clap's own for a
+/// zero `NonZeroUsize` is "number would be zero for non-zero type").
+fn at_least_one(s: &str) -> std::result::Result<NonZeroUsize, String> {
+    s.parse::<usize>()
+        .ok()
+        .and_then(NonZeroUsize::new)
+        .ok_or_else(|| format!("expected a whole number of threads, at least 1; got '{s}'"))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{bounded_profile, hive_escape, MAX_NAME};
+    use super::{at_least_one, bounded_profile, hive_escape, MAX_NAME};
+
+    #[test]
+    fn threads_must_be_at_least_one() {
+        assert_eq!(at_least_one("3").map(|n| n.get()), Ok(3));
+        for bad in ["0", "-1", "two", ""] {
+            let e = at_least_one(bad).unwrap_err();
+            assert!(
+                e.contains("at least 1") && e.contains(&format!("'{bad}'")),
+                "{e}"
+            );
+        }
+    }
 
     #[test]
     fn long_profile_names_are_bounded_and_stay_distinct() {
