@@ -717,8 +717,8 @@ fn ntff_device(
                 Code::EmptyNtff,
                 Some(path),
                 format!(
-                    "{path}: empty device trace (under the 128-byte header, or an info section of \
-                     length 0: no data), skipped; this happens when a process initialises more \
+                    "{path}: empty device trace (0 bytes, or an info section of length 0: no \
+                     data), skipped; this happens when a process initialises more \
                      NeuronCores than it uses or runs without warm-up; if that core did run, the \
                      file was cut off"
                 ),
