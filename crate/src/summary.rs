@@ -19,7 +19,7 @@ use rustc_hash::FxHashMap as HashMap;
 use arrow_array::{Array, Int32Array, Int64Array, RecordBatch};
 
 use crate::engine::Engine;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ntff::{Calibration, ClockCal, DecodeReport};
 use crate::tables::{explorer, kind, StrCol, TableBuilder, TableDef, TableSink, Tables, C};
 
@@ -1030,51 +1030,6 @@ pub fn gather(t: &Tables, raw_ps: bool, cals: &[Calibration]) -> Gathered {
     g
 }
 
-/// `f` of every item, on up to `threads` threads (natively): items are taken heaviest first
-/// (`weights`, one per item) by the least loaded thread, this one included; the results in the
-/// items' order. One thread (or wasm32): in order on this one. Errors: a thread that panicked.
-fn on_threads_balanced<T: Sync, R: Send>(
-    items: &[T],
-    weights: &[u64],
-    threads: usize,
-    f: impl Fn(&T) -> R + Sync,
-) -> Result<Vec<R>> {
-    let threads = threads.clamp(1, items.len().max(1));
-    if threads == 1 || cfg!(target_arch = "wasm32") {
-        return Ok(items.iter().map(f).collect());
-    }
-    let mut order: Vec<usize> = (0..items.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(weights.get(i).copied().unwrap_or(0)));
-    let mut groups: Vec<(u64, Vec<usize>)> = vec![(0, Vec::new()); threads];
-    for i in order {
-        if let Some(g) = groups.iter_mut().min_by_key(|g| g.0) {
-            g.0 = g.0.saturating_add(weights.get(i).copied().unwrap_or(0));
-            g.1.push(i);
-        }
-    }
-    let run = |idx: &[usize]| -> Vec<(usize, R)> {
-        idx.iter()
-            .filter_map(|&i| items.get(i).map(|t| (i, f(t))))
-            .collect()
-    };
-    let mut done: Vec<(usize, R)> = std::thread::scope(|s| {
-        let (first, rest) = groups
-            .split_first()
-            .map_or((&[][..], &[][..]), |(a, b)| (&a.1[..], b));
-        let handles: Vec<_> = rest.iter().map(|g| s.spawn(|| run(&g.1))).collect();
-        let mut all = run(first);
-        for h in handles {
-            all.extend(
-                h.join()
-                    .map_err(|_| Error::Other("Summary thread panicked".into()))?,
-            );
-        }
-        Ok::<_, Error>(all)
-    })?;
-    done.sort_by_key(|(i, _)| *i);
-    Ok(done.into_iter().map(|(_, r)| r).collect())
-}
-
 /// Writes one `Summary` row and the `OpcodeSummary` rows for a decoded device profile from its
 /// in-memory tables. `raw_ps` as in [`gather`] (true when every calibration entry is the
 /// identity, i.e. trn2). Streaming callers use [`SummaryCollector`] and [`write_gathered`].
@@ -1156,7 +1111,14 @@ pub fn write_gathered(
                 .sum()
         })
         .collect();
-    let unions = on_threads_balanced(&engine_names, &weights, threads, |eng| engine_union(eng))?;
+    let thread = crate::util::least_loaded(&weights, threads);
+    let unions = crate::util::on_threads(
+        engine_names.clone(),
+        threads,
+        |i| thread.get(i).copied().unwrap_or(0),
+        "Summary",
+        |eng| Ok(engine_union(eng)),
+    )?;
     for (eng, (act, per_op)) in engine_names.iter().zip(unions) {
         busy.insert(eng, act);
         op_union.extend(per_op);
@@ -1305,20 +1267,6 @@ pub fn write_gathered(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Balanced threads give each item's result in the items' order, whatever the weights.
-    #[test]
-    fn balanced_threads_keep_item_order() {
-        let items: Vec<u64> = (0..7).collect();
-        let weights = [5u64, 90, 0, 40, 40, 1, 7];
-        let want: Vec<u64> = items.iter().map(|i| i * i + 1).collect();
-        for threads in 0..5 {
-            let got = on_threads_balanced(&items, &weights, threads, |i| i * i + 1).unwrap();
-            assert_eq!(got, want, "{threads} threads");
-        }
-        let none: Vec<u64> = on_threads_balanced(&[], &[], 2, |i: &u64| *i).unwrap();
-        assert!(none.is_empty());
-    }
 
     /// One merge over grouped lists gives each group's union and the flagged lists' union,
     /// as separate merges do (overlaps across and within groups, touching ends, empty lists).

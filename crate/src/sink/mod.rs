@@ -12,6 +12,7 @@ use parquet::file::properties::WriterProperties;
 
 use crate::error::{Error, Result};
 use crate::tables::{TableDef, TableSink, Tables};
+use crate::util::on_threads;
 
 /// Encodes `batches` as an uncompressed Arrow IPC stream (apache-arrow JS `tableFromIPC` reads it
 /// without codec registration; docs/format/README.md "Implementation notes").
@@ -344,7 +345,14 @@ impl<W: Write + Send> TableWriter<W> {
                     leaves.extend(compute_leaves(field, arr)?);
                 }
                 let jobs: Vec<_> = writers.iter_mut().zip(leaves).collect();
-                on_threads(jobs, threads, |(w, leaf)| Ok(w.write(&leaf)?))?;
+                // Round-robin: each thread gets a mix of cheap and costly columns.
+                on_threads(
+                    jobs,
+                    threads,
+                    |i| i,
+                    ENCODER,
+                    |(w, leaf)| Ok(w.write(&leaf)?),
+                )?;
                 *batches += 1;
                 if *batches >= group_batches {
                     self.close_row_group(threads)?;
@@ -367,7 +375,7 @@ impl<W: Write + Send> TableWriter<W> {
             let Some(writers) = open.take() else {
                 return Ok(());
             };
-            let chunks = on_threads(writers, threads, |w| Ok(w.close()?))?;
+            let chunks = on_threads(writers, threads, |i| i, ENCODER, |w| Ok(w.close()?))?;
             let mut rg = file.next_row_group()?;
             for c in chunks {
                 c.append_to_row_group(&mut rg)?;
@@ -395,51 +403,8 @@ impl<W: Write + Send> TableWriter<W> {
     }
 }
 
-/// `f` over every item, items dealt round-robin to `threads` threads (the first group on this
-/// one; each thread gets a mix of cheap and costly columns); the results in the items' order.
-/// Errors: the first error of the items, in order.
-#[cfg(not(target_arch = "wasm32"))]
-fn on_threads<T: Send, R: Send>(
-    items: Vec<T>,
-    threads: usize,
-    f: impl Fn(T) -> Result<R> + Sync,
-) -> Result<Vec<R>> {
-    let threads = threads.max(1);
-    let n = items.len();
-    let mut groups: Vec<Vec<(usize, T)>> = (0..threads).map(|_| Vec::new()).collect();
-    for (i, item) in items.into_iter().enumerate() {
-        if let Some(g) = groups.get_mut(i % threads) {
-            g.push((i, item));
-        }
-    }
-    let run = |g: Vec<(usize, T)>| -> Vec<(usize, Result<R>)> {
-        g.into_iter().map(|(i, item)| (i, f(item))).collect()
-    };
-    let mut groups = groups.into_iter();
-    let first = groups.next().unwrap_or_default();
-    let mut all: Vec<(usize, Result<R>)> = std::thread::scope(|s| {
-        let handles: Vec<_> = groups.map(|g| s.spawn(|| run(g))).collect();
-        let mut all = run(first);
-        for h in handles {
-            match h.join() {
-                Ok(r) => all.extend(r),
-                Err(_) => all.push((
-                    n,
-                    Err(Error::Other("Parquet encoder thread panicked".into())),
-                )),
-            }
-        }
-        all
-    });
-    all.sort_by_key(|(i, _)| *i);
-    all.into_iter().map(|(_, r)| r).collect()
-}
-
-/// wasm32 has no threads: every item on this one, in order.
-#[cfg(target_arch = "wasm32")]
-fn on_threads<T, R>(items: Vec<T>, _threads: usize, f: impl Fn(T) -> Result<R>) -> Result<Vec<R>> {
-    items.into_iter().map(f).collect()
-}
+/// What a panicked column-encoding thread is called in its error.
+const ENCODER: &str = "Parquet encoder";
 
 impl<W: Write + Send, F: FnMut(&str) -> Result<W>> ParquetSink<W, F> {
     /// `open(table_name)` creates the output for a table the first time it receives a batch.
